@@ -1,0 +1,38 @@
+import type pg from 'pg';
+
+export type Db = pg.Pool;
+export type Tx = pg.PoolClient;
+
+/** Runs `fn` in one transaction on a pooled connection; rolls back on any throw. */
+export async function withTx<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const tx = await db.connect();
+  try {
+    await tx.query('BEGIN');
+    const result = await fn(tx);
+    await tx.query('COMMIT');
+    return result;
+  } catch (err) {
+    await tx.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    tx.release();
+  }
+}
+
+/** Postgres error codes this code branches on. */
+export const PG = {
+  uniqueViolation: '23505',
+  checkViolation: '23514',
+  serializationFailure: '40001',
+  deadlockDetected: '40P01',
+} as const;
+
+export function pgCode(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : undefined;
+}
+
+export function constraintOf(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'constraint' in err
+    ? String((err as { constraint: unknown }).constraint)
+    : undefined;
+}

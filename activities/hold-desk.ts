@@ -1,0 +1,81 @@
+import type { Db } from './db';
+import { getProduct, takeHold, takeHoldsBatch, type HoldRequest, type HoldResult } from './inventory';
+
+interface Waiting {
+  req: HoldRequest;
+  resolve: (r: HoldResult) => void;
+  reject: (e: unknown) => void;
+}
+
+export interface HoldDeskOptions {
+  /** Most requests served by one transaction. */
+  maxBatch?: number;
+}
+
+/**
+ * Coalesces concurrent hold requests for one SKU in this process into one transaction: while a
+ * batch commits, new arrivals queue, and the next batch takes them all (one conditional UPDATE,
+ * one multi-row INSERT). A hot row then pays one commit for many buyers; each buyer still gets
+ * an exact answer in arrival order. A batch that fails rejects only its own requests.
+ * Products of distinct units bypass the desk (their seats are picked row by row).
+ */
+export class HoldDesk {
+  private readonly queues = new Map<string, Waiting[]>();
+  private readonly running = new Set<string>();
+  private readonly unitsBySku = new Map<string, boolean>();
+  private readonly maxBatch: number;
+  private rotation = 0;
+  batches = 0;
+
+  constructor(
+    private readonly db: Db,
+    opts: HoldDeskOptions = {},
+  ) {
+    this.maxBatch = opts.maxBatch ?? 500;
+  }
+
+  async take(req: HoldRequest): Promise<HoldResult> {
+    if (await this.isUnitProduct(req.sku)) return takeHold(this.db, req);
+    return new Promise<HoldResult>((resolve, reject) => {
+      const queue = this.queues.get(req.sku) ?? [];
+      queue.push({ req, resolve, reject });
+      this.queues.set(req.sku, queue);
+      if (!this.running.has(req.sku)) void this.drain(req.sku);
+    });
+  }
+
+  private async isUnitProduct(sku: string): Promise<boolean> {
+    const known = this.unitsBySku.get(sku);
+    if (known !== undefined) return known;
+    const product = await getProduct(this.db, sku);
+    if (!product) return false; // the batch answers product_not_found
+    this.unitsBySku.set(sku, product.hasUnits);
+    return product.hasUnits;
+  }
+
+  private async drain(sku: string): Promise<void> {
+    this.running.add(sku);
+    try {
+      for (;;) {
+        const queue = this.queues.get(sku);
+        if (!queue || queue.length === 0) break;
+        const batch = queue.splice(0, this.maxBatch);
+        this.batches++;
+        try {
+          const results = await takeHoldsBatch(
+            this.db,
+            sku,
+            batch.map((w) => w.req),
+            this.rotation++,
+          );
+          batch.forEach((w, i) => w.resolve(results[i]));
+        } catch (err) {
+          for (const w of batch) w.reject(err);
+        }
+      }
+    } finally {
+      this.running.delete(sku);
+      this.queues.delete(sku);
+    }
+  }
+}

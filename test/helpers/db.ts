@@ -1,0 +1,44 @@
+import { randomUUID } from 'node:crypto';
+import type { ExecutionContext } from 'ava';
+import pg from 'pg';
+import { reconcile } from '../../activities/reconcile';
+
+/** The Postgres that `npm test` (test/run.ts) started and migrated. */
+export function testDb(max = 20): pg.Pool {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('DATABASE_URL is not set: run the suite with `npm test`, which starts Postgres');
+  return new pg.Pool({ connectionString: url, max });
+}
+
+export function uniqueSku(prefix = 'sku'): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+/**
+ * DESIGN.md invariants 1 and 6 for one SKU: nothing below the floor, nothing sold or held
+ * beyond total + allowance, and the ledger recomputes to the stock.
+ */
+export async function assertInvariants(t: ExecutionContext, db: pg.Pool, sku: string): Promise<void> {
+  const { rows } = await db.query<{
+    total: number;
+    allowance: number;
+    counted: number;
+    held: number;
+    sold: number;
+    min_bucket_margin: number;
+  }>(
+    `SELECT p.total, p.oversell_allowance AS allowance,
+            (SELECT sum(available) FROM stock_buckets WHERE sku = p.sku)::int AS counted,
+            (SELECT min(available - floor) FROM stock_buckets WHERE sku = p.sku)::int AS min_bucket_margin,
+            (SELECT coalesce(sum(quantity), 0) FROM holds WHERE sku = p.sku AND status = 'active' AND expires_at > now())::int AS held,
+            (SELECT coalesce(sum(quantity), 0) FROM holds WHERE sku = p.sku AND status = 'sold')::int AS sold
+       FROM products p WHERE p.sku = $1`,
+    [sku],
+  );
+  const r = rows[0];
+  t.truthy(r, `product ${sku} exists`);
+  t.true(r.counted >= -r.allowance, `available ${r.counted} >= -allowance ${-r.allowance}`);
+  t.true(r.min_bucket_margin >= 0, 'no bucket below its floor');
+  t.true(r.sold + r.held <= r.total + r.allowance, `sold ${r.sold} + held ${r.held} <= total ${r.total} + ${r.allowance}`);
+  t.deepEqual(await reconcile(db, sku), [], 'ledger reconciles');
+}
