@@ -1,0 +1,153 @@
+import { createHash } from 'node:crypto';
+import type { PurchaseState, PurchaseStatus, Rejection } from '../workflows/definitions';
+import type { Db } from './db';
+
+/** The durable record of a purchase (table `purchases`). */
+export interface PurchaseRecord extends PurchaseState {
+  idempotencyKey: string;
+  request: PurchaseRequest;
+  unitId?: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface PurchaseRequest {
+  sku: string;
+  buyerId: string;
+  quantity: number;
+  unitId?: string;
+}
+
+interface PurchaseRow {
+  purchase_id: string;
+  idempotency_key: string;
+  request: PurchaseRequest;
+  sku: string;
+  buyer_id: string;
+  quantity: number;
+  unit_id: string | null;
+  status: PurchaseStatus;
+  amount_cents: number | null;
+  currency: string | null;
+  hold_expires_at: Date | null;
+  checkout_session_id: string | null;
+  checkout_url: string | null;
+  payment_intent_id: string | null;
+  reason: string | null;
+  rejection: Rejection | null;
+  refund_id: string | null;
+  refund_status: string | null;
+  refund_reason: string | null;
+  oversold: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toRecord(r: PurchaseRow): PurchaseRecord {
+  return {
+    purchaseId: r.purchase_id,
+    idempotencyKey: r.idempotency_key,
+    request: r.request,
+    sku: r.sku,
+    buyerId: r.buyer_id,
+    quantity: r.quantity,
+    unitId: r.unit_id ?? undefined,
+    status: r.status,
+    amountCents: r.amount_cents ?? undefined,
+    currency: r.currency ?? undefined,
+    holdExpiresAt: r.hold_expires_at?.toISOString(),
+    sessionId: r.checkout_session_id ?? undefined,
+    checkoutUrl: r.checkout_url ?? undefined,
+    paymentIntentId: r.payment_intent_id ?? undefined,
+    reason: r.reason ?? undefined,
+    rejection: r.rejection ?? undefined,
+    refund: r.refund_status ? { status: r.refund_status, reason: r.refund_reason ?? '', refundId: r.refund_id ?? undefined } : undefined,
+    oversold: r.oversold,
+    createdAt: r.created_at.toISOString(),
+    updatedAt: r.updated_at.toISOString(),
+  };
+}
+
+/**
+ * A purchase id is derived from the buyer's Idempotency-Key, so a retried POST finds the same
+ * workflow (`purchase-<id>`) without a lookup, and no random id ever reaches a Stripe key.
+ */
+export function purchaseIdFor(idempotencyKey: string): string {
+  return `pur_${createHash('sha256').update(idempotencyKey).digest('hex').slice(0, 24)}`;
+}
+
+export type OpenResult =
+  | { created: true; record: PurchaseRecord }
+  | { created: false; record: PurchaseRecord; sameRequest: boolean };
+
+/** Records a new purchase in `holding`, or finds the one this Idempotency-Key already made. */
+export async function openPurchase(db: Db, idempotencyKey: string, req: PurchaseRequest): Promise<OpenResult> {
+  const purchaseId = purchaseIdFor(idempotencyKey);
+  const request: PurchaseRequest = { sku: req.sku, buyerId: req.buyerId, quantity: req.quantity, ...(req.unitId ? { unitId: req.unitId } : {}) };
+  const { rows } = await db.query<PurchaseRow>(
+    `INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, unit_id, status)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 'holding')
+     ON CONFLICT (purchase_id) DO NOTHING RETURNING *`,
+    [purchaseId, idempotencyKey, JSON.stringify(request), req.sku, req.buyerId, req.quantity, req.unitId ?? null],
+  );
+  if (rows[0]) return { created: true, record: toRecord(rows[0]) };
+  const existing = (await getPurchase(db, purchaseId))!;
+  const same = JSON.stringify(existing.request) === JSON.stringify(request);
+  return { created: false, record: existing, sameRequest: same };
+}
+
+export async function getPurchase(db: Db, purchaseId: string): Promise<PurchaseRecord | null> {
+  const { rows } = await db.query<PurchaseRow>('SELECT * FROM purchases WHERE purchase_id = $1', [purchaseId]);
+  return rows[0] ? toRecord(rows[0]) : null;
+}
+
+export type PurchasePatch = Partial<Omit<PurchaseState, 'purchaseId' | 'sku' | 'buyerId' | 'quantity'>>;
+
+/** Writes the saga's view of a purchase to its record. Idempotent: the same patch twice is the same row. */
+export async function recordPurchase(db: Db, purchaseId: string, patch: PurchasePatch): Promise<void> {
+  const cols: Record<string, unknown> = {
+    status: patch.status,
+    amount_cents: patch.amountCents,
+    currency: patch.currency,
+    hold_expires_at: patch.holdExpiresAt,
+    checkout_session_id: patch.sessionId,
+    checkout_url: patch.checkoutUrl,
+    payment_intent_id: patch.paymentIntentId,
+    reason: patch.reason,
+    rejection: patch.rejection,
+    refund_id: patch.refund?.refundId,
+    refund_status: patch.refund?.status,
+    refund_reason: patch.refund?.reason,
+    oversold: patch.oversold,
+  };
+  const set = Object.entries(cols).filter(([, v]) => v !== undefined);
+  if (set.length === 0) return;
+  await db.query(
+    `UPDATE purchases SET ${set.map(([k], i) => `${k} = $${i + 2}`).join(', ')}, updated_at = now() WHERE purchase_id = $1`,
+    [purchaseId, ...set.map(([, v]) => v)],
+  );
+}
+
+export async function appendAudit(
+  db: Db,
+  purchaseId: string,
+  actor: string,
+  action: string,
+  detail: Record<string, unknown>,
+): Promise<void> {
+  await db.query('INSERT INTO audit_log (purchase_id, actor, action, detail) VALUES ($1, $2, $3, $4)', [
+    purchaseId,
+    actor,
+    action,
+    JSON.stringify(detail),
+  ]);
+}
+
+/** Queues a message to the buyer (outbox), at most one of each kind per purchase. */
+export async function notifyBuyer(db: Db, purchaseId: string, buyerId: string, kind: string, message: string): Promise<void> {
+  await db.query(
+    `INSERT INTO notifications (purchase_id, buyer_id, kind, message) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (purchase_id, kind) DO NOTHING`,
+    [purchaseId, buyerId, kind, message],
+  );
+}

@@ -1,0 +1,32 @@
+import { bodyParser } from '@koa/bodyparser';
+import Koa from 'koa';
+import type { ApiDeps } from './deps';
+import { problemMiddleware } from './problem';
+import { catalogueRoutes } from './routes/catalogue';
+import { opsRoutes } from './routes/ops';
+import { purchaseRoutes, SoldOutCache } from './routes/purchases';
+import { supportRoutes } from './routes/support';
+import { webhookRoutes } from './routes/webhooks';
+
+/** The HTTP API (API.md). No port is opened here: `app.callback()` serves tests and `api/main.ts` alike. */
+export function createApp(deps: ApiDeps): Koa {
+  const app = new Koa({ proxy: false });
+  const soldOut = new SoldOutCache();
+  const onStockChange = (sku: string) => soldOut.forget(sku);
+
+  app.use(problemMiddleware(deps.log));
+  // The webhook route reads its raw body itself (the signature covers the exact bytes).
+  const json = bodyParser({ enableTypes: ['json'], jsonLimit: '64kb', encoding: 'utf-8' });
+  app.use(async (ctx, next) => (ctx.path === '/v1/webhooks/stripe' ? next() : json(ctx, next)));
+  for (const router of [
+    opsRoutes(deps),
+    catalogueRoutes(deps, onStockChange),
+    purchaseRoutes(deps, soldOut),
+    webhookRoutes(deps),
+    supportRoutes(deps, onStockChange),
+  ]) {
+    app.use(router.routes());
+    app.use(router.allowedMethods());
+  }
+  return app;
+}

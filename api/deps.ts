@@ -1,0 +1,22 @@
+import type { Client } from '@temporalio/client';
+import type Stripe from 'stripe';
+import type { Db } from '../activities/db';
+import type { Metrics } from './metrics';
+
+/** Everything the routes use, built by the entry point (api/main.ts) or a test. */
+export interface ApiDeps {
+  db: Db;
+  temporal: Client;
+  taskQueue: string;
+  /** Used only to verify webhook signatures. */
+  stripe: Stripe;
+  webhookSecret: string;
+  adminToken: string;
+  supportToken: string;
+  metrics: Metrics;
+  /** Set when the process is shutting down: /readyz answers 503 so load balancers stop sending traffic. */
+  lifecycle: { draining: boolean };
+  log: (msg: string, err?: unknown) => void;
+  /** How long POST /v1/purchases waits for the hold and the session before answering 503. */
+  checkoutTimeoutMs?: number;
+}

@@ -1,0 +1,121 @@
+import { Router } from '@koa/router';
+import type { JSONSchemaType } from 'ajv';
+import { createProduct, getAvailability, getProduct, ProductExistsError, restockProduct, type NewProduct } from '../../activities/inventory';
+import { requireBearer } from '../auth';
+import type { ApiDeps } from '../deps';
+import { invalid, Problem } from '../problem';
+import { validator } from '../validate';
+
+const newProduct = validator<NewProduct>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['sku', 'name', 'priceCents', 'currency', 'stock'],
+  properties: {
+    sku: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' },
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    priceCents: { type: 'integer', minimum: 0, maximum: 99_999_999 },
+    currency: { type: 'string', pattern: '^[A-Za-z]{3}$' },
+    stock: { type: 'integer', minimum: 0, maximum: 10_000_000 },
+    buckets: { type: 'integer', minimum: 1, maximum: 64, nullable: true },
+    // Stripe sessions live at most 24 hours; a hold must end before its session can no longer be expired.
+    holdSeconds: { type: 'integer', minimum: 1, maximum: 23 * 3600, nullable: true },
+    maxPerBuyer: { type: 'integer', minimum: 1, maximum: 1000, nullable: true },
+    oversellAllowance: { type: 'integer', minimum: 0, maximum: 1_000_000, nullable: true },
+    waitingRoom: {
+      type: 'object',
+      nullable: true,
+      additionalProperties: false,
+      required: ['admitPerSecond', 'maxActive'],
+      properties: {
+        admitPerSecond: { type: 'number', exclusiveMinimum: 0, maximum: 100_000 },
+        maxActive: { type: 'integer', minimum: 1, maximum: 10_000_000 },
+      },
+    },
+    units: {
+      type: 'array',
+      nullable: true,
+      minItems: 1,
+      maxItems: 100_000,
+      uniqueItems: true,
+      items: { type: 'string', minLength: 1, maxLength: 64 },
+    },
+  },
+} as JSONSchemaType<NewProduct>);
+
+const restock = validator<{ quantity: number }>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['quantity'],
+  properties: { quantity: { type: 'integer', minimum: 1, maximum: 10_000_000 } },
+});
+
+/** GET /v1/products/:sku body: the public view of stock. Expired holds count as available. */
+export async function productView(deps: ApiDeps, sku: string) {
+  const product = await getProduct(deps.db, sku);
+  const a = await getAvailability(deps.db, sku);
+  if (!product || !a) throw new Problem(404, 'product-not-found', `no product with SKU ${sku}`);
+  return {
+    sku,
+    name: product.name,
+    priceCents: product.priceCents,
+    currency: product.currency,
+    total: a.total,
+    available: a.available,
+    held: a.held,
+    sold: a.sold,
+    oversold: a.oversold,
+    soldOut: a.soldOut,
+    holdSeconds: product.holdSeconds,
+    maxPerBuyer: product.maxPerBuyer,
+    buckets: product.buckets,
+    oversellAllowance: product.oversellAllowance,
+    waitingRoom: product.waitingRoom,
+    hasUnits: product.hasUnits,
+  };
+}
+
+/**
+ * Catalogue routes. Creating and restocking need the admin token; reading is public. Each write is
+ * one transaction with its ledger movement.
+ */
+export function catalogueRoutes(deps: ApiDeps, onStockChange: (sku: string) => void): Router {
+  const router = new Router();
+  const admin = requireBearer(deps.adminToken, 'admin');
+
+  router.post('/v1/products', admin, async (ctx) => {
+    const input = newProduct(ctx.request.body);
+    if (input.units && input.units.length !== input.stock) {
+      throw invalid([{ field: 'stock', message: `must equal the number of units (${input.units.length})` }]);
+    }
+    if (input.units && input.oversellAllowance) {
+      throw invalid([{ field: 'oversellAllowance', message: 'is not supported for products of distinct units' }]);
+    }
+    try {
+      await createProduct(deps.db, input);
+    } catch (err) {
+      if (err instanceof ProductExistsError) throw new Problem(409, 'product-exists', err.message);
+      throw err;
+    }
+    onStockChange(input.sku);
+    ctx.status = 201;
+    ctx.body = await productView(deps, input.sku);
+  });
+
+  router.post('/v1/products/:sku/restock', admin, async (ctx) => {
+    const { quantity } = restock(ctx.request.body);
+    const product = await getProduct(deps.db, ctx.params.sku);
+    if (!product) throw new Problem(404, 'product-not-found', `no product with SKU ${ctx.params.sku}`);
+    if (product.hasUnits) {
+      throw invalid([{ field: 'quantity', message: 'a product of distinct units is restocked by its refunded units' }]);
+    }
+    await restockProduct(deps.db, ctx.params.sku, quantity);
+    onStockChange(ctx.params.sku);
+    ctx.body = await productView(deps, ctx.params.sku);
+  });
+
+  router.get('/v1/products/:sku', async (ctx) => {
+    ctx.body = await productView(deps, ctx.params.sku);
+  });
+
+  return router;
+}

@@ -1,0 +1,237 @@
+import { Router } from '@koa/router';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import type { JSONSchemaType } from 'ajv';
+import { getAvailability, getProduct } from '../../activities/inventory';
+import { getPurchase, openPurchase, type PurchaseRecord, type PurchaseRequest } from '../../activities/purchases';
+import {
+  BuyerIdKey,
+  cancelSignal,
+  checkoutReadyUpdate,
+  FINAL_STATUSES,
+  purchaseWorkflowId,
+  SkuKey,
+  PurchaseStatusKey,
+  type PurchaseState,
+} from '../../workflows/definitions';
+import type { purchaseWorkflow } from '../../workflows/purchase';
+import type { ApiDeps } from '../deps';
+import { invalid, Problem } from '../problem';
+import { validator } from '../validate';
+
+const purchaseBody = validator<PurchaseRequest>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['sku', 'buyerId'],
+  properties: {
+    sku: { type: 'string', minLength: 1, maxLength: 64 },
+    buyerId: { type: 'string', minLength: 1, maxLength: 128 },
+    quantity: { type: 'integer', minimum: 1, maximum: 1000, default: 1 },
+    unitId: { type: 'string', minLength: 1, maxLength: 64, nullable: true },
+  },
+} as JSONSchemaType<PurchaseRequest>);
+
+/** Remembers for a moment that a SKU is exhausted, so the crowd after the last unit never reaches Temporal or the hot row. */
+export class SoldOutCache {
+  private readonly until = new Map<string, number>();
+  constructor(private readonly ttlMs = 500) {}
+  isSoldOut(sku: string): boolean {
+    const t = this.until.get(sku);
+    if (t === undefined) return false;
+    if (t > Date.now()) return true;
+    this.until.delete(sku);
+    return false;
+  }
+  markSoldOut(sku: string): void {
+    this.until.set(sku, Date.now() + this.ttlMs);
+  }
+  forget(sku: string): void {
+    this.until.delete(sku);
+  }
+}
+
+function rejectionProblem(state: PurchaseState): Problem {
+  const extra = { purchaseId: state.purchaseId };
+  switch (state.rejection) {
+    case 'sold_out':
+      return new Problem(409, 'sold-out', `${state.sku} is sold out`, extra);
+    case 'hold_exists':
+      return new Problem(409, 'hold-exists', `buyer ${state.buyerId} already holds ${state.sku}`, extra);
+    case 'limit_exceeded':
+      return new Problem(422, 'limit-exceeded', `buyer ${state.buyerId} would exceed the per-buyer limit of ${state.sku}`, extra);
+    case 'unit_unavailable':
+      return new Problem(409, 'sold-out', `that unit of ${state.sku} is taken`, extra);
+    case 'product_not_found':
+      return new Problem(404, 'product-not-found', `no product with SKU ${state.sku}`, extra);
+    default:
+      return new Problem(409, 'sold-out', state.reason ?? 'refused', extra);
+  }
+}
+
+/** The public view of a purchase (GET /v1/purchases/:id and the POST answers). */
+export function purchaseView(p: PurchaseState) {
+  return {
+    purchaseId: p.purchaseId,
+    sku: p.sku,
+    buyerId: p.buyerId,
+    quantity: p.quantity,
+    status: p.status === 'rejected' ? 'failed' : p.status,
+    holdExpiresAt: p.holdExpiresAt ?? null,
+    ...(p.checkoutUrl && (p.status === 'awaiting_payment' || p.status === 'holding') ? { checkoutUrl: p.checkoutUrl } : {}),
+    amountCents: p.amountCents ?? null,
+    currency: p.currency ?? null,
+    ...(p.reason ? { reason: p.reason } : {}),
+    ...(p.refund ? { refund: { status: p.refund.status, reason: p.refund.reason } } : {}),
+    ...(p.oversold ? { oversold: true } : {}),
+  };
+}
+
+function timeout<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Problem(503, 'unavailable', `${what} took longer than ${ms} ms`, {}, { 'Retry-After': '2' })), ms);
+    }),
+  ]);
+}
+
+/**
+ * Purchase routes. POST takes the hold and opens the Checkout Session in one round trip by
+ * starting the purchase workflow and waiting on its `checkoutReady` update (update-with-start);
+ * the workflow id comes from the Idempotency-Key, so a retried POST joins the same purchase.
+ */
+export function purchaseRoutes(deps: ApiDeps, soldOut: SoldOutCache): Router {
+  const router = new Router();
+  const workflows = deps.temporal.workflow;
+
+  async function answer(state: PurchaseState | PurchaseRecord, created: boolean) {
+    if (state.status === 'rejected') {
+      if (state.rejection === 'sold_out') soldOut.markSoldOut(state.sku);
+      throw rejectionProblem(state);
+    }
+    if (state.status === 'failed' && !state.checkoutUrl) {
+      throw new Problem(503, 'unavailable', state.reason ?? 'the purchase could not be started', { purchaseId: state.purchaseId }, {
+        'Retry-After': '5',
+      });
+    }
+    return { status: created ? 201 : 200, body: purchaseView(state) };
+  }
+
+  router.post('/v1/purchases', async (ctx) => {
+    const started = process.hrtime.bigint();
+    const key = ctx.get('idempotency-key');
+    if (!key) throw invalid([{ field: 'Idempotency-Key', message: 'header is required' }]);
+    if (key.length > 255) throw invalid([{ field: 'Idempotency-Key', message: 'must be at most 255 characters' }]);
+    const req = purchaseBody(ctx.request.body);
+
+    // Sold-out fast path: no workflow, no write, no lock, when nothing can come back.
+    if (soldOut.isSoldOut(req.sku)) {
+      deps.metrics.purchaseRequests.inc({ outcome: 'sold_out_fast' });
+      throw new Problem(409, 'sold-out', `${req.sku} is sold out`);
+    }
+    const product = await getProduct(deps.db, req.sku);
+    if (!product) throw new Problem(404, 'product-not-found', `no product with SKU ${req.sku}`);
+    if (req.quantity > product.maxPerBuyer) {
+      throw new Problem(422, 'limit-exceeded', `at most ${product.maxPerBuyer} of ${req.sku} per buyer`);
+    }
+    if (req.unitId && !product.hasUnits) throw invalid([{ field: 'unitId', message: `${req.sku} has no distinct units` }]);
+    if (req.unitId && req.quantity !== 1) throw invalid([{ field: 'quantity', message: 'must be 1 when unitId is given' }]);
+
+    const opened = await openPurchase(deps.db, key, req);
+    if (!opened.created && !opened.sameRequest) {
+      throw invalid([{ field: 'Idempotency-Key', message: 'was already used for a different request' }]);
+    }
+    if (!opened.created && FINAL_STATUSES.includes(opened.record.status)) {
+      const r = await answer(opened.record, false);
+      ctx.status = r.status;
+      ctx.body = r.body;
+      return;
+    }
+    if (opened.created) {
+      const a = await getAvailability(deps.db, req.sku);
+      if (a?.exhausted) {
+        soldOut.markSoldOut(req.sku);
+        // Recorded as refused so the same key answers the same way, without a workflow.
+        await deps.db.query(`UPDATE purchases SET status = 'rejected', rejection = 'sold_out', reason = 'sold out' WHERE purchase_id = $1`, [
+          opened.record.purchaseId,
+        ]);
+        deps.metrics.purchaseRequests.inc({ outcome: 'sold_out_fast' });
+        throw new Problem(409, 'sold-out', `${req.sku} is sold out`, { purchaseId: opened.record.purchaseId });
+      }
+    }
+
+    const purchaseId = opened.record.purchaseId;
+    const start = new WithStartWorkflowOperation<typeof purchaseWorkflow>('purchaseWorkflow', {
+      workflowId: purchaseWorkflowId(purchaseId),
+      taskQueue: deps.taskQueue,
+      args: [{ purchaseId, sku: req.sku, buyerId: req.buyerId, quantity: req.quantity, unitId: req.unitId }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [
+        { key: SkuKey, value: req.sku },
+        { key: BuyerIdKey, value: req.buyerId },
+        { key: PurchaseStatusKey, value: 'holding' },
+      ],
+    });
+    let state: PurchaseState;
+    try {
+      state = await timeout(
+        deps.checkoutTimeoutMs ?? 20_000,
+        'taking the hold and opening checkout',
+        workflows.executeUpdateWithStart(checkoutReadyUpdate, { startWorkflowOperation: start }),
+      );
+    } catch (err) {
+      // A closed workflow (REJECT_DUPLICATE) has its outcome in the record.
+      const record = await getPurchase(deps.db, purchaseId);
+      if (record && FINAL_STATUSES.includes(record.status)) {
+        state = record;
+      } else if (err instanceof Problem) {
+        throw err;
+      } else {
+        deps.log(`purchase ${purchaseId}: could not reach its workflow`, err);
+        throw new Problem(503, 'unavailable', 'the purchase service is busy; retry with the same Idempotency-Key', {}, {
+          'Retry-After': '2',
+        });
+      }
+    }
+    const r = await answer(state, opened.created);
+    deps.metrics.purchaseRequests.inc({ outcome: opened.created ? 'created' : 'replayed' });
+    if (opened.created) deps.metrics.checkoutSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    ctx.status = r.status;
+    ctx.body = r.body;
+  });
+
+  router.get('/v1/purchases/:id', async (ctx) => {
+    const record = await getPurchase(deps.db, ctx.params.id);
+    if (!record || record.status === 'rejected') throw new Problem(404, 'purchase-not-found', `no purchase ${ctx.params.id}`);
+    ctx.body = purchaseView(record);
+  });
+
+  /** The buyer gives up: the workflow releases the hold and expires the session. 409 once paid. */
+  router.post('/v1/purchases/:id/cancel', async (ctx) => {
+    const id = ctx.params.id;
+    const record = await getPurchase(deps.db, id);
+    if (!record || record.status === 'rejected') throw new Problem(404, 'purchase-not-found', `no purchase ${id}`);
+    if (['confirmed', 'late_confirmed', 'refunded'].includes(record.status)) {
+      throw new Problem(409, 'not-cancellable', `purchase ${id} is ${record.status}`);
+    }
+    if (FINAL_STATUSES.includes(record.status)) {
+      ctx.body = purchaseView(record);
+      return;
+    }
+    await workflows.getHandle(purchaseWorkflowId(id)).signal(cancelSignal);
+    // Answer with the outcome when the saga settles quickly (it normally does), else with what we know.
+    const deadline = Date.now() + 5000;
+    let now = record;
+    while (Date.now() < deadline && !FINAL_STATUSES.includes(now.status)) {
+      await new Promise((r) => setTimeout(r, 50));
+      now = (await getPurchase(deps.db, id))!;
+    }
+    if (['confirmed', 'late_confirmed'].includes(now.status)) {
+      throw new Problem(409, 'not-cancellable', `purchase ${id} was paid`);
+    }
+    ctx.body = purchaseView(now);
+  });
+
+  return router;
+}

@@ -1,0 +1,36 @@
+import { Router } from '@koa/router';
+import { requireBearer } from '../auth';
+import type { ApiDeps } from '../deps';
+import { Problem } from '../problem';
+import { requestSupportRefund } from '../support';
+import { validator } from '../validate';
+
+const refundBody = validator<{ reason: string; restock: boolean }>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['reason', 'restock'],
+  properties: {
+    reason: { type: 'string', minLength: 1, maxLength: 500 },
+    restock: { type: 'boolean' },
+  },
+});
+
+/** Support routes (SUPPORT_TOKEN): refunds through their own idempotent saga, with an audit trail. */
+export function supportRoutes(deps: ApiDeps, onStockChange: (sku: string) => void): Router {
+  const router = new Router();
+  router.post('/v1/support/purchases/:id/refund', requireBearer(deps.supportToken, 'support'), async (ctx) => {
+    const body = refundBody(ctx.request.body);
+    const answer = await requestSupportRefund(deps, {
+      purchaseId: ctx.params.id,
+      reason: body.reason,
+      restock: body.restock,
+      actor: `support-api:${ctx.ip}`,
+    });
+    if (answer.outcome === 'not_found') throw new Problem(404, 'purchase-not-found', `no purchase ${ctx.params.id}`);
+    if (answer.outcome === 'not_refundable') throw new Problem(409, 'not-refundable', answer.detail);
+    if (answer.restocked) onStockChange(ctx.params.id);
+    ctx.status = 202;
+    ctx.body = { purchaseId: answer.purchaseId, refund: answer.refund, ...(answer.restocked !== undefined ? { restocked: answer.restocked } : {}) };
+  });
+  return router;
+}

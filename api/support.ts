@@ -1,0 +1,53 @@
+import type { Client } from '@temporalio/client';
+import type { Db } from '../activities/db';
+import { getPurchase } from '../activities/purchases';
+import { refundWorkflowId, type SupportRefundResult } from '../workflows/definitions';
+import type { supportRefundWorkflow } from '../workflows/support-refund';
+
+export type SupportRefundAnswer =
+  | { outcome: 'not_found' }
+  | { outcome: 'not_refundable'; detail: string }
+  | { outcome: 'accepted'; purchaseId: string; refund: { status: string; reason: string }; restocked?: boolean };
+
+/**
+ * Starts (or joins) the support refund saga of one purchase, workflow id `refund-<purchaseId>`, and
+ * waits briefly for its outcome. Used by the support route and the support CLI alike. Calling it
+ * again never refunds twice: the workflow id and the Stripe idempotency key both prevent it.
+ */
+export async function requestSupportRefund(
+  deps: { db: Db; temporal: Client; taskQueue: string },
+  input: { purchaseId: string; reason: string; restock: boolean; actor: string },
+  waitMs = 10_000,
+): Promise<SupportRefundAnswer> {
+  const record = await getPurchase(deps.db, input.purchaseId);
+  if (!record || record.status === 'rejected') return { outcome: 'not_found' };
+  if (record.status === 'refunded' && record.refund) {
+    return { outcome: 'accepted', purchaseId: input.purchaseId, refund: record.refund };
+  }
+  if (record.status !== 'confirmed' && record.status !== 'late_confirmed') {
+    return { outcome: 'not_refundable', detail: `purchase ${input.purchaseId} is ${record.status}; only paid orders are refunded` };
+  }
+  const workflowId = refundWorkflowId(input.purchaseId);
+  try {
+    await deps.temporal.workflow.start<typeof supportRefundWorkflow>('supportRefundWorkflow', {
+      workflowId,
+      taskQueue: deps.taskQueue,
+      args: [input],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    });
+  } catch (err) {
+    // Already ran to completion: its outcome is in the record.
+    const now = await getPurchase(deps.db, input.purchaseId);
+    if (now?.refund) return { outcome: 'accepted', purchaseId: input.purchaseId, refund: now.refund };
+    throw err;
+  }
+  const handle = deps.temporal.workflow.getHandle<typeof supportRefundWorkflow>(workflowId);
+  const result = await Promise.race([
+    handle.result() as Promise<SupportRefundResult>,
+    new Promise<null>((r) => setTimeout(() => r(null), waitMs).unref()),
+  ]);
+  if (!result) return { outcome: 'accepted', purchaseId: input.purchaseId, refund: { status: 'pending', reason: input.reason } };
+  if (result.outcome === 'not_refundable') return { outcome: 'not_refundable', detail: result.detail ?? 'not refundable' };
+  return { outcome: 'accepted', purchaseId: input.purchaseId, refund: result.refund!, restocked: result.restocked };
+}

@@ -1,0 +1,2 @@
+export { purchaseWorkflow } from './purchase';
+export { supportRefundWorkflow } from './support-refund';
