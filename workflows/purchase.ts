@@ -61,6 +61,9 @@ const PAID_EVENT_GRACE = '1 minute';
 
 type Payment = 'none' | 'pending' | 'paid' | 'failed';
 
+/** Statuses in which the payment has its outcome: a sale, or a refund. */
+const PAID_STATUSES: readonly PurchaseStatus[] = ['confirmed', 'late_confirmed', 'refunded'];
+
 /**
  * One purchase, from hold to outcome. Takes the hold (compensation: release), opens the Checkout
  * Session (compensation: expire), then waits for a payment event or the hold timer. Paid in time:
@@ -115,12 +118,13 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
   });
 
   async function setStatus(status: PurchaseStatus, patch: Partial<PurchaseState> = {}): Promise<void> {
+    // The record first: once the state says so (and the checkoutReady update answers), the API can read it.
+    await acts.recordPurchase(state.purchaseId, { ...patch, status });
     Object.assign(state, patch, { status });
     upsertSearchAttributes([
       { key: PurchaseStatusKey, value: status },
       ...(state.holdExpiresAt ? [{ key: HoldExpiresAtKey, value: new Date(state.holdExpiresAt) }] : []),
     ]);
-    await acts.recordPurchase(state.purchaseId, { ...patch, status });
   }
 
   /** A paid session whose hold is gone: re-take a unit, or refund at once and tell the buyer why. */
@@ -174,6 +178,20 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     await setStatus(ended, { reason });
   }
 
+  /**
+   * A payment event can land while the saga is finishing (it is then in this run's history, just
+   * after the last step): settle it here rather than let the run close over it.
+   */
+  async function settleStragglers(): Promise<void> {
+    for (;;) {
+      if (PAID_STATUSES.includes(state.status)) return;
+      if (payment === 'paid') return settleLatePayment();
+      if (payment !== 'pending' || state.status === 'payment_failed') return;
+      if (!(await condition(() => payment !== 'pending', ASYNC_SETTLE_TIMEOUT))) return;
+      if ((payment as Payment) === 'failed') return;
+    }
+  }
+
   if (input.followUp) return followUp();
 
   // --- 1. Hold
@@ -219,6 +237,7 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
       if (!(err instanceof ActivityFailure)) throw err;
       await compensate();
       await setStatus('failed', { reason: `could not open the Checkout Session: ${err.cause?.message ?? err.message}` });
+      await settleStragglers();
       return state;
     }
     const sessionId = session.sessionId;
@@ -251,6 +270,7 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     await acts.releaseHold(input.purchaseId, cancelRequested || declined || payment === 'failed' ? 'release' : 'expire');
     if (payment === 'failed') {
       await setStatus('payment_failed', { reason: 'the delayed payment failed' });
+      await settleStragglers();
       return state;
     }
     const closed: SessionState = sessionExpired
@@ -262,6 +282,7 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
         ? ['payment_failed', 'the payment was declined']
         : ['expired', 'the hold lapsed before payment'];
     await afterSessionClosed(closed, ended, reason);
+    await settleStragglers();
     return state;
   } catch (err) {
     if (isCancellation(err)) {
@@ -284,7 +305,7 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     Object.assign(state, record);
     await condition(() => payment !== 'none' || sessionExpired || declined, '1 minute');
     if (payment === 'pending') await condition(() => payment === 'paid' || payment === 'failed', ASYNC_SETTLE_TIMEOUT);
-    const settled = ['confirmed', 'late_confirmed', 'refunded'].includes(record.status);
+    const settled = PAID_STATUSES.includes(record.status);
     if (payment === 'paid' && !settled) {
       await settleLatePayment();
     } else if (payment === 'failed' && !FINAL_STATUSES.includes(record.status)) {

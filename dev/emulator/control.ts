@@ -1,0 +1,194 @@
+import { Router } from '@koa/router';
+import type Koa from 'koa';
+
+import { BodyTooLargeError, readText } from './body';
+import { Problem } from './errors';
+import type { FaultInjector, FaultSpec } from './faults';
+import type { IdempotencyStore } from './idempotency';
+import { type EmulatorStore, PAY_OUTCOMES, type PayOutcome } from './store';
+import type { WebhookDispatcher, WebhookSettings } from './webhooks';
+
+export interface ControlDeps {
+  store: EmulatorStore;
+  faults: FaultInjector;
+  webhooks: WebhookDispatcher;
+  idempotency: IdempotencyStore;
+  url: () => string;
+}
+
+type Json = Record<string, unknown>;
+
+/** Answers control-route failures as RFC 9457 problem details. */
+export function problemDetails(log: (line: string) => void): Koa.Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      const problem =
+        error instanceof Problem
+          ? error
+          : error instanceof BodyTooLargeError
+            ? new Problem(413, 'body_too_large', error.message)
+            : new Problem(500, 'internal_error', 'The payments emulator failed to handle this request.');
+      if (problem.status === 500) {
+        log(
+          `error ${ctx.method} ${ctx.path}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        );
+      }
+      ctx.status = problem.status;
+      ctx.type = 'application/problem+json';
+      ctx.body = JSON.stringify(problem.toBody());
+    }
+  };
+}
+
+/** The `/_emulator` routes tests and developers use to act as the buyer, inject faults and steer webhooks. */
+export function controlRoutes(deps: ControlDeps): Router {
+  const { store, faults, webhooks } = deps;
+  const router = new Router({ prefix: '/_emulator' });
+
+  router.get('/health', (ctx) => {
+    ctx.body = { ok: true, url: deps.url() };
+  });
+
+  /**
+   * The buyer's outcome for a session: `succeeded`, `declined`, `async_pending`, then `async_succeeded` or
+   * `async_failed`. Sends the events Stripe would send. `force: true` lets `succeeded` complete an expired
+   * session, simulating a payment that raced the expiry.
+   */
+  router.post('/sessions/:id/pay', async (ctx) => {
+    const body = await readJson(ctx);
+    const outcome = body.outcome;
+    if (typeof outcome !== 'string' || !(PAY_OUTCOMES as readonly string[]).includes(outcome)) {
+      throw new Problem(400, 'invalid_outcome', `outcome must be one of ${PAY_OUTCOMES.join(', ')}.`);
+    }
+    const force = optionalBoolean(body, 'force') ?? false;
+    if (force && outcome !== 'succeeded') {
+      throw new Problem(400, 'invalid_force', 'force applies only to outcome succeeded.');
+    }
+    ctx.body = store.pay(ctx.params.id, outcome as PayOutcome, { force });
+  });
+
+  /** The session lapses now, as if its `expires_at` had passed (event `checkout.session.expired`). */
+  router.post('/sessions/:id/lapse', (ctx) => {
+    ctx.body = store.lapseSession(ctx.params.id);
+  });
+
+  router.get('/faults', (ctx) => {
+    ctx.body = { data: faults.list() };
+  });
+
+  router.post('/faults', async (ctx) => {
+    const body = await readJson(ctx);
+    if (typeof body.path !== 'string' || !body.path.startsWith('/')) {
+      throw new Problem(
+        400,
+        'invalid_fault',
+        'path must be a string starting with "/", such as /v1/checkout/sessions.',
+      );
+    }
+    const spec: FaultSpec = { path: body.path };
+    if (body.method !== undefined) {
+      if (typeof body.method !== 'string' || !/^[A-Za-z]+$/.test(body.method)) {
+        throw new Problem(400, 'invalid_fault', 'method must be an HTTP method such as POST.');
+      }
+      spec.method = body.method;
+    }
+    const status = optionalInteger(body, 'status', 400, 599);
+    const count = optionalInteger(body, 'count', 1, 10_000);
+    const latencyMs = optionalInteger(body, 'latencyMs', 0, 600_000);
+    if (status !== undefined) spec.status = status;
+    if (count !== undefined) spec.count = count;
+    if (latencyMs !== undefined) spec.latencyMs = latencyMs;
+    ctx.status = 201;
+    ctx.body = faults.add(spec);
+  });
+
+  router.delete('/faults', (ctx) => {
+    ctx.body = { cleared: faults.clear() };
+  });
+
+  router.get('/webhooks', (ctx) => {
+    ctx.body = webhooks.describeSettings();
+  });
+
+  /** `{duplicate?, shuffle?, pause?, url?}`: applies to deliveries from now on; `pause: false` releases held ones. */
+  router.post('/webhooks', async (ctx) => {
+    const body = await readJson(ctx);
+    const changes: Partial<WebhookSettings> = {};
+    const duplicate = optionalInteger(body, 'duplicate', 1, 100);
+    const shuffle = optionalBoolean(body, 'shuffle');
+    const pause = optionalBoolean(body, 'pause');
+    if (duplicate !== undefined) changes.duplicate = duplicate;
+    if (shuffle !== undefined) changes.shuffle = shuffle;
+    if (pause !== undefined) changes.paused = pause;
+    if (body.url !== undefined) {
+      if (typeof body.url !== 'string' || !/^https?:\/\//.test(body.url)) {
+        throw new Problem(400, 'invalid_webhooks', 'url must be an http(s) URL.');
+      }
+      webhooks.setUrl(body.url);
+    }
+    ctx.body = webhooks.configure(changes);
+  });
+
+  /** Events sent so far, oldest first, with every delivery and its attempts. */
+  router.get('/events', (ctx) => {
+    const type = typeof ctx.query.type === 'string' ? ctx.query.type : undefined;
+    ctx.body = {
+      data: store.listEvents({ type }).map((event) => {
+        const deliveries = webhooks.describe(event.id);
+        return {
+          id: event.id,
+          type: event.type,
+          created: event.created,
+          object_id: event.data.object.id,
+          delivered: deliveries.some((d) => d.state === 'delivered'),
+          deliveries,
+          event,
+        };
+      }),
+    };
+  });
+
+  /** Forgets all objects, events, deliveries, faults and idempotency keys; the webhook URL stays. */
+  router.post('/reset', (ctx) => {
+    store.reset();
+    webhooks.reset();
+    faults.clear();
+    deps.idempotency.clear();
+    ctx.body = { reset: true };
+  });
+
+  return router;
+}
+
+async function readJson(ctx: Koa.Context): Promise<Json> {
+  const text = await readText(ctx.req, 64 * 1024);
+  if (text.trim() === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new Problem(400, 'invalid_json', 'The request body is not valid JSON.');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new Problem(400, 'invalid_json', 'The request body must be a JSON object.');
+  }
+  return parsed as Json;
+}
+
+function optionalInteger(body: Json, key: string, min: number, max: number): number | undefined {
+  const value = body[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new Problem(400, `invalid_${key}`, `${key} must be an integer from ${min} to ${max}.`);
+  }
+  return value;
+}
+
+function optionalBoolean(body: Json, key: string): boolean | undefined {
+  const value = body[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') throw new Problem(400, `invalid_${key}`, `${key} must be true or false.`);
+  return value;
+}

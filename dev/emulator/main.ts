@@ -1,0 +1,52 @@
+import { startEmulator } from './index';
+
+/** `npm run emulator`: the payments emulator for local runs, configured from the environment. */
+async function main(): Promise<void> {
+  const port = parsePort(process.env.STRIPE_EMULATOR_PORT, 'STRIPE_EMULATOR_PORT', 12111);
+  const appPort = parsePort(process.env.PORT, 'PORT', 3000);
+  const webhookSecret = process.env.STRIPE_WEBHOOK_SECRET || 'whsec_emulator_local';
+  const webhookUrl = process.env.STRIPE_EMULATOR_WEBHOOK_URL || `http://127.0.0.1:${appPort}/v1/webhooks/stripe`;
+  const host = process.env.STRIPE_EMULATOR_HOST || '127.0.0.1';
+  const publicUrl = process.env.STRIPE_EMULATOR_PUBLIC_URL || undefined;
+
+  const emulator = await startEmulator({
+    port,
+    host,
+    webhookUrl,
+    webhookSecret,
+    publicUrl,
+    log: (line) => console.log(`[payments-emulator] ${line}`),
+  });
+  console.log(`[payments-emulator] Stripe API on ${emulator.url} (stripe-node: host/port of this URL, protocol http)`);
+  console.log(`[payments-emulator] webhooks to ${webhookUrl}`);
+
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`[payments-emulator] ${signal}: stopping`);
+    emulator.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error('[payments-emulator] failed to stop cleanly', error);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+}
+
+function parsePort(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new Error(`${name} must be a port number (0-65535), got "${value}".`);
+  }
+  return port;
+}
+
+main().catch((error: unknown) => {
+  console.error(`[payments-emulator] ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});

@@ -1,0 +1,243 @@
+import { createHmac } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+
+import type { StripeEvent } from './objects';
+
+/** `Stripe-Signature` as Stripe sends it: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "t.payload">`. */
+export function signWebhookPayload(payload: string, secret: string, timestamp: number): string {
+  const signature = createHmac('sha256', secret).update(`${timestamp}.${payload}`, 'utf8').digest('hex');
+  return `t=${timestamp},v1=${signature}`;
+}
+
+export interface WebhookSettings {
+  /** Each event is delivered this many times, as independent deliveries. */
+  duplicate: number;
+  /** New deliveries start after a random delay and join the queue at a random place. */
+  shuffle: boolean;
+  /** Deliveries are held back; resuming releases them (in random order when shuffling). */
+  paused: boolean;
+}
+
+export type DeliveryState = 'pending' | 'in_flight' | 'retrying' | 'delivered' | 'failed';
+
+export interface DeliveryAttempt {
+  at: string;
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+export interface DeliveryView {
+  copy: number;
+  state: DeliveryState;
+  attempts: DeliveryAttempt[];
+  next_attempt_at: string | null;
+}
+
+interface Delivery {
+  event: StripeEvent;
+  copy: number;
+  payload: string;
+  state: DeliveryState;
+  attempts: DeliveryAttempt[];
+  nextAttemptAt: number | null;
+}
+
+export interface DispatcherOptions {
+  url: string | null;
+  secret: string;
+  retryBaseMs: number;
+  maxAttempts: number;
+  timeoutMs: number;
+  log: (line: string) => void;
+}
+
+const DEFAULT_SETTINGS: WebhookSettings = { duplicate: 1, shuffle: false, paused: false };
+/** Backoff doubles from retryBaseMs up to this multiple of it. */
+const MAX_BACKOFF_FACTOR = 32;
+
+/**
+ * At-least-once webhook delivery. Deliveries go out one at a time in queue order (so pausing and
+ * shuffling are observable), each attempt signed afresh; a non-2xx answer, a network error or a
+ * timeout schedules a retry with exponential backoff until `maxAttempts` is reached.
+ */
+export class WebhookDispatcher {
+  private settings: WebhookSettings = { ...DEFAULT_SETTINGS };
+  private deliveries = new Map<string, Delivery[]>();
+  private queue: Delivery[] = [];
+  private timers = new Set<NodeJS.Timeout>();
+  private busy = false;
+  private cancelInFlight: (() => void) | null = null;
+  private closed = false;
+  /** Bumped by reset and close so attempts that finish afterwards are ignored. */
+  private generation = 0;
+
+  constructor(private readonly options: DispatcherOptions) {}
+
+  get url(): string | null {
+    return this.options.url;
+  }
+
+  setUrl(url: string): void {
+    this.options.url = url;
+    this.pump();
+  }
+
+  configure(changes: Partial<WebhookSettings>): WebhookSettings {
+    const wasPaused = this.settings.paused;
+    this.settings = { ...this.settings, ...changes };
+    if (wasPaused && !this.settings.paused && this.settings.shuffle) shuffleInPlace(this.queue);
+    this.pump();
+    return this.describeSettings();
+  }
+
+  describeSettings(): WebhookSettings & { url: string | null; queued: number; in_flight: boolean } {
+    return { ...this.settings, url: this.options.url, queued: this.queue.length, in_flight: this.busy };
+  }
+
+  enqueue(event: StripeEvent): void {
+    if (this.closed) return;
+    const payload = JSON.stringify(event, null, 2);
+    const copies: Delivery[] = Array.from({ length: this.settings.duplicate }, (_, index) => ({
+      event,
+      copy: index + 1,
+      payload,
+      state: 'pending',
+      attempts: [],
+      nextAttemptAt: null,
+    }));
+    this.deliveries.set(event.id, copies);
+    for (const delivery of copies) {
+      if (this.settings.shuffle) this.later(delivery, Math.random() * this.options.retryBaseMs);
+      else this.ready(delivery);
+    }
+  }
+
+  describe(eventId: string): DeliveryView[] {
+    return (this.deliveries.get(eventId) ?? []).map((d) => ({
+      copy: d.copy,
+      state: d.state,
+      attempts: d.attempts.map((a) => ({ ...a })),
+      next_attempt_at: d.nextAttemptAt === null ? null : new Date(d.nextAttemptAt).toISOString(),
+    }));
+  }
+
+  /** Forgets every delivery and restores the default settings; the URL stays. */
+  reset(): void {
+    this.stopEverything();
+    this.deliveries.clear();
+    this.settings = { ...DEFAULT_SETTINGS };
+  }
+
+  close(): void {
+    this.closed = true;
+    this.stopEverything();
+  }
+
+  private stopEverything(): void {
+    this.generation += 1;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    this.queue = [];
+    this.cancelInFlight?.();
+    this.cancelInFlight = null;
+    this.busy = false;
+  }
+
+  private ready(delivery: Delivery): void {
+    delivery.nextAttemptAt = null;
+    if (this.settings.shuffle) this.queue.splice(Math.floor(Math.random() * (this.queue.length + 1)), 0, delivery);
+    else this.queue.push(delivery);
+    this.pump();
+  }
+
+  private later(delivery: Delivery, delayMs: number): void {
+    delivery.nextAttemptAt = Date.now() + delayMs;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.ready(delivery);
+    }, delayMs);
+    this.timers.add(timer);
+  }
+
+  private pump(): void {
+    if (this.closed || this.busy || this.settings.paused || !this.options.url) return;
+    const delivery = this.queue.shift();
+    if (!delivery) return;
+    this.busy = true;
+    void this.attempt(delivery, this.options.url);
+  }
+
+  private async attempt(delivery: Delivery, url: string): Promise<void> {
+    const generation = this.generation;
+    delivery.state = 'in_flight';
+    const startedAt = Date.now();
+    const result = await this.send(delivery.payload, url);
+    if (generation !== this.generation) return;
+    this.cancelInFlight = null;
+    this.busy = false;
+    delivery.attempts.push({
+      at: new Date(startedAt).toISOString(),
+      status: 'status' in result ? result.status : null,
+      error: 'error' in result ? result.error : null,
+      duration_ms: Date.now() - startedAt,
+    });
+    const attempt = delivery.attempts.length;
+    const label = `webhook ${delivery.event.id} ${delivery.event.type} copy ${delivery.copy} attempt ${attempt}`;
+    if ('status' in result && result.status >= 200 && result.status < 300) {
+      delivery.state = 'delivered';
+      this.options.log(`${label} -> ${result.status}`);
+    } else if (attempt >= this.options.maxAttempts) {
+      delivery.state = 'failed';
+      this.options.log(`${label} -> ${describeResult(result)}; giving up`);
+    } else {
+      const delay = this.options.retryBaseMs * Math.min(2 ** (attempt - 1), MAX_BACKOFF_FACTOR);
+      delivery.state = 'retrying';
+      this.options.log(`${label} -> ${describeResult(result)}; retrying in ${Math.round(delay)} ms`);
+      this.later(delivery, delay);
+    }
+    this.pump();
+  }
+
+  private send(payload: string, url: string): Promise<{ status: number } | { error: string }> {
+    return new Promise((resolve) => {
+      let target: URL;
+      try {
+        target = new URL(url);
+      } catch {
+        resolve({ error: `invalid webhook URL ${url}` });
+        return;
+      }
+      const headers = {
+        'Content-Type': 'application/json; charset=utf-8',
+        'Content-Length': Buffer.byteLength(payload),
+        'User-Agent': 'Stripe/1.0 (+https://stripe.com/docs/webhooks)',
+        'Cache-Control': 'no-cache',
+        Accept: '*/*; q=0.5, application/xml',
+        // Signed at each attempt, as Stripe does, so a redelivery is not refused as too old.
+        'Stripe-Signature': signWebhookPayload(payload, this.options.secret, Math.floor(Date.now() / 1000)),
+      };
+      const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+      const req = send(target, { method: 'POST', headers, agent: false, timeout: this.options.timeoutMs }, (res) => {
+        res.resume();
+        resolve({ status: res.statusCode ?? 0 });
+      });
+      req.on('timeout', () => req.destroy(new Error(`no response within ${this.options.timeoutMs} ms`)));
+      req.on('error', (error) => resolve({ error: error.message || String(error) }));
+      this.cancelInFlight = () => req.destroy(new Error('emulator stopped'));
+      req.end(payload);
+    });
+  }
+}
+
+function describeResult(result: { status: number } | { error: string }): string {
+  return 'status' in result ? String(result.status) : result.error;
+}
+
+function shuffleInPlace<T>(items: T[]): void {
+  for (let i = items.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j], items[i]];
+  }
+}

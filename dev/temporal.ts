@@ -1,0 +1,156 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
+import { findTemporalCli } from './tools';
+import { describeExit, freePort, seconds, sleep, spawnChild, throwIfAborted, type ChildHandle, type Log } from './proc';
+
+export interface StartTemporalOptions {
+  /** SQLite file for persistence; without it the server keeps everything in memory. */
+  dbFile?: string;
+  /** gRPC port; defaults to a free one. */
+  port?: number;
+  /** Web UI port; defaults to a free one. */
+  uiPort?: number;
+  namespace?: string;
+  log: Log;
+  /** Server output goes here; without it the last lines are kept in memory for error messages. */
+  logFile?: string;
+  signal?: AbortSignal;
+}
+
+export interface TemporalServer {
+  /** host:port of the frontend gRPC service */
+  address: string;
+  uiUrl: string;
+  namespace: string;
+  /** SIGTERM, then SIGKILL if it has not exited after a while. */
+  stop(): Promise<void>;
+}
+
+/** The purchase saga's search attributes; the workflow code owns their names, the server must know them. */
+const SEARCH_ATTRIBUTES = {
+  PurchaseStatus: 'KEYWORD',
+  Sku: 'KEYWORD',
+  BuyerId: 'KEYWORD',
+  HoldExpiresAt: 'DATETIME',
+} as const;
+
+const CLI_TYPE_NAMES = { KEYWORD: 'Keyword', DATETIME: 'Datetime' } as const;
+const READY_TIMEOUT_MS = 60_000;
+const PORT_ATTEMPTS = 3;
+
+/**
+ * Starts `temporal server start-dev` on 127.0.0.1 with the purchase search attributes registered,
+ * and resolves once the namespace answers and the attributes are visible.
+ */
+export async function startTemporal(opts: StartTemporalOptions): Promise<TemporalServer> {
+  const cli = await findTemporalCli(opts.log, { signal: opts.signal });
+  const namespace = opts.namespace ?? 'default';
+  if (opts.dbFile) fs.mkdirSync(path.dirname(path.resolve(opts.dbFile)), { recursive: true });
+
+  for (let attempt = 1; ; attempt++) {
+    throwIfAborted(opts.signal);
+    const port = opts.port ?? (await freePort());
+    const uiPort = opts.uiPort ?? (await freePort());
+    const address = `127.0.0.1:${port}`;
+    const started = Date.now();
+    const server = spawnChild({
+      name: 'temporal',
+      command: cli,
+      args: serverArgs({ port, uiPort, namespace, dbFile: opts.dbFile }),
+      logFile: opts.logFile,
+      deathSignal: 'SIGTERM',
+      stopSteps: [['SIGTERM', 15_000]],
+    });
+    try {
+      await waitForTemporal({ address, namespace, timeoutMs: READY_TIMEOUT_MS, server, signal: opts.signal });
+    } catch (err) {
+      await server.stop().catch(() => {});
+      const output = server.output();
+      // Another process can take a port between freePort() and the bind: try fresh ones.
+      if (
+        (opts.port === undefined || opts.uiPort === undefined) &&
+        attempt < PORT_ATTEMPTS &&
+        /address already in use/i.test(output)
+      ) {
+        opts.log(`a port was taken, retrying on others`);
+        continue;
+      }
+      const where = opts.logFile ? ` (full log: ${opts.logFile})` : '';
+      throw new Error(`${(err as Error).message}${where}${output ? `\n${output}` : ''}`);
+    }
+    const uiUrl = `http://127.0.0.1:${uiPort}`;
+    opts.log(
+      `ready at ${address} (namespace ${namespace}, ${opts.dbFile ? `data ${opts.dbFile}` : 'in memory'}) ` +
+        `in ${seconds(started)}; Web UI ${uiUrl}`,
+    );
+    return { address, uiUrl, namespace, stop: () => server.stop() };
+  }
+}
+
+function serverArgs(o: { port: number; uiPort: number; namespace: string; dbFile?: string }): string[] {
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(o.port), '--ui-port', String(o.uiPort)];
+  args.push('--namespace', o.namespace, '--log-level', 'warn', '--color', 'never');
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
+    args.push('--search-attribute', `${name}=${CLI_TYPE_NAMES[type]}`);
+  }
+  // The SDK's own test server turns these on; workflow updates and update-with-start need them.
+  for (const key of ['frontend.enableUpdateWorkflowExecution', 'frontend.enableExecuteMultiOperation']) {
+    args.push('--dynamic-config-value', `${key}=true`);
+  }
+  if (o.dbFile) {
+    // SQLite persistence is several times slower without WAL; NORMAL still survives a process crash.
+    args.push('--db-filename', path.resolve(o.dbFile));
+    args.push('--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL');
+  }
+  return args;
+}
+
+/**
+ * Polls until the frontend answers, the namespace describes and every purchase search attribute is
+ * registered with its type. Also used to check an external server given by TEMPORAL_ADDRESS.
+ */
+export async function waitForTemporal(opts: {
+  address: string;
+  namespace: string;
+  timeoutMs: number;
+  /** A local server: stop waiting as soon as it exits. */
+  server?: ChildHandle;
+  signal?: AbortSignal;
+}): Promise<void> {
+  const deadline = Date.now() + opts.timeoutMs;
+  let lastProblem = 'no answer yet';
+  let connection: Connection | undefined;
+  try {
+    for (;;) {
+      throwIfAborted(opts.signal);
+      const exit = opts.server?.exitInfo();
+      if (exit) throw new Error(`the Temporal server ${describeExit(exit)} before it was ready`);
+      try {
+        connection ??= await Connection.connect({ address: opts.address, connectTimeout: 2_000 });
+        await connection.workflowService.describeNamespace({ namespace: opts.namespace });
+        const { customAttributes } = await connection.operatorService.listSearchAttributes({
+          namespace: opts.namespace,
+        });
+        const missing = Object.entries(SEARCH_ATTRIBUTES).filter(
+          ([name, type]) => customAttributes?.[name] !== encodeSearchAttributeIndexedValueType(type),
+        );
+        if (missing.length === 0) return;
+        lastProblem = `search attributes not registered (or of another type): ${missing
+          .map(([name, type]) => `${name}=${CLI_TYPE_NAMES[type]}`)
+          .join(', ')}`;
+      } catch (err) {
+        lastProblem = (err as Error).message;
+      }
+      if (Date.now() > deadline) {
+        throw new Error(
+          `Temporal at ${opts.address} (namespace ${opts.namespace}) not ready within ${opts.timeoutMs / 1000}s: ${lastProblem}`,
+        );
+      }
+      await sleep(200);
+    }
+  } finally {
+    await connection?.close().catch(() => {});
+  }
+}

@@ -1,0 +1,109 @@
+import test from 'ava';
+import Stripe from 'stripe';
+
+import { sessionParams, startHarness } from './harness';
+
+test('an injected 500 fails the next count matching calls, then calls succeed', async (t) => {
+  const { stripe, control } = await startHarness(t);
+  const armed = await control<{ id: number; status: number; remaining: number }>('POST', '/_emulator/faults', {
+    path: '/v1/checkout/sessions',
+    method: 'POST',
+    count: 2,
+  });
+  t.is(armed.status, 201);
+  t.is(armed.body.status, 500);
+
+  for (let i = 0; i < 2; i += 1) {
+    const error = await t.throwsAsync(stripe.checkout.sessions.create(sessionParams()), {
+      instanceOf: Stripe.errors.StripeAPIError,
+    });
+    t.is(error?.statusCode, 500);
+    t.is(error?.rawType, 'api_error');
+  }
+  const session = await stripe.checkout.sessions.create(sessionParams());
+  t.is(session.status, 'open');
+  t.deepEqual((await control<{ data: unknown[] }>('GET', '/_emulator/faults')).body.data, []);
+});
+
+test('a fault only hits the method it names', async (t) => {
+  const { stripe, control } = await startHarness(t);
+  const session = await stripe.checkout.sessions.create(sessionParams());
+  await control('POST', '/_emulator/faults', { path: '/v1/checkout/sessions', method: 'POST' });
+  t.is((await stripe.checkout.sessions.retrieve(session.id)).id, session.id);
+  await t.throwsAsync(stripe.checkout.sessions.expire(session.id), { instanceOf: Stripe.errors.StripeAPIError });
+  t.is((await stripe.checkout.sessions.expire(session.id)).status, 'expired');
+});
+
+test('a glob path matches the endpoints it describes', async (t) => {
+  const { stripe, control } = await startHarness(t);
+  const session = await stripe.checkout.sessions.create(sessionParams());
+  await control('POST', '/_emulator/faults', { path: '/v1/checkout/sessions/*/expire', status: 503 });
+  t.is((await stripe.checkout.sessions.retrieve(session.id)).status, 'open');
+  const error = await t.throwsAsync(stripe.checkout.sessions.expire(session.id), {
+    instanceOf: Stripe.errors.StripeAPIError,
+  });
+  t.is(error?.statusCode, 503);
+});
+
+test('a 429 fault is a rate limit error', async (t) => {
+  const { stripe, control } = await startHarness(t);
+  await control('POST', '/_emulator/faults', { path: '/v1/refunds', status: 429 });
+  const error = await t.throwsAsync(stripe.refunds.create({ payment_intent: 'pi_whatever' }), {
+    instanceOf: Stripe.errors.StripeRateLimitError,
+  });
+  t.is(error?.statusCode, 429);
+  t.is(error?.code, 'rate_limit');
+});
+
+test('a failed call is not stored for its idempotency key, so the retry goes through', async (t) => {
+  const { stripe, control } = await startHarness(t);
+  await control('POST', '/_emulator/faults', { path: '/v1/checkout/sessions' });
+  await t.throwsAsync(stripe.checkout.sessions.create(sessionParams(), { idempotencyKey: 'open-p_9' }), {
+    instanceOf: Stripe.errors.StripeAPIError,
+  });
+  const session = await stripe.checkout.sessions.create(sessionParams(), { idempotencyKey: 'open-p_9' });
+  t.is(session.status, 'open');
+  t.false('idempotent-replayed' in session.lastResponse.headers);
+});
+
+test('a latency-only fault delays the call and then serves it', async (t) => {
+  const { stripe, control } = await startHarness(t);
+  await control('POST', '/_emulator/faults', { path: '/v1/checkout/sessions', latencyMs: 300 });
+  const started = Date.now();
+  const session = await stripe.checkout.sessions.create(sessionParams());
+  t.true(Date.now() - started >= 290, `took ${Date.now() - started} ms`);
+  t.is(session.status, 'open');
+  t.deepEqual((await control<{ data: unknown[] }>('GET', '/_emulator/faults')).body.data, []);
+});
+
+test('latency past the client timeout surfaces as a connection error', async (t) => {
+  const { emulator, control } = await startHarness(t);
+  const impatient = new Stripe('sk_test_emulator', {
+    host: '127.0.0.1',
+    port: emulator.port,
+    protocol: 'http',
+    maxNetworkRetries: 0,
+    timeout: 100,
+  });
+  await control('POST', '/_emulator/faults', { path: '/v1/checkout/sessions', latencyMs: 1000 });
+  await t.throwsAsync(impatient.checkout.sessions.create(sessionParams()), {
+    instanceOf: Stripe.errors.StripeConnectionError,
+  });
+});
+
+test('clearing faults disarms them', async (t) => {
+  const { stripe, control } = await startHarness(t);
+  await control('POST', '/_emulator/faults', { path: '/v1', count: 5 });
+  const cleared = await control<{ cleared: number }>('DELETE', '/_emulator/faults');
+  t.is(cleared.body.cleared, 1);
+  t.is((await stripe.checkout.sessions.create(sessionParams())).status, 'open');
+});
+
+test('a malformed fault is refused with a problem response', async (t) => {
+  const { control } = await startHarness(t);
+  const response = await control<{ code: string; status: number }>('POST', '/_emulator/faults', {
+    path: 'v1/refunds',
+  });
+  t.is(response.status, 400);
+  t.is(response.body.code, 'invalid_fault');
+});

@@ -1,0 +1,195 @@
+import type { ExecutionContext } from 'ava';
+import {
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  createServer,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Stripe from 'stripe';
+
+import { type Emulator, type EmulatorOptions, startEmulator } from '../../dev/emulator/index';
+import type { DeliveryView } from '../../dev/emulator/webhooks';
+
+export const WEBHOOK_SECRET = 'whsec_emulator_test_secret';
+
+export interface ReceivedWebhook {
+  rawBody: string;
+  signature: string;
+  headers: IncomingHttpHeaders;
+  /** What the receiver answered. */
+  status: number;
+  /** The event as `stripe.webhooks.constructEvent` verified it, or the verification error. */
+  event: Stripe.Event | null;
+  verifyError: string | null;
+}
+
+/** A tiny webhook endpoint that verifies each delivery the way the service's handler does. */
+export class WebhookReceiver {
+  readonly received: ReceivedWebhook[] = [];
+  /** Decides the answer to the n-th request (0-based); 200 unless a test says otherwise. */
+  answer: (index: number, rawBody: string) => number = () => 200;
+  url = '';
+  private readonly server: Server = createServer((req, res) => this.handle(req, res));
+
+  private constructor(private readonly verifier: Stripe) {}
+
+  static async start(verifier: Stripe): Promise<WebhookReceiver> {
+    const receiver = new WebhookReceiver(verifier);
+    await new Promise<void>((resolve) => receiver.server.listen(0, '127.0.0.1', resolve));
+    const { port } = receiver.server.address() as AddressInfo;
+    receiver.url = `http://127.0.0.1:${port}/v1/webhooks/stripe`;
+    return receiver;
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const rawBody = Buffer.concat(chunks).toString('utf8');
+      const signature = String(req.headers['stripe-signature'] ?? '');
+      let event: Stripe.Event | null = null;
+      let verifyError: string | null = null;
+      try {
+        event = this.verifier.webhooks.constructEvent(rawBody, signature, WEBHOOK_SECRET);
+      } catch (error) {
+        verifyError = error instanceof Error ? error.message : String(error);
+      }
+      const status = this.answer(this.received.length, rawBody);
+      this.received.push({ rawBody, signature, headers: req.headers, status, event, verifyError });
+      res.statusCode = status;
+      res.end(status < 300 ? '{"received":true}' : '{"error":"try again"}');
+    });
+  }
+
+  /** Verified events the receiver accepted (2xx), in arrival order. */
+  accepted(type?: string): Stripe.Event[] {
+    return this.received
+      .filter((r) => r.status < 300 && r.event && (type === undefined || r.event.type === type))
+      .map((r) => r.event as Stripe.Event);
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+}
+
+export interface Harness {
+  emulator: Emulator;
+  stripe: Stripe;
+  receiver: WebhookReceiver;
+  /** Calls an `/_emulator` control route with a JSON body. */
+  control: <T = unknown>(method: string, path: string, body?: unknown) => Promise<{ status: number; body: T }>;
+}
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+}
+
+export interface EmulatorEvents {
+  data: Array<{
+    id: string;
+    type: string;
+    object_id: string;
+    delivered: boolean;
+    deliveries: DeliveryView[];
+    event: Stripe.Event;
+  }>;
+}
+
+/** A fresh emulator on a random port, a webhook receiver and a real stripe-node client; torn down after the test. */
+export async function startHarness(
+  t: ExecutionContext,
+  options: Partial<EmulatorOptions> & { connectWebhooks?: boolean } = {},
+): Promise<Harness> {
+  const { connectWebhooks = true, ...emulatorOptions } = options;
+  const verifier = new Stripe('sk_test_verifier');
+  const receiver = await WebhookReceiver.start(verifier);
+  const emulator = await startEmulator({
+    port: 0,
+    webhookSecret: WEBHOOK_SECRET,
+    webhookUrl: connectWebhooks ? receiver.url : undefined,
+    retryBaseMs: 50,
+    ...emulatorOptions,
+  });
+  t.teardown(async () => {
+    await emulator.close();
+    await receiver.close();
+  });
+  const stripe = stripeFor(emulator);
+  const control = async <T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> => {
+    const res = await fetch(`${emulator.url}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
+  };
+  return { emulator, stripe, receiver, control };
+}
+
+export function stripeFor(emulator: Emulator, apiKey = 'sk_test_emulator'): Stripe {
+  return new Stripe(apiKey, { host: '127.0.0.1', port: emulator.port, protocol: 'http', maxNetworkRetries: 0 });
+}
+
+export function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+/** The session the service opens for a purchase: one item, 30 minutes plus a margin. */
+export function sessionParams(
+  overrides: Partial<Stripe.Checkout.SessionCreateParams> = {},
+): Stripe.Checkout.SessionCreateParams {
+  return {
+    mode: 'payment',
+    line_items: [
+      { quantity: 2, price_data: { currency: 'usd', unit_amount: 1500, product_data: { name: 'Limited sneaker' } } },
+    ],
+    success_url: 'http://shop.test/purchases/p_1/done?session_id={CHECKOUT_SESSION_ID}',
+    cancel_url: 'http://shop.test/purchases/p_1/cancelled',
+    expires_at: nowSeconds() + 31 * 60,
+    client_reference_id: 'p_1',
+    metadata: { purchase_id: 'p_1' },
+    payment_intent_data: { metadata: { purchase_id: 'p_1' } },
+    ...overrides,
+  };
+}
+
+/** Polls `probe` until it returns something other than undefined/false, or fails after the deadline. */
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 5000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 15));
+  }
+}
+
+/** Acts as the buyer through `POST /_emulator/sessions/:id/pay`. */
+export async function pay(
+  harness: Harness,
+  sessionId: string,
+  outcome: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ status: number; session: Stripe.Checkout.Session; problem: ProblemBody }> {
+  const { status, body } = await harness.control<Stripe.Checkout.Session & ProblemBody>(
+    'POST',
+    `/_emulator/sessions/${sessionId}/pay`,
+    { outcome, ...extra },
+  );
+  return { status, session: body, problem: body };
+}

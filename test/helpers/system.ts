@@ -1,0 +1,194 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode, NativeConnection, type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type pg from 'pg';
+import { HoldDesk } from '../../activities/hold-desk';
+import { createApp } from '../../api/app';
+import type { ApiDeps } from '../../api/deps';
+import { createMetrics } from '../../api/metrics';
+import { startEmulator, type Emulator } from '../../dev/emulator';
+import { createStripe } from '../../worker/clients';
+import { createPurchaseWorker } from '../../worker/create-worker';
+import { testDb, uniqueSku } from './db';
+
+export const ADMIN_TOKEN = 'test-admin-token';
+export const SUPPORT_TOKEN = 'test-support-token';
+export const WEBHOOK_SECRET = 'whsec_test_secret';
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+/** One workflow bundle per test process (bundling takes seconds). */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietLogger });
+  return bundle;
+}
+
+const quietLogger = {
+  log() {},
+  trace() {},
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+};
+
+export function temporalAddress(): string {
+  const address = process.env.TEMPORAL_ADDRESS;
+  if (!address) throw new Error('TEMPORAL_ADDRESS is not set: run the suite with `npm test`, which starts Temporal');
+  return address;
+}
+
+export interface System {
+  db: pg.Pool;
+  temporal: Client;
+  emulator: Emulator;
+  taskQueue: string;
+  apiUrl: string;
+  /** Starts a worker in this process (tests that kill workers run their own in a child process). */
+  startWorker(): Promise<void>;
+  stopWorker(): Promise<void>;
+  api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  emulatorCall(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  createProduct(overrides?: Record<string, unknown>): Promise<string>;
+  buy(sku: string, buyerId: string, extra?: Record<string, unknown>, key?: string): Promise<{ status: number; body: any }>;
+  pay(sessionId: string, outcome: string, extra?: Record<string, unknown>): Promise<{ status: number; body: any }>;
+  /** Waits until the purchase record satisfies `pred` (polling), or fails with the last record seen. */
+  waitForPurchase(purchaseId: string, pred: (p: any) => boolean, timeoutMs?: number): Promise<any>;
+  close(): Promise<void>;
+}
+
+/**
+ * The real system for one test file: Postgres and the Temporal dev server that `npm test` started,
+ * a payments emulator and the API (Koa, on a free port) of this file's own, and a worker on a
+ * task queue of its own. stripe-node talks to the emulator over HTTP; the emulator signs and
+ * delivers webhooks to the API.
+ */
+export async function startSystem(opts: { worker?: boolean; retryBaseMs?: number; checkoutTimeoutMs?: number } = {}): Promise<System> {
+  const db = testDb(30);
+  const taskQueue = `test-${randomUUID()}`;
+  const emulator = await startEmulator({ port: 0, webhookSecret: WEBHOOK_SECRET, retryBaseMs: opts.retryBaseMs ?? 100 });
+  const stripe = createStripe('sk_test_emulator', emulator.url);
+  const connection = await Connection.connect({ address: temporalAddress() });
+  const temporal = new Client({ connection, namespace: 'default' });
+  const deps: ApiDeps = {
+    db,
+    temporal,
+    taskQueue,
+    stripe,
+    webhookSecret: WEBHOOK_SECRET,
+    adminToken: ADMIN_TOKEN,
+    supportToken: SUPPORT_TOKEN,
+    metrics: createMetrics(db),
+    lifecycle: { draining: false },
+    log: () => {},
+    checkoutTimeoutMs: opts.checkoutTimeoutMs,
+  };
+  const server: Server = await new Promise((resolve) => {
+    const s = createApp(deps).listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  emulator.setWebhookUrl(`${apiUrl}/v1/webhooks/stripe`);
+
+  let worker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  let workerConnection: NativeConnection | undefined;
+
+  const system: System = {
+    db,
+    temporal,
+    emulator,
+    taskQueue,
+    apiUrl,
+    async startWorker() {
+      workerConnection ??= await NativeConnection.connect({ address: temporalAddress() });
+      worker = await createPurchaseWorker({
+        connection: workerConnection,
+        namespace: 'default',
+        taskQueue,
+        workflowBundle: await workflowBundle(),
+        deps: {
+          db,
+          stripe,
+          desk: new HoldDesk(db),
+          successUrl: `${apiUrl}/v1/purchases/{purchaseId}`,
+          cancelUrl: `${apiUrl}/v1/purchases/{purchaseId}`,
+        },
+      });
+      running = worker.run();
+    },
+    async stopWorker() {
+      if (worker && worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      worker = undefined;
+    },
+    async api(method, path, body, headers = {}) {
+      const res = await fetch(`${apiUrl}${path}`, {
+        method,
+        headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // not JSON (metrics)
+      }
+      return { status: res.status, body: parsed, headers: res.headers };
+    },
+    async emulatorCall(method, path, body) {
+      const res = await fetch(`${emulator.url}${path}`, {
+        method,
+        headers: body !== undefined ? { 'content-type': 'application/json' } : {},
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: res.status, body: await res.json().catch(() => null) };
+    },
+    async createProduct(overrides = {}) {
+      const sku = (overrides.sku as string) ?? uniqueSku('e2e');
+      const res = await system.api(
+        'POST',
+        '/v1/products',
+        { sku, name: 'Test sneaker', priceCents: 5000, currency: 'usd', stock: 5, holdSeconds: 600, ...overrides },
+        { authorization: `Bearer ${ADMIN_TOKEN}` },
+      );
+      if (res.status !== 201) throw new Error(`creating product: ${res.status} ${JSON.stringify(res.body)}`);
+      return sku;
+    },
+    buy(sku, buyerId, extra = {}, key = randomUUID()) {
+      return system.api('POST', '/v1/purchases', { sku, buyerId, ...extra }, { 'idempotency-key': key });
+    },
+    pay(sessionId, outcome, extra = {}) {
+      return system.emulatorCall('POST', `/_emulator/sessions/${sessionId}/pay`, { outcome, ...extra });
+    },
+    async waitForPurchase(purchaseId, pred, timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      let last: any;
+      for (;;) {
+        const { rows } = await db.query('SELECT * FROM purchases WHERE purchase_id = $1', [purchaseId]);
+        last = rows[0];
+        if (last && pred(last)) return last;
+        if (Date.now() > deadline) throw new Error(`purchase ${purchaseId} never matched; last: ${JSON.stringify(last)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    async close() {
+      await system.stopWorker();
+      await workerConnection?.close();
+      await new Promise((r) => server.close(r));
+      server.closeAllConnections();
+      await emulator.close();
+      await connection.close();
+      await db.end();
+    },
+  };
+  if (opts.worker !== false) await system.startWorker();
+  return system;
+}
+
+/** The Checkout Session id of a purchase. */
+export async function sessionOf(db: pg.Pool, purchaseId: string): Promise<string> {
+  const { rows } = await db.query('SELECT checkout_session_id FROM purchases WHERE purchase_id = $1', [purchaseId]);
+  return rows[0].checkout_session_id;
+}
