@@ -1,7 +1,7 @@
 import { bodyParser } from '@koa/bodyparser';
 import Koa from 'koa';
 import type { ApiDeps } from './deps';
-import { problemMiddleware } from './problem';
+import { Problem, problemMiddleware } from './problem';
 import { catalogueRoutes } from './routes/catalogue';
 import { opsRoutes } from './routes/ops';
 import { purchaseRoutes, SoldOutCache } from './routes/purchases';
@@ -16,7 +16,14 @@ export function createApp(deps: ApiDeps): Koa {
 
   app.use(problemMiddleware(deps.log));
   // The webhook route reads its raw body itself (the signature covers the exact bytes).
-  const json = bodyParser({ enableTypes: ['json'], jsonLimit: '64kb', encoding: 'utf-8' });
+  const json = bodyParser({
+    enableTypes: ['json'],
+    jsonLimit: '64kb',
+    encoding: 'utf-8',
+    onError: (err) => {
+      throw new Problem(400, 'invalid-request', `body: ${err.message}`, { errors: [{ field: 'body', message: err.message }] });
+    },
+  });
   app.use(async (ctx, next) => (ctx.path === '/v1/webhooks/stripe' ? next() : json(ctx, next)));
   for (const router of [
     opsRoutes(deps),

@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, NativeConnection, type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  type Worker,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import type pg from 'pg';
 import { HoldDesk } from '../../activities/hold-desk';
 import { createApp } from '../../api/app';
@@ -16,6 +23,9 @@ import { testDb, uniqueSku } from './db';
 export const ADMIN_TOKEN = 'test-admin-token';
 export const SUPPORT_TOKEN = 'test-support-token';
 export const WEBHOOK_SECRET = 'whsec_test_secret';
+
+// Activity retries are expected in these tests; keep their warnings out of the output.
+Runtime.install({ logger: new DefaultLogger('ERROR') });
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 /** One workflow bundle per test process (bundling takes seconds). */
@@ -51,7 +61,7 @@ export interface System {
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   emulatorCall(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
   createProduct(overrides?: Record<string, unknown>): Promise<string>;
-  buy(sku: string, buyerId: string, extra?: Record<string, unknown>, key?: string): Promise<{ status: number; body: any }>;
+  buy(sku: string, buyerId: string, extra?: Record<string, unknown>, key?: string): Promise<{ status: number; body: any; headers: Headers }>;
   pay(sessionId: string, outcome: string, extra?: Record<string, unknown>): Promise<{ status: number; body: any }>;
   /** Waits until the purchase record satisfies `pred` (polling), or fails with the last record seen. */
   waitForPurchase(purchaseId: string, pred: (p: any) => boolean, timeoutMs?: number): Promise<any>;

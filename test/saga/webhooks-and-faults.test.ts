@@ -1,0 +1,146 @@
+import test from 'ava';
+import { createStripe } from '../../worker/clients';
+import { assertInvariants } from '../helpers/db';
+import { sessionOf, startSystem, type System } from '../helpers/system';
+
+let sys: System;
+test.before(async () => {
+  sys = await startSystem();
+});
+test.after.always(async () => {
+  await sys?.close();
+});
+
+async function stock(sku: string) {
+  return (await sys.api('GET', `/v1/products/${sku}`)).body;
+}
+
+async function movements(sku: string): Promise<string[]> {
+  const { rows } = await sys.db.query('SELECT kind FROM stock_movements WHERE sku = $1 ORDER BY id', [sku]);
+  return rows.map((r) => r.kind);
+}
+
+test.serial('events delivered three times each and out of order give one outcome and no double work', async (t) => {
+  const sku = await sys.createProduct();
+  const res = await sys.buy(sku, 'dup-buyer');
+  t.is(res.status, 201);
+  const sessionId = await sessionOf(sys.db, res.body.purchaseId);
+  await sys.emulatorCall('POST', '/_emulator/webhooks', { duplicate: 3, shuffle: true, pause: true });
+  try {
+    // completed (unpaid) then async_payment_succeeded, each three times, released in random order.
+    await sys.pay(sessionId, 'async_pending');
+    await sys.pay(sessionId, 'async_succeeded');
+    await sys.emulatorCall('POST', '/_emulator/webhooks', { pause: false });
+    await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
+    // Let every copy arrive before judging.
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const { body } = await sys.emulatorCall('GET', '/_emulator/events');
+      const ours = body.data.filter((e: any) => e.object_id === sessionId);
+      const copies = ours.flatMap((e: any) => e.deliveries);
+      if (copies.length === 6 && copies.every((d: any) => d.state === 'delivered')) break;
+      if (Date.now() > deadline) t.fail(`deliveries not done: ${JSON.stringify(copies)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await sys.emulatorCall('POST', '/_emulator/webhooks', { duplicate: 1, shuffle: false, pause: false });
+  }
+  const { rows } = await sys.db.query('SELECT status FROM webhook_events WHERE purchase_id = $1', [res.body.purchaseId]);
+  t.deepEqual(
+    rows.map((r) => r.status),
+    ['delivered', 'delivered'],
+  );
+  t.deepEqual(await movements(sku), ['create', 'hold', 'sell']);
+  t.like(await stock(sku), { available: 4, sold: 1, held: 0 });
+  t.like((await sys.api('GET', `/v1/purchases/${res.body.purchaseId}`)).body, { status: 'confirmed' });
+  await assertInvariants(t, sys.db, sku);
+});
+
+test('a webhook with a bad signature is refused with 400 and changes nothing', async (t) => {
+  const sku = await sys.createProduct();
+  const res = await sys.buy(sku, 'forger');
+  const sessionId = await sessionOf(sys.db, res.body.purchaseId);
+  const event = {
+    id: 'evt_forged_1',
+    object: 'event',
+    type: 'checkout.session.completed',
+    data: { object: { id: sessionId, object: 'checkout.session', payment_status: 'paid', metadata: { purchase_id: res.body.purchaseId } } },
+  };
+  const t0 = Math.floor(Date.now() / 1000);
+  for (const signature of [`t=${t0},v1=${'0'.repeat(64)}`, '', 'garbage']) {
+    const r = await sys.api('POST', '/v1/webhooks/stripe', JSON.stringify(event), {
+      'content-type': 'application/json',
+      ...(signature ? { 'stripe-signature': signature } : {}),
+    });
+    t.is(r.status, 400);
+    t.is(r.body.type, 'bad-signature');
+    t.regex(r.headers.get('content-type') ?? '', /^application\/problem\+json/);
+  }
+  const { rows } = await sys.db.query('SELECT 1 FROM webhook_events WHERE event_id = $1', ['evt_forged_1']);
+  t.is(rows.length, 0);
+  t.like((await sys.api('GET', `/v1/purchases/${res.body.purchaseId}`)).body, { status: 'awaiting_payment' });
+  t.like(await stock(sku), { held: 1, sold: 0 });
+});
+
+test.serial('session creation failing twice is retried and opens exactly one session', async (t) => {
+  const sku = await sys.createProduct();
+  await sys.emulatorCall('POST', '/_emulator/faults', { path: '/v1/checkout/sessions', method: 'POST', status: 500, count: 2 });
+  try {
+    const res = await sys.buy(sku, 'retry-buyer');
+    t.is(res.status, 201, JSON.stringify(res.body));
+    const stripe = createStripe('sk_test_emulator', sys.emulator.url);
+    const sessions = (await stripe.checkout.sessions.list({ limit: 100 })).data.filter(
+      (s) => s.metadata?.purchase_id === res.body.purchaseId,
+    );
+    t.is(sessions.length, 1);
+    const faults = await sys.emulatorCall('GET', '/_emulator/faults');
+    t.deepEqual(faults.body.data ?? faults.body, [], 'both injected failures were used');
+  } finally {
+    await sys.emulatorCall('DELETE', '/_emulator/faults');
+  }
+  await assertInvariants(t, sys.db, sku);
+});
+
+test.serial('session creation failing for good releases the hold and fails the purchase', async (t) => {
+  const sku = await sys.createProduct({ stock: 1 });
+  await sys.emulatorCall('POST', '/_emulator/faults', { path: '/v1/checkout/sessions', method: 'POST', status: 500, count: 1000 });
+  let res;
+  try {
+    res = await sys.buy(sku, 'unlucky');
+  } finally {
+    await sys.emulatorCall('DELETE', '/_emulator/faults');
+  }
+  t.is(res.status, 503);
+  t.is(res.body.type, 'unavailable');
+  t.truthy(res.headers.get('retry-after'));
+  const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'failed');
+  t.regex(p.reason, /could not open the Checkout Session/);
+  t.deepEqual(await movements(sku), ['create', 'hold', 'release']);
+  t.like(await stock(sku), { available: 1, held: 0 });
+  // The unit is on sale again at once.
+  t.is((await sys.buy(sku, 'next-buyer')).status, 201);
+  await assertInvariants(t, sys.db, sku);
+});
+
+test.serial('bad input is a problem naming the fields, and writes nothing', async (t) => {
+  const before = (await sys.db.query('SELECT count(*)::int AS n FROM purchases')).rows[0].n;
+  const noKey = await sys.api('POST', '/v1/purchases', { sku: 'x', buyerId: 'y' });
+  t.is(noKey.status, 400);
+  t.regex(noKey.body.detail, /Idempotency-Key/);
+  const bad = await sys.api('POST', '/v1/purchases', { sku: 7, quantity: 0, extra: true }, { 'idempotency-key': 'bad-1' });
+  t.is(bad.status, 400);
+  t.is(bad.body.type, 'invalid-request');
+  const fields = bad.body.errors.map((e: any) => e.field).sort();
+  t.deepEqual(fields, ['buyerId', 'extra', 'quantity', 'sku']);
+  const notJson = await sys.api('POST', '/v1/purchases', '{"sku":', { 'idempotency-key': 'bad-2', 'content-type': 'application/json' });
+  t.is(notJson.status, 400);
+  t.is(notJson.body.type, 'invalid-request');
+  const product = await sys.api('POST', '/v1/products', { sku: 'p', stock: -1 }, { authorization: 'Bearer test-admin-token' });
+  t.is(product.status, 400);
+  t.deepEqual(product.body.errors.map((e: any) => e.field).sort(), ['currency', 'name', 'priceCents', 'stock']);
+  const unauth = await sys.api('POST', '/v1/products', { sku: 'p' });
+  t.is(unauth.status, 401);
+  t.is(unauth.body.type, 'unauthorized');
+  const after = (await sys.db.query('SELECT count(*)::int AS n FROM purchases')).rows[0].n;
+  t.is(after, before);
+});
