@@ -26,7 +26,8 @@ import {
 // Postgres and bookkeeping steps: retried until they succeed (transient faults heal; a fault that
 // does not heal shows up in the Temporal UI as a pending activity with its last failure).
 const acts = proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
+  // Short: these are single transactions; a worker that died mid-call is noticed this soon.
+  startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '20 seconds' },
 });
 

@@ -1,0 +1,138 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import test from 'ava';
+import { createStripe } from '../../worker/clients';
+import { assertInvariants } from '../helpers/db';
+import { startSystem, type System } from '../helpers/system';
+
+const FINAL = ['confirmed', 'late_confirmed', 'expired', 'payment_failed', 'refunded', 'failed', 'rejected'];
+const PAID_OUTCOMES = ['confirmed', 'late_confirmed', 'refunded'];
+
+/** Every session Stripe (the emulator) holds as paid has a purchase that ended confirmed or refunded. */
+async function assertNoPaymentLost(t: import('ava').ExecutionContext, sys: System, sku: string): Promise<number> {
+  const stripe = createStripe('sk_test_emulator', sys.emulator.url);
+  const paid = [];
+  for await (const s of stripe.checkout.sessions.list({ limit: 100 })) {
+    if (s.metadata?.sku === sku && s.payment_status === 'paid') paid.push(s);
+  }
+  for (const s of paid) {
+    const { rows } = await sys.db.query('SELECT status FROM purchases WHERE purchase_id = $1', [s.metadata!.purchase_id]);
+    t.true(PAID_OUTCOMES.includes(rows[0]?.status), `paid session ${s.id} ended ${rows[0]?.status}`);
+  }
+  return paid.length;
+}
+
+async function waitAllFinal(sys: System, ids: string[], timeoutMs: number): Promise<Record<string, string>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await sys.db.query('SELECT purchase_id, status FROM purchases WHERE purchase_id = ANY($1)', [ids]);
+    const statuses = Object.fromEntries(rows.map((r) => [r.purchase_id, r.status]));
+    if (ids.every((id) => FINAL.includes(statuses[id]))) return statuses;
+    if (Date.now() > deadline) {
+      throw new Error(`not final: ${JSON.stringify(Object.entries(statuses).filter(([, s]) => !FINAL.includes(s as string)))}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+test.serial('200 concurrent buyers over HTTP for 20 units: exactly 20 confirmed, the rest told sold out', async (t) => {
+  const sys = await startSystem();
+  try {
+    const sku = await sys.createProduct({ stock: 20, buckets: 4 });
+    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => sys.buy(sku, `crowd-${i}`)));
+    const won = answers.filter((a) => a.status === 201);
+    const soldOut = answers.filter((a) => a.status === 409 && a.body.type === 'sold-out');
+    t.is(won.length, 20);
+    t.is(soldOut.length, 180);
+    await Promise.all(
+      won.map(async (a) => {
+        const session = a.body.checkoutUrl.split('/').pop();
+        const paid = await sys.pay(session, 'succeeded');
+        if (paid.status !== 200) throw new Error(`pay: ${JSON.stringify(paid.body)}`);
+      }),
+    );
+    const statuses = await waitAllFinal(
+      sys,
+      won.map((a) => a.body.purchaseId),
+      60_000,
+    );
+    t.is(Object.values(statuses).filter((s) => s === 'confirmed').length, 20);
+    t.like((await sys.api('GET', `/v1/products/${sku}`)).body, { available: 0, held: 0, sold: 20, soldOut: true });
+    t.is(await assertNoPaymentLost(t, sys, sku), 20);
+    await assertInvariants(t, sys.db, sku);
+  } finally {
+    await sys.close();
+  }
+});
+
+function startWorkerProcess(sys: System): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../../worker/main.ts')], {
+    env: {
+      ...process.env,
+      TASK_QUEUE: sys.taskQueue,
+      STRIPE_SECRET_KEY: 'sk_test_emulator',
+      STRIPE_API_URL: sys.emulator.url,
+      PUBLIC_URL: sys.apiUrl,
+      SWEEP_INTERVAL_MS: '500',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('worker: polling')) resolve(child);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('exit', (code) => reject(new Error(`worker exited ${code} before it was ready:\n${out}`)));
+  });
+}
+
+test.serial('a worker killed in the middle of 50 concurrent purchases loses nothing once another starts', async (t) => {
+  const sys = await startSystem({ worker: false, checkoutTimeoutMs: 60_000 });
+  let worker = await startWorkerProcess(sys);
+  try {
+    const sku = await sys.createProduct({ stock: 30, holdSeconds: 8 });
+    const keys = Array.from({ length: 50 }, () => randomUUID());
+    let answered = 0;
+    const payments: Promise<unknown>[] = [];
+    const posts = keys.map((key, i) =>
+      sys.buy(sku, `k-${i}`, {}, key).then((a) => {
+        answered++;
+        // Every other buyer pays at once, even while no worker runs: the events must wait for one.
+        if (a.status === 201 && i % 2 === 0) payments.push(sys.pay(a.body.checkoutUrl.split('/').pop(), 'succeeded'));
+        return a;
+      }),
+    );
+    // Kill the worker mid-flight: some purchases answered, others still taking holds or opening sessions.
+    const deadline = Date.now() + 30_000;
+    while (answered < 10 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    worker.kill('SIGKILL');
+    await new Promise((r) => worker.once('exit', r));
+    const answeredAtKill = answered;
+    await new Promise((r) => setTimeout(r, 1000));
+    worker = await startWorkerProcess(sys);
+
+    const answers = await Promise.all(posts);
+    await Promise.all(payments);
+    t.true(answeredAtKill < 50, `killed with ${answeredAtKill} of 50 answered`);
+    t.true(
+      answers.every((a) => a.status === 201 || (a.status === 409 && a.body.type === 'sold-out')),
+      JSON.stringify(answers.filter((a) => a.status !== 201 && a.status !== 409).map((a) => a.body)),
+    );
+    t.is(answers.filter((a) => a.status === 201).length, 30);
+    const ids = answers.filter((a) => a.status === 201).map((a) => a.body.purchaseId);
+    const statuses = await waitAllFinal(sys, ids, 90_000);
+    const paidCount = await assertNoPaymentLost(t, sys, sku);
+    const sold = Object.values(statuses).filter((s) => s === 'confirmed' || s === 'late_confirmed').length;
+    t.is(sold, paidCount);
+    t.is(Object.values(statuses).filter((s) => s === 'expired').length, 30 - paidCount);
+    t.like((await sys.api('GET', `/v1/products/${sku}`)).body, { held: 0, sold, available: 30 - sold });
+    await assertInvariants(t, sys.db, sku);
+  } finally {
+    worker.kill('SIGKILL');
+    await sys.close();
+  }
+});
