@@ -1,0 +1,105 @@
+// `npm start`: the whole service on this machine with nothing configured. Its own Postgres (data in
+// .data/), the Temporal dev server (state in .data/temporal.db, Web UI), the payments emulator
+// (unless STRIPE_SECRET_KEY is set), the worker and the API. Ctrl-C stops everything, in order.
+import path from 'node:path';
+import { spawnChild, type ChildHandle } from './proc';
+import { startStack, type Stack } from './stack';
+
+const root = path.resolve(__dirname, '..');
+const log = (line: string): void => console.log(line);
+
+const env = process.env;
+const port = env.PORT || '3000';
+const emulatorPort = env.STRIPE_EMULATOR_PORT || '12111';
+const useEmulator = !env.STRIPE_SECRET_KEY;
+const local = {
+  ADMIN_TOKEN: env.ADMIN_TOKEN || 'dev-admin-token',
+  SUPPORT_TOKEN: env.SUPPORT_TOKEN || 'dev-support-token',
+  STRIPE_SECRET_KEY: env.STRIPE_SECRET_KEY || 'sk_test_emulator',
+  STRIPE_WEBHOOK_SECRET: env.STRIPE_WEBHOOK_SECRET || 'whsec_emulator_local',
+};
+
+function node(name: string, script: string, extraEnv: NodeJS.ProcessEnv): ChildHandle {
+  return spawnChild({
+    name,
+    command: process.execPath,
+    args: ['--import', 'tsx', path.join(root, script)],
+    env: { ...process.env, ...extraEnv },
+    cwd: root,
+    onLine: (line) => console.log(`[${name}] ${line}`),
+    deathSignal: 'SIGTERM',
+    stopSteps: [
+      ['SIGTERM', 15_000],
+      ['SIGKILL', 2000],
+    ],
+  });
+}
+
+async function main(): Promise<void> {
+  const children: ChildHandle[] = [];
+  let stack: Stack | undefined;
+  const aborter = new AbortController();
+  let stopping = false;
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    aborter.abort(new Error('stopping'));
+    log('stopping: api, worker, emulator, then Temporal and Postgres');
+    for (const child of [...children].reverse()) await child.stop();
+    await stack?.stop();
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void stop(0));
+  process.on('SIGTERM', () => void stop(0));
+
+  stack = await startStack({
+    dataDir: path.join(root, '.data'),
+    persistent: true,
+    log,
+    temporal: { port: Number(env.TEMPORAL_PORT || 7233), uiPort: Number(env.TEMPORAL_UI_PORT || 8233) },
+    signal: aborter.signal,
+  });
+  const shared: NodeJS.ProcessEnv = {
+    DATABASE_URL: stack.databaseUrl,
+    TEMPORAL_ADDRESS: stack.temporalAddress,
+    TEMPORAL_NAMESPACE: stack.temporalNamespace,
+    PORT: port,
+    PUBLIC_URL: env.PUBLIC_URL || `http://127.0.0.1:${port}`,
+    ...local,
+    ...(useEmulator ? { STRIPE_API_URL: `http://127.0.0.1:${emulatorPort}` } : {}),
+  };
+  if (useEmulator) {
+    children.push(
+      node('emulator', 'dev/emulator/main.ts', {
+        STRIPE_EMULATOR_PORT: emulatorPort,
+        STRIPE_WEBHOOK_SECRET: local.STRIPE_WEBHOOK_SECRET,
+        STRIPE_EMULATOR_WEBHOOK_URL: `http://127.0.0.1:${port}/v1/webhooks/stripe`,
+      }),
+    );
+  }
+  children.push(node('worker', 'worker/main.ts', shared));
+  children.push(node('api', 'api/main.ts', shared));
+  for (const child of children) {
+    void child.exited.then((info) => {
+      if (!stopping) {
+        console.error(`[${child.name}] exited (${info.code ?? info.signal}); stopping everything`);
+        void stop(1);
+      }
+    });
+  }
+
+  log('');
+  log('flash-sale checkout is starting:');
+  log(`  API            http://127.0.0.1:${port}   (GET /readyz turns 200 when it is up)`);
+  if (stack.temporalUiUrl) log(`  Temporal UI    ${stack.temporalUiUrl}`);
+  log(`  Temporal       ${stack.temporalAddress} (namespace ${stack.temporalNamespace})`);
+  log(`  Postgres       ${stack.databaseUrl}`);
+  log(useEmulator ? `  Stripe         payments emulator at http://127.0.0.1:${emulatorPort}` : '  Stripe         api.stripe.com (STRIPE_SECRET_KEY is set)');
+  log(`  Admin token    ${local.ADMIN_TOKEN}    Support token ${local.SUPPORT_TOKEN}`);
+  log('Ctrl-C stops everything.');
+}
+
+main().catch((err) => {
+  console.error(`npm start failed: ${err instanceof Error ? err.message : err}`);
+  process.exit(1);
+});
