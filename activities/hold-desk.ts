@@ -35,7 +35,8 @@ export class HoldDesk {
   }
 
   async take(req: HoldRequest): Promise<HoldResult> {
-    if (await this.isUnitProduct(req.sku)) return takeHold(this.db, req);
+    // A named unit (or a product of units) is picked row by row, not coalesced.
+    if (req.unitId || (await this.isUnitProduct(req.sku))) return takeHold(this.db, req);
     return new Promise<HoldResult>((resolve, reject) => {
       const queue = this.queues.get(req.sku) ?? [];
       queue.push({ req, resolve, reject });

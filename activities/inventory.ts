@@ -298,18 +298,8 @@ export async function getAvailability(db: Db | Tx, sku: string): Promise<Availab
  * transaction is already reclaiming or converting are skipped, never waited on.
  */
 export async function reclaimExpired(tx: Tx, sku: string): Promise<number> {
-  const { rows } = await tx.query<HoldRow>(
-    `WITH lapsed AS (
-       SELECT purchase_id FROM holds
-        WHERE sku = $1 AND status = 'active' AND expires_at <= now()
-        FOR UPDATE SKIP LOCKED)
-     UPDATE holds h SET status = 'expired', updated_at = now()
-       FROM lapsed WHERE h.purchase_id = lapsed.purchase_id
-     RETURNING h.*`,
-    [sku],
-  );
-  if (rows.length > 0) await returnToStock(tx, rows, 'expire');
-  return rows.length;
+  const { rows } = await tx.query<{ n: number }>('SELECT reclaim_expired($1) AS n', [sku]);
+  return rows[0].n;
 }
 
 /** Sweeper: reclaims lapsed holds of every SKU. Returns how many holds it expired. */
@@ -471,12 +461,12 @@ function checkBuyer(
 /** Picks free units (any, or the named one) without waiting on rows other buyers are taking. */
 async function pickUnits(tx: Tx, sku: string, purchaseId: string, quantity: number, unitId?: string): Promise<string[]> {
   const { rows } = await tx.query<{ unit_id: string }>(
-    `UPDATE units SET status = 'held', purchase_id = $2
-      WHERE sku = $1 AND unit_id IN (
-        SELECT unit_id FROM units
-         WHERE sku = $1 AND status = 'free' AND ($4::text IS NULL OR unit_id = $4)
-         ORDER BY unit_id LIMIT $3 FOR UPDATE SKIP LOCKED)
-     RETURNING unit_id`,
+    `WITH picked AS (
+       SELECT unit_id FROM units
+        WHERE sku = $1 AND status = 'free' AND ($4::text IS NULL OR unit_id = $4)
+        ORDER BY unit_id LIMIT $3 FOR UPDATE SKIP LOCKED)
+     UPDATE units u SET status = 'held', purchase_id = $2 FROM picked WHERE u.sku = $1 AND u.unit_id = picked.unit_id
+     RETURNING u.unit_id`,
     [sku, purchaseId, quantity, unitId ?? null],
   );
   return rows.map((r) => r.unit_id);
@@ -596,133 +586,70 @@ export async function takeHold(db: Db, req: HoldRequest): Promise<HoldResult> {
 // Batched holds (the hold desk's transaction)
 
 /**
- * Serves many requests for one SKU in one transaction: one conditional UPDATE for the batch,
- * one multi-row INSERT. Answers follow arrival order exactly; a throw fails this batch only.
+ * Serves many requests for one SKU in one transaction and one round trip (`take_holds_batch` in
+ * db/migrations/003): one conditional UPDATE for the batch, one multi-row INSERT. Answers follow
+ * arrival order exactly; a throw fails this batch only.
  */
 export async function takeHoldsBatch(db: Db, sku: string, reqs: HoldRequest[], start = 0): Promise<HoldResult[]> {
-  const results: (HoldResult | undefined)[] = new Array(reqs.length);
-  await withTx(db, async (tx) => {
-    await reclaimExpired(tx, sku);
-    const product = await getProduct(tx, sku);
-    if (!product) {
-      results.fill({ outcome: 'product_not_found' });
-      return;
-    }
-    if (product.hasUnits) throw new Error(`${sku} is a product of distinct units; take its holds one by one`);
-
-    const ids = reqs.map((r) => r.purchaseId);
-    const { rows: existingRows } = await tx.query<HoldRow>('SELECT * FROM holds WHERE purchase_id = ANY($1::text[])', [
-      ids,
-    ]);
-    const existing = new Map(existingRows.map((r) => [r.purchase_id, toHold(r)]));
-    const commitments = await buyerCommitments(tx, sku, [...new Set(reqs.map((r) => r.buyerId))]);
-
-    // Decide each buyer's eligibility in arrival order, as if served one after another.
-    const seenPurchase = new Set<string>();
-    const candidates: number[] = [];
-    reqs.forEach((req, i) => {
-      const prior = existing.get(req.purchaseId);
-      if (prior) {
-        results[i] = { outcome: 'held', hold: prior, existing: true };
-        return;
-      }
-      if (seenPurchase.has(req.purchaseId)) return; // answered after the insert, from its first request
-      seenPurchase.add(req.purchaseId);
-      if (req.unitId) {
-        results[i] = { outcome: 'unit_unavailable', unitId: req.unitId };
-        return;
-      }
-      const refusal = checkBuyer(product, req, commitments.get(req.buyerId));
-      if (refusal) {
-        results[i] = refusal;
-        return;
-      }
-      candidates.push(i);
-      // The buyer now holds this one for the rest of the batch.
-      commitments.set(req.buyerId, {
-        committed: (commitments.get(req.buyerId)?.committed ?? 0) + req.quantity,
-        activePurchase: req.purchaseId,
-      });
-    });
-    if (candidates.length === 0) return;
-
-    const buckets = await lockBuckets(tx, sku);
-    const allocs = allocate(
-      buckets,
-      candidates.map((i) => reqs[i].quantity),
-      start % product.buckets,
-    );
-    const granted: { i: number; alloc: Allocation }[] = [];
-    const takes = new Map<number, number>();
-    candidates.forEach((i, k) => {
-      const alloc = allocs[k];
-      if (!alloc) {
-        results[i] = { outcome: 'sold_out' };
-        return;
-      }
-      granted.push({ i, alloc });
-      for (const [b, t] of alloc.takes) takes.set(b, (takes.get(b) ?? 0) + t);
-    });
-    if (granted.length === 0) return;
-    await applyTakes(tx, sku, takes);
-
-    const g = granted.map(({ i, alloc }) => ({ req: reqs[i], alloc }));
-    const { rows: inserted } = await tx.query<HoldRow>(
-      `INSERT INTO holds (purchase_id, sku, buyer_id, quantity, bucket, oversold, status, expires_at)
-       SELECT p, $1, b, q, k, o, 'active', now() + make_interval(secs => $7)
-         FROM unnest($2::text[], $3::text[], $4::int[], $5::int[], $6::int[]) AS v(p, b, q, k, o)
-       ON CONFLICT DO NOTHING
-       RETURNING *`,
-      [
-        sku,
-        g.map((x) => x.req.purchaseId),
-        g.map((x) => x.req.buyerId),
-        g.map((x) => x.req.quantity),
-        g.map((x) => x.alloc.bucket),
-        g.map((x) => x.alloc.oversold),
-        product.holdSeconds,
-      ],
-    );
-    const insertedBy = new Map(inserted.map((r) => [r.purchase_id, r]));
-    // Rows that lost to a concurrent writer elsewhere (same purchase or same buyer) give their units back.
-    const lost = g.filter((x) => !insertedBy.has(x.req.purchaseId));
-    if (lost.length > 0) {
-      const back = new Map<number, number>();
-      for (const x of lost) for (const [b, t] of x.alloc.takes) back.set(b, (back.get(b) ?? 0) + t);
-      await tx.query(
-        `UPDATE stock_buckets s SET available = s.available + v.qty
-           FROM unnest($2::int[], $3::int[]) AS v(bucket, qty) WHERE s.sku = $1 AND s.bucket = v.bucket`,
-        [sku, [...back.keys()], [...back.values()]],
-      );
-    }
-    await appendMovements(
-      tx,
-      inserted.map((r) => ({
-        sku,
-        purchaseId: r.purchase_id,
-        kind: 'hold' as const,
-        available: -r.quantity,
-        held: r.quantity,
-        oversold: r.oversold,
-      })),
-    );
-    for (const { i, req } of granted.map(({ i }) => ({ i, req: reqs[i] }))) {
-      const row = insertedBy.get(req.purchaseId);
-      if (row) results[i] = { outcome: 'held', hold: toHold(row), existing: false };
+  const { rows } = await db.query<{
+    idx: number;
+    outcome: string;
+    bucket: number | null;
+    oversold: number;
+    expires_at: Date | null;
+    detail: string | null;
+  }>('SELECT * FROM take_holds_batch($1, $2, $3, $4, $5)', [
+    sku,
+    reqs.map((r) => r.purchaseId),
+    reqs.map((r) => r.buyerId),
+    reqs.map((r) => r.quantity),
+    start,
+  ]);
+  const product = rows.some((r) => r.outcome === 'limit_exceeded') ? await getProduct(db, sku) : null;
+  const results: (HoldResult | undefined)[] = rows.map((r) => {
+    const req = reqs[r.idx - 1];
+    switch (r.outcome) {
+      case 'held':
+        return {
+          outcome: 'held',
+          existing: false,
+          hold: {
+            purchaseId: req.purchaseId,
+            sku,
+            buyerId: req.buyerId,
+            quantity: req.quantity,
+            bucket: r.bucket!,
+            oversold: r.oversold,
+            unitIds: null,
+            status: 'active',
+            expiresAt: r.expires_at!.toISOString(),
+          },
+        };
+      case 'hold_exists':
+        return { outcome: 'hold_exists', heldBy: r.detail ?? 'unknown' };
+      case 'limit_exceeded':
+        return { outcome: 'limit_exceeded', limit: product?.maxPerBuyer ?? 0, alreadyCommitted: Number(r.detail ?? 0) };
+      case 'sold_out':
+        return { outcome: 'sold_out' };
+      case 'product_not_found':
+        return { outcome: 'product_not_found' };
+      case 'units_product':
+        throw new Error(`${sku} is a product of distinct units; take its holds one by one`);
+      default:
+        return undefined; // existing, duplicate, lost: answered from what is stored
     }
   });
-  // Duplicates inside the batch, and rows lost to a concurrent writer, are answered from what is stored now.
   for (let i = 0; i < reqs.length; i++) {
     if (results[i]) continue;
     const hold = await findHold(db, reqs[i].purchaseId);
     if (hold) {
       results[i] = { outcome: 'held', hold, existing: true };
     } else {
-      const { rows } = await db.query<{ purchase_id: string }>(
+      const { rows: active } = await db.query<{ purchase_id: string }>(
         `SELECT purchase_id FROM holds WHERE sku = $1 AND buyer_id = $2 AND status = 'active'`,
         [sku, reqs[i].buyerId],
       );
-      results[i] = rows[0] ? { outcome: 'hold_exists', heldBy: rows[0].purchase_id } : { outcome: 'sold_out' };
+      results[i] = active[0] ? { outcome: 'hold_exists', heldBy: active[0].purchase_id } : { outcome: 'sold_out' };
     }
   }
   return results as HoldResult[];
