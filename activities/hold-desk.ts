@@ -34,9 +34,10 @@ export class HoldDesk {
     this.maxBatch = opts.maxBatch ?? 500;
   }
 
-  async take(req: HoldRequest): Promise<HoldResult> {
-    // A named unit (or a product of units) is picked row by row, not coalesced.
-    if (req.unitId || (await this.isUnitProduct(req.sku))) return takeHold(this.db, req);
+  take(req: HoldRequest): Promise<HoldResult> {
+    // A named unit is picked row by row, not coalesced.
+    if (req.unitId) return takeHold(this.db, req);
+    // Queue at once, before any await, so the queue order is the arrival order.
     return new Promise<HoldResult>((resolve, reject) => {
       const queue = this.queues.get(req.sku) ?? [];
       queue.push({ req, resolve, reject });
@@ -63,6 +64,11 @@ export class HoldDesk {
         const batch = queue.splice(0, this.maxBatch);
         this.batches++;
         try {
+          if (await this.isUnitProduct(sku)) {
+            // Seats are picked row by row with SKIP LOCKED; there is no counter to coalesce on.
+            await Promise.all(batch.map((w) => takeHold(this.db, w.req).then(w.resolve, w.reject)));
+            continue;
+          }
           const results = await takeHoldsBatch(
             this.db,
             sku,

@@ -564,7 +564,14 @@ export async function takeHold(db: Db, req: HoldRequest): Promise<HoldResult> {
       return { outcome: 'held' as const, hold: toHold(rows[0]), existing: false };
     });
   } catch (err) {
-    if (err instanceof Refusal) return err.result;
+    if (err instanceof Refusal) {
+      // The buyer's active hold is this very purchase, taken by a concurrent call: that is the answer.
+      if (err.result.outcome === 'hold_exists' && err.result.heldBy === req.purchaseId) {
+        const hold = await findHold(db, req.purchaseId);
+        if (hold) return { outcome: 'held', hold, existing: true };
+      }
+      return err.result;
+    }
     if (pgCode(err) === PG.uniqueViolation) {
       // A concurrent call won the race: for the same purchase, answer with its hold; for the
       // same buyer, that is the one-active-hold rule.

@@ -93,6 +93,10 @@ BEGIN
     END IF;
     seen := seen || jsonb_build_object(p_ids[i], 'batch');
     q := p_qty[i];
+    IF active_by ->> p_buyers[i] = p_ids[i] THEN
+      res_out[i] := 'duplicate'; -- stored by a concurrent call since this batch looked: answered from the store
+      CONTINUE;
+    END IF;
     IF active_by ? p_buyers[i] THEN
       res_out[i] := 'hold_exists';
       res_detail[i] := active_by ->> p_buyers[i];
