@@ -28,11 +28,9 @@ export const PG = {
 } as const;
 
 export function pgCode(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : undefined;
+  return typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : undefined;
 }
 
 export function constraintOf(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'constraint' in err
-    ? String((err as { constraint: unknown }).constraint)
-    : undefined;
+  return typeof err === 'object' && err !== null && 'constraint' in err ? String(err.constraint) : undefined;
 }

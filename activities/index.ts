@@ -79,7 +79,15 @@ export function classifyStripeError(err: unknown, what: string): Error {
       code: e.code,
     });
   }
-  return err instanceof Error ? err : new Error(String(err));
+  // Retryable: say which step and what Stripe answered, so the Temporal UI and `sagas stuck` show it.
+  return ApplicationFailure.retryable(
+    `${what}: ${status ? `Stripe answered ${status}` : 'Stripe unreachable'}: ${e?.message}`,
+    'StripeUnavailable',
+    {
+      status,
+      code: e?.code,
+    },
+  );
 }
 
 function statusOf(err: unknown): number | undefined {
@@ -127,7 +135,9 @@ export function createActivities(deps: ActivityDeps) {
     async retakeForLatePayment(purchaseId: string): Promise<{ outcome: 'sold' | 'sold_out'; oversold: boolean }> {
       const r = await inventory.retakeForLatePayment(db, purchaseId);
       if (r.outcome === 'not_found') throw ApplicationFailure.nonRetryable(`no hold for ${purchaseId}`, 'HoldNotFound');
-      return r.outcome === 'sold' ? { outcome: 'sold', oversold: r.hold.oversold > 0 } : { outcome: 'sold_out', oversold: false };
+      return r.outcome === 'sold'
+        ? { outcome: 'sold', oversold: r.hold.oversold > 0 }
+        : { outcome: 'sold_out', oversold: false };
     },
 
     /** Puts a refunded sale's units back on sale, once (`sold` → `restocked`). */
@@ -169,8 +179,13 @@ export function createActivities(deps: ActivityDeps) {
           },
           { idempotencyKey: `checkout-${input.purchaseId}` },
         );
-        if (!session.url) throw ApplicationFailure.nonRetryable('Stripe returned a session without a URL', 'StripeRejected');
-        return { sessionId: session.id, url: session.url, sessionExpiresAt: new Date(session.expires_at * 1000).toISOString() };
+        if (!session.url)
+          throw ApplicationFailure.nonRetryable('Stripe returned a session without a URL', 'StripeRejected');
+        return {
+          sessionId: session.id,
+          url: session.url,
+          sessionExpiresAt: new Date(session.expires_at * 1000).toISOString(),
+        };
       } catch (err) {
         throw classifyStripeError(err, 'opening the Checkout Session');
       }
@@ -191,7 +206,11 @@ export function createActivities(deps: ActivityDeps) {
       try {
         const s = await stripe.checkout.sessions.retrieve(sessionId);
         const pi = typeof s.payment_intent === 'string' ? s.payment_intent : s.payment_intent?.id;
-        return { status: (s.status ?? 'open') as SessionState['status'], paymentStatus: s.payment_status, paymentIntentId: pi ?? undefined };
+        return {
+          status: (s.status ?? 'open') as SessionState['status'],
+          paymentStatus: s.payment_status,
+          paymentIntentId: pi ?? undefined,
+        };
       } catch (err) {
         throw classifyStripeError(err, 'reading the Checkout Session');
       }
@@ -202,7 +221,11 @@ export function createActivities(deps: ActivityDeps) {
       try {
         const s = await stripe.checkout.sessions.retrieve(sessionId);
         const pi = typeof s.payment_intent === 'string' ? s.payment_intent : s.payment_intent?.id;
-        return { status: (s.status ?? 'open') as SessionState['status'], paymentStatus: s.payment_status, paymentIntentId: pi ?? undefined };
+        return {
+          status: (s.status ?? 'open') as SessionState['status'],
+          paymentStatus: s.payment_status,
+          paymentIntentId: pi ?? undefined,
+        };
       } catch (err) {
         throw classifyStripeError(err, 'reading the Checkout Session');
       }
@@ -248,11 +271,15 @@ export function createActivities(deps: ActivityDeps) {
       await purchases.notifyBuyer(db, purchaseId, buyerId, kind, message);
     },
 
-    async appendAudit(purchaseId: string, actor: string, action: string, detail: Record<string, unknown>): Promise<void> {
+    async appendAudit(
+      purchaseId: string,
+      actor: string,
+      action: string,
+      detail: Record<string, unknown>,
+    ): Promise<void> {
       await purchases.appendAudit(db, purchaseId, actor, action, detail);
     },
   };
 }
 
 export type Activities = ReturnType<typeof createActivities>;
-

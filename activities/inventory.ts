@@ -205,14 +205,20 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
           input.waitingRoom ? JSON.stringify(input.waitingRoom) : null,
         ],
       );
-      const split = Array.from({ length: buckets }, (_, i) => Math.floor(stock / buckets) + (i < stock % buckets ? 1 : 0));
+      const split = Array.from(
+        { length: buckets },
+        (_, i) => Math.floor(stock / buckets) + (i < stock % buckets ? 1 : 0),
+      );
       await tx.query(
         `INSERT INTO stock_buckets (sku, bucket, available, floor)
          SELECT $1, b, a, CASE WHEN b = 0 THEN -$4::int ELSE 0 END FROM unnest($2::int[], $3::int[]) AS v(b, a)`,
         [input.sku, split.map((_, i) => i), split, allowance],
       );
       if (units) {
-        await tx.query(`INSERT INTO units (sku, unit_id) SELECT $1, u FROM unnest($2::text[]) AS u`, [input.sku, units]);
+        await tx.query(`INSERT INTO units (sku, unit_id) SELECT $1, u FROM unnest($2::text[]) AS u`, [
+          input.sku,
+          units,
+        ]);
       }
       await appendMovements(tx, [{ sku: input.sku, purchaseId: null, kind: 'create', total: stock, available: stock }]);
       return toProduct(rows[0]);
@@ -459,7 +465,13 @@ function checkBuyer(
 }
 
 /** Picks free units (any, or the named one) without waiting on rows other buyers are taking. */
-async function pickUnits(tx: Tx, sku: string, purchaseId: string, quantity: number, unitId?: string): Promise<string[]> {
+async function pickUnits(
+  tx: Tx,
+  sku: string,
+  purchaseId: string,
+  quantity: number,
+  unitId?: string,
+): Promise<string[]> {
   const { rows } = await tx.query<{ unit_id: string }>(
     `WITH picked AS (
        SELECT unit_id FROM units
@@ -549,7 +561,16 @@ export async function takeHold(db: Db, req: HoldRequest): Promise<HoldResult> {
         `INSERT INTO holds (purchase_id, sku, buyer_id, quantity, bucket, oversold, unit_ids, status, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', now() + make_interval(secs => $8))
          RETURNING *`,
-        [req.purchaseId, req.sku, req.buyerId, req.quantity, alloc.bucket, alloc.oversold, unitIds, product.holdSeconds],
+        [
+          req.purchaseId,
+          req.sku,
+          req.buyerId,
+          req.quantity,
+          alloc.bucket,
+          alloc.oversold,
+          unitIds,
+          product.holdSeconds,
+        ],
       );
       await appendMovements(tx, [
         {
@@ -578,10 +599,12 @@ export async function takeHold(db: Db, req: HoldRequest): Promise<HoldResult> {
       const hold = await findHold(db, req.purchaseId);
       if (hold) return { outcome: 'held', hold, existing: true };
       if (constraintOf(err) === 'holds_one_active_per_buyer') {
-        const c = (await db.query<{ purchase_id: string }>(
-          `SELECT purchase_id FROM holds WHERE sku = $1 AND buyer_id = $2 AND status = 'active'`,
-          [req.sku, req.buyerId],
-        )).rows[0];
+        const c = (
+          await db.query<{ purchase_id: string }>(
+            `SELECT purchase_id FROM holds WHERE sku = $1 AND buyer_id = $2 AND status = 'active'`,
+            [req.sku, req.buyerId],
+          )
+        ).rows[0];
         return { outcome: 'hold_exists', heldBy: c?.purchase_id ?? 'unknown' };
       }
     }
@@ -671,7 +694,11 @@ export type ReleaseResult = { released: boolean; status: HoldStatus | 'not_found
  * Returns a hold's units to stock: `active` → `released` (or `expired`), at most once. Calling it
  * again, or after the hold lapsed and was reclaimed, or after it was sold, changes nothing.
  */
-export async function releaseHold(db: Db, purchaseId: string, reason: 'release' | 'expire' = 'release'): Promise<ReleaseResult> {
+export async function releaseHold(
+  db: Db,
+  purchaseId: string,
+  reason: 'release' | 'expire' = 'release',
+): Promise<ReleaseResult> {
   return withTx(db, async (tx) => {
     const { rows } = await tx.query<HoldRow>(
       `UPDATE holds SET status = $2, updated_at = now() WHERE purchase_id = $1 AND status = 'active' RETURNING *`,
@@ -704,9 +731,7 @@ export async function convertHold(db: Db, purchaseId: string): Promise<ConvertRe
     const row = rows[0];
     if (row) {
       if (row.unit_ids) await tx.query(`UPDATE units SET status = 'sold' WHERE purchase_id = $1`, [purchaseId]);
-      await appendMovements(tx, [
-        { sku: row.sku, purchaseId, kind: 'sell', held: -row.quantity, sold: row.quantity },
-      ]);
+      await appendMovements(tx, [{ sku: row.sku, purchaseId, kind: 'sell', held: -row.quantity, sold: row.quantity }]);
       return { outcome: 'sold', hold: toHold(row), converted: true };
     }
     const hold = await findHold(tx, purchaseId);
@@ -717,9 +742,7 @@ export async function convertHold(db: Db, purchaseId: string): Promise<ConvertRe
 }
 
 export type RetakeResult =
-  | { outcome: 'sold'; hold: Hold; retaken: boolean }
-  | { outcome: 'sold_out' }
-  | { outcome: 'not_found' };
+  { outcome: 'sold'; hold: Hold; retaken: boolean } | { outcome: 'sold_out' } | { outcome: 'not_found' };
 
 /**
  * For a payment that arrived after its hold went back to stock: takes the units again with the

@@ -61,7 +61,9 @@ function toRecord(r: PurchaseRow): PurchaseRecord {
     paymentIntentId: r.payment_intent_id ?? undefined,
     reason: r.reason ?? undefined,
     rejection: r.rejection ?? undefined,
-    refund: r.refund_status ? { status: r.refund_status, reason: r.refund_reason ?? '', refundId: r.refund_id ?? undefined } : undefined,
+    refund: r.refund_status
+      ? { status: r.refund_status, reason: r.refund_reason ?? '', refundId: r.refund_id ?? undefined }
+      : undefined,
     oversold: r.oversold,
     createdAt: r.created_at.toISOString(),
     updatedAt: r.updated_at.toISOString(),
@@ -77,13 +79,17 @@ export function purchaseIdFor(idempotencyKey: string): string {
 }
 
 export type OpenResult =
-  | { created: true; record: PurchaseRecord }
-  | { created: false; record: PurchaseRecord; sameRequest: boolean };
+  { created: true; record: PurchaseRecord } | { created: false; record: PurchaseRecord; sameRequest: boolean };
 
 /** Records a new purchase in `holding`, or finds the one this Idempotency-Key already made. */
 export async function openPurchase(db: Db, idempotencyKey: string, req: PurchaseRequest): Promise<OpenResult> {
   const purchaseId = purchaseIdFor(idempotencyKey);
-  const request: PurchaseRequest = { sku: req.sku, buyerId: req.buyerId, quantity: req.quantity, ...(req.unitId ? { unitId: req.unitId } : {}) };
+  const request: PurchaseRequest = {
+    sku: req.sku,
+    buyerId: req.buyerId,
+    quantity: req.quantity,
+    ...(req.unitId ? { unitId: req.unitId } : {}),
+  };
   const { rows } = await db.query<PurchaseRow>(
     `INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, unit_id, status)
      VALUES ($1, $2, $3, $4, $5, $6, $7, 'holding')
@@ -144,7 +150,13 @@ export async function appendAudit(
 }
 
 /** Queues a message to the buyer (outbox), at most one of each kind per purchase. */
-export async function notifyBuyer(db: Db, purchaseId: string, buyerId: string, kind: string, message: string): Promise<void> {
+export async function notifyBuyer(
+  db: Db,
+  purchaseId: string,
+  buyerId: string,
+  kind: string,
+  message: string,
+): Promise<void> {
   await db.query(
     `INSERT INTO notifications (purchase_id, buyer_id, kind, message) VALUES ($1, $2, $3, $4)
      ON CONFLICT (purchase_id, kind) DO NOTHING`,

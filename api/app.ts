@@ -21,10 +21,15 @@ export function createApp(deps: ApiDeps): Koa {
     jsonLimit: '64kb',
     encoding: 'utf-8',
     onError: (err) => {
-      throw new Problem(400, 'invalid-request', `body: ${err.message}`, { errors: [{ field: 'body', message: err.message }] });
+      throw new Problem(400, 'invalid-request', `body: ${err.message}`, {
+        errors: [{ field: 'body', message: err.message }],
+      });
     },
   });
-  app.use(async (ctx, next) => (ctx.path === '/v1/webhooks/stripe' ? next() : json(ctx, next)));
+  app.use(async (ctx, next) => {
+    if (ctx.path === '/v1/webhooks/stripe') await next();
+    else await json(ctx, next);
+  });
   for (const router of [
     opsRoutes(deps),
     catalogueRoutes(deps, onStockChange),

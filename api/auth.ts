@@ -14,9 +14,15 @@ export function requireBearer(token: string, realm: string): Koa.Middleware {
     const header = ctx.get('authorization');
     const given = header.startsWith('Bearer ') ? header.slice(7) : '';
     if (!token || !given || !same(given, token)) {
-      throw new Problem(401, 'unauthorized', `this route needs the ${realm} bearer token`, {}, {
-        'WWW-Authenticate': `Bearer realm="${realm}"`,
-      });
+      throw new Problem(
+        401,
+        'unauthorized',
+        `this route needs the ${realm} bearer token`,
+        {},
+        {
+          'WWW-Authenticate': `Bearer realm="${realm}"`,
+        },
+      );
     }
     await next();
   };

@@ -58,7 +58,8 @@ export function problemMiddleware(log: (msg: string, err: unknown) => void): Koa
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) throw new Problem(404, 'not-found', `no route for ${ctx.method} ${ctx.path}`);
+      if (ctx.status === 404 && ctx.body === undefined)
+        throw new Problem(404, 'not-found', `no route for ${ctx.method} ${ctx.path}`);
     } catch (err) {
       let p: Problem;
       if (err instanceof Problem) p = err;

@@ -1,13 +1,19 @@
 import type { Client } from '@temporalio/client';
 import type { Db } from '../activities/db';
 import { getPurchase } from '../activities/purchases';
-import { refundWorkflowId, type SupportRefundResult } from '../workflows/definitions';
+import { refundWorkflowId } from '../workflows/definitions';
 import type { supportRefundWorkflow } from '../workflows/support-refund';
 
 export type SupportRefundAnswer =
   | { outcome: 'not_found' }
   | { outcome: 'not_refundable'; detail: string }
-  | { outcome: 'accepted'; purchaseId: string; refund: { status: string; reason: string }; restocked?: boolean };
+  | {
+      outcome: 'accepted';
+      purchaseId: string;
+      sku: string;
+      refund: { status: string; reason: string };
+      restocked?: boolean;
+    };
 
 /**
  * Starts (or joins) the support refund saga of one purchase, workflow id `refund-<purchaseId>`, and
@@ -22,10 +28,13 @@ export async function requestSupportRefund(
   const record = await getPurchase(deps.db, input.purchaseId);
   if (!record || record.status === 'rejected') return { outcome: 'not_found' };
   if (record.status === 'refunded' && record.refund) {
-    return { outcome: 'accepted', purchaseId: input.purchaseId, refund: record.refund };
+    return { outcome: 'accepted', purchaseId: input.purchaseId, sku: record.sku, refund: record.refund };
   }
   if (record.status !== 'confirmed' && record.status !== 'late_confirmed') {
-    return { outcome: 'not_refundable', detail: `purchase ${input.purchaseId} is ${record.status}; only paid orders are refunded` };
+    return {
+      outcome: 'not_refundable',
+      detail: `purchase ${input.purchaseId} is ${record.status}; only paid orders are refunded`,
+    };
   }
   const workflowId = refundWorkflowId(input.purchaseId);
   try {
@@ -39,15 +48,28 @@ export async function requestSupportRefund(
   } catch (err) {
     // Already ran to completion: its outcome is in the record.
     const now = await getPurchase(deps.db, input.purchaseId);
-    if (now?.refund) return { outcome: 'accepted', purchaseId: input.purchaseId, refund: now.refund };
+    if (now?.refund) return { outcome: 'accepted', purchaseId: input.purchaseId, sku: record.sku, refund: now.refund };
     throw err;
   }
   const handle = deps.temporal.workflow.getHandle<typeof supportRefundWorkflow>(workflowId);
   const result = await Promise.race([
-    handle.result() as Promise<SupportRefundResult>,
+    handle.result(),
     new Promise<null>((r) => setTimeout(() => r(null), waitMs).unref()),
   ]);
-  if (!result) return { outcome: 'accepted', purchaseId: input.purchaseId, refund: { status: 'pending', reason: input.reason } };
-  if (result.outcome === 'not_refundable') return { outcome: 'not_refundable', detail: result.detail ?? 'not refundable' };
-  return { outcome: 'accepted', purchaseId: input.purchaseId, refund: result.refund!, restocked: result.restocked };
+  if (!result)
+    return {
+      outcome: 'accepted',
+      purchaseId: input.purchaseId,
+      sku: record.sku,
+      refund: { status: 'pending', reason: input.reason },
+    };
+  if (result.outcome === 'not_refundable')
+    return { outcome: 'not_refundable', detail: result.detail ?? 'not refundable' };
+  return {
+    outcome: 'accepted',
+    purchaseId: input.purchaseId,
+    sku: record.sku,
+    refund: result.refund!,
+    restocked: result.restocked,
+  };
 }

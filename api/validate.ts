@@ -15,7 +15,7 @@ export function validator<T>(schema: JSONSchemaType<T>): (body: unknown) => T {
   const check = ajv.compile(schema);
   return (body) => {
     const value = body === undefined || body === null ? {} : structuredClone(body);
-    if (check(value)) return value as T;
+    if (check(value)) return value;
     throw invalid((check.errors ?? []).map((e) => ({ field: fieldOf(e), message: e.message ?? 'is invalid' })));
   };
 }

@@ -103,7 +103,9 @@ async function main(): Promise<void> {
     const { rows } = await db.query<{ fsync: string; sc: string }>(
       "SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS sc",
     );
-    console.log(`hold throughput on one hot SKU, ${SECONDS}s per cell, fsync=${rows[0].fsync}, synchronous_commit=${rows[0].sc}`);
+    console.log(
+      `hold throughput on one hot SKU, ${SECONDS}s per cell, fsync=${rows[0].fsync}, synchronous_commit=${rows[0].sc}`,
+    );
     console.log(`machine: ${os.cpus().length} cores, node ${process.version}`);
     console.log('');
     console.log('buyers | plain (1 row) holds/s | bucketed (10 rows) holds/s  x plain | hold desk holds/s  x plain');

@@ -104,7 +104,11 @@ async function main(): Promise<void> {
     namespace: stack.temporalNamespace,
     taskQueue: trivialQueue,
     workflowsPath: require.resolve('./trivial-workflow'),
-    activities: { async noop(): Promise<string> { return 'ok'; } },
+    activities: {
+      async noop(): Promise<string> {
+        return 'ok';
+      },
+    },
   });
   const running = Promise.all([sagaWorker.run(), trivialWorker.run()]);
   try {
@@ -112,13 +116,23 @@ async function main(): Promise<void> {
     const res = await fetch(`${api}/v1/products`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
-      body: JSON.stringify({ sku, name: 'bench', priceCents: 100, currency: 'usd', stock: 1_000_000, holdSeconds: 3600 }),
+      body: JSON.stringify({
+        sku,
+        name: 'bench',
+        priceCents: 100,
+        currency: 'usd',
+        stock: 1_000_000,
+        holdSeconds: 3600,
+      }),
     });
     if (res.status !== 201) throw new Error(`product: ${res.status}`);
 
     // Warm both paths (bundles, connections, JIT) before measuring.
     for (let i = 0; i < 20; i++) {
-      await temporal.workflow.execute('oneActivityWorkflow', { taskQueue: trivialQueue, workflowId: `warm-${randomUUID()}` });
+      await temporal.workflow.execute('oneActivityWorkflow', {
+        taskQueue: trivialQueue,
+        workflowId: `warm-${randomUUID()}`,
+      });
     }
     const saga = await drive('saga: POST /v1/purchases -> checkoutUrl', async (n) => {
       const r = await fetch(`${api}/v1/purchases`, {
@@ -130,9 +144,14 @@ async function main(): Promise<void> {
       if (r.status !== 201 || !body.checkoutUrl) throw new Error(`${r.status} ${JSON.stringify(body)}`);
     });
     const trivial = await drive('baseline: one-activity workflow, start -> result', async () => {
-      await temporal.workflow.execute('oneActivityWorkflow', { taskQueue: trivialQueue, workflowId: `trivial-${randomUUID()}` });
+      await temporal.workflow.execute('oneActivityWorkflow', {
+        taskQueue: trivialQueue,
+        workflowId: `trivial-${randomUUID()}`,
+      });
     });
-    console.log(`purchase saga benchmark: ${CONCURRENCY} concurrent clients, ${SECONDS}s per phase, ${os.cpus().length} cores`);
+    console.log(
+      `purchase saga benchmark: ${CONCURRENCY} concurrent clients, ${SECONDS}s per phase, ${os.cpus().length} cores`,
+    );
     console.log('');
     for (const r of [saga, trivial]) {
       console.log(

@@ -54,7 +54,7 @@ if (require.main === module) {
   }
   migrate(url, console.log).then(
     (applied) => console.log(applied.length ? `${applied.length} migration(s) applied` : 'schema is up to date'),
-    (err) => {
+    (err: Error) => {
       console.error(err.message);
       process.exit(1);
     },

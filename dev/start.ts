@@ -94,7 +94,11 @@ async function main(): Promise<void> {
   if (stack.temporalUiUrl) log(`  Temporal UI    ${stack.temporalUiUrl}`);
   log(`  Temporal       ${stack.temporalAddress} (namespace ${stack.temporalNamespace})`);
   log(`  Postgres       ${stack.databaseUrl}`);
-  log(useEmulator ? `  Stripe         payments emulator at http://127.0.0.1:${emulatorPort}` : '  Stripe         api.stripe.com (STRIPE_SECRET_KEY is set)');
+  log(
+    useEmulator
+      ? `  Stripe         payments emulator at http://127.0.0.1:${emulatorPort}`
+      : '  Stripe         api.stripe.com (STRIPE_SECRET_KEY is set)',
+  );
   log(`  Admin token    ${local.ADMIN_TOKEN}    Support token ${local.SUPPORT_TOKEN}`);
   log('Ctrl-C stops everything.');
 }

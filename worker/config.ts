@@ -17,7 +17,6 @@ export interface Config {
   host: string;
   adminToken: string;
   supportToken: string;
-  admissionSecret: string;
   sweepIntervalMs: number;
 }
 
@@ -48,16 +47,20 @@ export function loadConfig(env: Env, role: 'api' | 'worker'): Config {
     temporalAddress: env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
     taskQueue: env.TASK_QUEUE || 'purchases',
-    stripeSecretKey: need('STRIPE_SECRET_KEY', 'sk_live_/sk_test_ key, or any value with STRIPE_API_URL for the emulator'),
+    stripeSecretKey: need(
+      'STRIPE_SECRET_KEY',
+      'sk_live_/sk_test_ key, or any value with STRIPE_API_URL for the emulator',
+    ),
     stripeWebhookSecret:
-      role === 'api' ? need('STRIPE_WEBHOOK_SECRET', 'whsec_ secret that signs Stripe webhooks') : (env.STRIPE_WEBHOOK_SECRET ?? ''),
+      role === 'api'
+        ? need('STRIPE_WEBHOOK_SECRET', 'whsec_ secret that signs Stripe webhooks')
+        : (env.STRIPE_WEBHOOK_SECRET ?? ''),
     stripeApiUrl,
     publicUrl: (env.PUBLIC_URL || `http://127.0.0.1:${env.PORT || 3000}`).replace(/\/$/, ''),
     port: int('PORT', 3000, 0),
     host: env.HOST || '127.0.0.1',
     adminToken: role === 'api' ? need('ADMIN_TOKEN', 'bearer token for the catalogue routes') : '',
     supportToken: role === 'api' ? need('SUPPORT_TOKEN', 'bearer token for support refunds') : '',
-    admissionSecret: env.ADMISSION_SECRET || env.ADMIN_TOKEN || '',
     sweepIntervalMs: int('SWEEP_INTERVAL_MS', 5000, 100),
   };
   if (problems.length) throw new ConfigError(`invalid configuration:\n  - ${problems.join('\n  - ')}`);

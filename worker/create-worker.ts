@@ -17,7 +17,9 @@ export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     activities: createActivities(opts.deps),
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+    ...(opts.workflowBundle
+      ? { workflowBundle: opts.workflowBundle }
+      : { workflowsPath: require.resolve('../workflows') }),
     // In-flight activities get this long to finish when the worker is told to stop.
     shutdownGraceTime: '10 seconds',
     maxConcurrentActivityTaskExecutions: 200,

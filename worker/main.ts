@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   const sweeper = setInterval(() => {
     sweepExpired(db).then(
       (n) => n > 0 && console.log(`sweeper: returned ${n} lapsed hold(s) to stock`),
-      (err) => console.error('sweeper:', err.message),
+      (err: Error) => console.error('sweeper:', err.message),
     );
   }, config.sweepIntervalMs);
   console.log(`worker: polling task queue "${config.taskQueue}" on ${config.temporalAddress}`);

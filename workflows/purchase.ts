@@ -143,14 +143,20 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
       return;
     }
     const reason = 'sold out: the payment arrived after the hold lapsed and no unit was left';
-    if (!state.paymentIntentId) throw ApplicationFailure.nonRetryable('paid session without a PaymentIntent', 'NoPayment');
+    if (!state.paymentIntentId)
+      throw ApplicationFailure.nonRetryable('paid session without a PaymentIntent', 'NoPayment');
     const refund = await stripeActs.refundPayment({
       purchaseId: state.purchaseId,
       paymentIntentId: state.paymentIntentId,
       reason,
       step: 'late',
     });
-    await acts.notifyBuyer(state.purchaseId, state.buyerId, 'refunded_sold_out', `Your payment was refunded. ${reason}.`);
+    await acts.notifyBuyer(
+      state.purchaseId,
+      state.buyerId,
+      'refunded_sold_out',
+      `Your payment was refunded. ${reason}.`,
+    );
     await setStatus('refunded', {
       paymentIntentId: state.paymentIntentId,
       reason,
@@ -237,7 +243,9 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       await compensate();
-      await setStatus('failed', { reason: `could not open the Checkout Session: ${err.cause?.message ?? err.message}` });
+      await setStatus('failed', {
+        reason: `could not open the Checkout Session: ${err.cause?.message ?? err.message}`,
+      });
       await settleStragglers();
       return state;
     }
@@ -254,7 +262,10 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
 
     // --- 3. Wait for the payment or the hold timer, whichever comes first
     const holdMs = Math.max(1, Date.parse(hold.holdExpiresAt) - Date.now());
-    await condition(() => payment === 'paid' || payment === 'failed' || declined || cancelRequested || sessionExpired, holdMs);
+    await condition(
+      () => payment === 'paid' || payment === 'failed' || declined || cancelRequested || sessionExpired,
+      holdMs,
+    );
 
     if (payment === 'paid') {
       // --- 4a. Paid in time
@@ -268,7 +279,10 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     }
 
     // --- 4b. No payment in time: stock goes back once, then close the session
-    await acts.releaseHold(input.purchaseId, cancelRequested || declined || payment === 'failed' ? 'release' : 'expire');
+    await acts.releaseHold(
+      input.purchaseId,
+      cancelRequested || declined || payment === 'failed' ? 'release' : 'expire',
+    );
     if (payment === 'failed') {
       await setStatus('payment_failed', { reason: 'the delayed payment failed' });
       await settleStragglers();

@@ -4,7 +4,11 @@ import type { SupportRefundInput, SupportRefundResult } from './definitions';
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '500 milliseconds', maximumInterval: '1 minute', nonRetryableErrorTypes: ['StripeRejected'] },
+  retry: {
+    initialInterval: '500 milliseconds',
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes: ['StripeRejected'],
+  },
 });
 
 /**
@@ -25,7 +29,10 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
       detail: `a purchase in status ${record.status} has no captured payment to refund`,
     };
   }
-  await acts.appendAudit(input.purchaseId, input.actor, 'refund_requested', { reason: input.reason, restock: input.restock });
+  await acts.appendAudit(input.purchaseId, input.actor, 'refund_requested', {
+    reason: input.reason,
+    restock: input.restock,
+  });
   const refund = await acts.refundPayment({
     purchaseId: input.purchaseId,
     paymentIntentId: record.paymentIntentId,
@@ -36,6 +43,11 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
   const summary = { status: refund.status, reason: input.reason, refundId: refund.refundId };
   await acts.recordPurchase(input.purchaseId, { status: 'refunded', reason: input.reason, refund: summary });
   await acts.appendAudit(input.purchaseId, input.actor, 'refunded', { refundId: refund.refundId, restocked });
-  await acts.notifyBuyer(input.purchaseId, record.buyerId, 'refunded_by_support', `Your order was refunded: ${input.reason}`);
+  await acts.notifyBuyer(
+    input.purchaseId,
+    record.buyerId,
+    'refunded_by_support',
+    `Your order was refunded: ${input.reason}`,
+  );
   return { purchaseId: input.purchaseId, outcome: 'refunded', refund: summary, restocked };
 }

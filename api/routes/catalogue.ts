@@ -1,6 +1,12 @@
 import { Router } from '@koa/router';
-import type { JSONSchemaType } from 'ajv';
-import { createProduct, getAvailability, getProduct, ProductExistsError, restockProduct, type NewProduct } from '../../activities/inventory';
+import {
+  createProduct,
+  getAvailability,
+  getProduct,
+  ProductExistsError,
+  restockProduct,
+  type NewProduct,
+} from '../../activities/inventory';
 import { requireBearer } from '../auth';
 import type { ApiDeps } from '../deps';
 import { invalid, Problem } from '../problem';
@@ -40,7 +46,7 @@ const newProduct = validator<NewProduct>({
       items: { type: 'string', minLength: 1, maxLength: 64 },
     },
   },
-} as JSONSchemaType<NewProduct>);
+});
 
 const restock = validator<{ quantity: number }>({
   type: 'object',

@@ -1,6 +1,5 @@
 import { Router } from '@koa/router';
 import { WithStartWorkflowOperation } from '@temporalio/client';
-import type { JSONSchemaType } from 'ajv';
 import { getAvailability, getProduct } from '../../activities/inventory';
 import { getPurchase, openPurchase, type PurchaseRecord, type PurchaseRequest } from '../../activities/purchases';
 import {
@@ -28,7 +27,7 @@ const purchaseBody = validator<PurchaseRequest>({
     quantity: { type: 'integer', minimum: 1, maximum: 1000, default: 1 },
     unitId: { type: 'string', minLength: 1, maxLength: 64, nullable: true },
   },
-} as JSONSchemaType<PurchaseRequest>);
+});
 
 /** Remembers for a moment that a SKU is exhausted, so the crowd after the last unit never reaches Temporal or the hot row. */
 export class SoldOutCache {
@@ -57,7 +56,12 @@ function rejectionProblem(state: PurchaseState): Problem {
     case 'hold_exists':
       return new Problem(409, 'hold-exists', `buyer ${state.buyerId} already holds ${state.sku}`, extra);
     case 'limit_exceeded':
-      return new Problem(422, 'limit-exceeded', `buyer ${state.buyerId} would exceed the per-buyer limit of ${state.sku}`, extra);
+      return new Problem(
+        422,
+        'limit-exceeded',
+        `buyer ${state.buyerId} would exceed the per-buyer limit of ${state.sku}`,
+        extra,
+      );
     case 'unit_unavailable':
       return new Problem(409, 'sold-out', `that unit of ${state.sku} is taken`, extra);
     case 'product_not_found':
@@ -76,7 +80,9 @@ export function purchaseView(p: PurchaseState) {
     quantity: p.quantity,
     status: p.status === 'rejected' ? 'failed' : p.status,
     holdExpiresAt: p.holdExpiresAt ?? null,
-    ...(p.checkoutUrl && (p.status === 'awaiting_payment' || p.status === 'holding') ? { checkoutUrl: p.checkoutUrl } : {}),
+    ...(p.checkoutUrl && (p.status === 'awaiting_payment' || p.status === 'holding')
+      ? { checkoutUrl: p.checkoutUrl }
+      : {}),
     amountCents: p.amountCents ?? null,
     currency: p.currency ?? null,
     ...(p.reason ? { reason: p.reason } : {}),
@@ -90,7 +96,10 @@ function timeout<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
   return Promise.race([
     p.finally(() => clearTimeout(timer)),
     new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Problem(503, 'unavailable', `${what} took longer than ${ms} ms`, {}, { 'Retry-After': '2' })), ms);
+      timer = setTimeout(
+        () => reject(new Problem(503, 'unavailable', `${what} took longer than ${ms} ms`, {}, { 'Retry-After': '2' })),
+        ms,
+      );
     }),
   ]);
 }
@@ -110,9 +119,15 @@ export function purchaseRoutes(deps: ApiDeps, soldOut: SoldOutCache): Router {
       throw rejectionProblem(state);
     }
     if (state.status === 'failed' && !state.checkoutUrl) {
-      throw new Problem(503, 'unavailable', state.reason ?? 'the purchase could not be started', { purchaseId: state.purchaseId }, {
-        'Retry-After': '5',
-      });
+      throw new Problem(
+        503,
+        'unavailable',
+        state.reason ?? 'the purchase could not be started',
+        { purchaseId: state.purchaseId },
+        {
+          'Retry-After': '5',
+        },
+      );
     }
     return { status: created ? 201 : 200, body: purchaseView(state) };
   }
@@ -134,8 +149,10 @@ export function purchaseRoutes(deps: ApiDeps, soldOut: SoldOutCache): Router {
     if (req.quantity > product.maxPerBuyer) {
       throw new Problem(422, 'limit-exceeded', `at most ${product.maxPerBuyer} of ${req.sku} per buyer`);
     }
-    if (req.unitId && !product.hasUnits) throw invalid([{ field: 'unitId', message: `${req.sku} has no distinct units` }]);
-    if (req.unitId && req.quantity !== 1) throw invalid([{ field: 'quantity', message: 'must be 1 when unitId is given' }]);
+    if (req.unitId && !product.hasUnits)
+      throw invalid([{ field: 'unitId', message: `${req.sku} has no distinct units` }]);
+    if (req.unitId && req.quantity !== 1)
+      throw invalid([{ field: 'quantity', message: 'must be 1 when unitId is given' }]);
 
     const opened = await openPurchase(deps.db, key, req);
     if (!opened.created && !opened.sameRequest) {
@@ -152,9 +169,10 @@ export function purchaseRoutes(deps: ApiDeps, soldOut: SoldOutCache): Router {
       if (a?.exhausted) {
         soldOut.markSoldOut(req.sku);
         // Recorded as refused so the same key answers the same way, without a workflow.
-        await deps.db.query(`UPDATE purchases SET status = 'rejected', rejection = 'sold_out', reason = 'sold out' WHERE purchase_id = $1`, [
-          opened.record.purchaseId,
-        ]);
+        await deps.db.query(
+          `UPDATE purchases SET status = 'rejected', rejection = 'sold_out', reason = 'sold out' WHERE purchase_id = $1`,
+          [opened.record.purchaseId],
+        );
         deps.metrics.purchaseRequests.inc({ outcome: 'sold_out_fast' });
         throw new Problem(409, 'sold-out', `${req.sku} is sold out`, { purchaseId: opened.record.purchaseId });
       }
@@ -189,9 +207,15 @@ export function purchaseRoutes(deps: ApiDeps, soldOut: SoldOutCache): Router {
         throw err;
       } else {
         deps.log(`purchase ${purchaseId}: could not reach its workflow`, err);
-        throw new Problem(503, 'unavailable', 'the purchase service is busy; retry with the same Idempotency-Key', {}, {
-          'Retry-After': '2',
-        });
+        throw new Problem(
+          503,
+          'unavailable',
+          'the purchase service is busy; retry with the same Idempotency-Key',
+          {},
+          {
+            'Retry-After': '2',
+          },
+        );
       }
     }
     const r = await answer(state, opened.created);
@@ -203,7 +227,8 @@ export function purchaseRoutes(deps: ApiDeps, soldOut: SoldOutCache): Router {
 
   router.get('/v1/purchases/:id', async (ctx) => {
     const record = await getPurchase(deps.db, ctx.params.id);
-    if (!record || record.status === 'rejected') throw new Problem(404, 'purchase-not-found', `no purchase ${ctx.params.id}`);
+    if (!record || record.status === 'rejected')
+      throw new Problem(404, 'purchase-not-found', `no purchase ${ctx.params.id}`);
     ctx.body = purchaseView(record);
   });
 

@@ -28,9 +28,13 @@ export function supportRoutes(deps: ApiDeps, onStockChange: (sku: string) => voi
     });
     if (answer.outcome === 'not_found') throw new Problem(404, 'purchase-not-found', `no purchase ${ctx.params.id}`);
     if (answer.outcome === 'not_refundable') throw new Problem(409, 'not-refundable', answer.detail);
-    if (answer.restocked) onStockChange(ctx.params.id);
+    if (answer.restocked) onStockChange(answer.sku);
     ctx.status = 202;
-    ctx.body = { purchaseId: answer.purchaseId, refund: answer.refund, ...(answer.restocked !== undefined ? { restocked: answer.restocked } : {}) };
+    ctx.body = {
+      purchaseId: answer.purchaseId,
+      refund: answer.refund,
+      ...(answer.restocked !== undefined ? { restocked: answer.restocked } : {}),
+    };
   });
   return router;
 }

@@ -118,9 +118,17 @@ export function webhookRoutes(deps: ApiDeps): Router {
     } catch (err) {
       deps.metrics.webhookEvents.inc({ result: 'error' });
       deps.log(`webhook ${event.id}: could not hand it to purchase ${purchase.purchaseId}`, err);
-      throw new Problem(503, 'unavailable', 'could not hand the event over; Stripe will retry', {}, { 'Retry-After': '5' });
+      throw new Problem(
+        503,
+        'unavailable',
+        'could not hand the event over; Stripe will retry',
+        {},
+        { 'Retry-After': '5' },
+      );
     }
-    await deps.db.query(`UPDATE webhook_events SET status = 'delivered', delivered_at = now() WHERE event_id = $1`, [event.id]);
+    await deps.db.query(`UPDATE webhook_events SET status = 'delivered', delivered_at = now() WHERE event_id = $1`, [
+      event.id,
+    ]);
     deps.metrics.webhookEvents.inc({ result: 'delivered' });
     ctx.body = { received: true };
   });

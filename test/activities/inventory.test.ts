@@ -83,7 +83,9 @@ test('the hold desk answers in arrival order at the end of stock', async (t) => 
   const desk = new HoldDesk(db);
   const quantities = [1, 2, 1, 1, 1];
   const results = await Promise.all(
-    quantities.map((quantity, i) => desk.take({ purchaseId: `${p.sku}-p${i}`, sku: p.sku, buyerId: `b${i}`, quantity })),
+    quantities.map((quantity, i) =>
+      desk.take({ purchaseId: `${p.sku}-p${i}`, sku: p.sku, buyerId: `b${i}`, quantity }),
+    ),
   );
   t.deepEqual(
     results.map((r) => r.outcome),
@@ -221,7 +223,10 @@ test('a late payment re-takes a free unit once, and finds none when stock is gon
   await takeHold(db, { purchaseId: `${p.sku}-late`, sku: p.sku, buyerId: 'late', quantity: 1 });
   await releaseHold(db, `${p.sku}-late`, 'expire');
   t.like(await convertHold(db, `${p.sku}-late`), { outcome: 'lapsed', status: 'expired' });
-  const retakes = await Promise.all([retakeForLatePayment(db, `${p.sku}-late`), retakeForLatePayment(db, `${p.sku}-late`)]);
+  const retakes = await Promise.all([
+    retakeForLatePayment(db, `${p.sku}-late`),
+    retakeForLatePayment(db, `${p.sku}-late`),
+  ]);
   t.is(retakes.filter((r) => r.outcome === 'sold' && r.retaken).length, 1);
   t.like(await getAvailability(db, p.sku), { available: 0, sold: 1 });
 

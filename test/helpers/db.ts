@@ -39,6 +39,9 @@ export async function assertInvariants(t: ExecutionContext, db: pg.Pool, sku: st
   t.truthy(r, `product ${sku} exists`);
   t.true(r.counted >= -r.allowance, `available ${r.counted} >= -allowance ${-r.allowance}`);
   t.true(r.min_bucket_margin >= 0, 'no bucket below its floor');
-  t.true(r.sold + r.held <= r.total + r.allowance, `sold ${r.sold} + held ${r.held} <= total ${r.total} + ${r.allowance}`);
+  t.true(
+    r.sold + r.held <= r.total + r.allowance,
+    `sold ${r.sold} + held ${r.held} <= total ${r.total} + ${r.allowance}`,
+  );
   t.deepEqual(await reconcile(db, sku), [], 'ledger reconciles');
 }

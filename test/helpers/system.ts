@@ -58,10 +58,20 @@ export interface System {
   /** Starts a worker in this process (tests that kill workers run their own in a child process). */
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
-  api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  api(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   emulatorCall(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
   createProduct(overrides?: Record<string, unknown>): Promise<string>;
-  buy(sku: string, buyerId: string, extra?: Record<string, unknown>, key?: string): Promise<{ status: number; body: any; headers: Headers }>;
+  buy(
+    sku: string,
+    buyerId: string,
+    extra?: Record<string, unknown>,
+    key?: string,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   pay(sessionId: string, outcome: string, extra?: Record<string, unknown>): Promise<{ status: number; body: any }>;
   /** Waits until the purchase record satisfies `pred` (polling), or fails with the last record seen. */
   waitForPurchase(purchaseId: string, pred: (p: any) => boolean, timeoutMs?: number): Promise<any>;
@@ -74,10 +84,16 @@ export interface System {
  * task queue of its own. stripe-node talks to the emulator over HTTP; the emulator signs and
  * delivers webhooks to the API.
  */
-export async function startSystem(opts: { worker?: boolean; retryBaseMs?: number; checkoutTimeoutMs?: number } = {}): Promise<System> {
+export async function startSystem(
+  opts: { worker?: boolean; retryBaseMs?: number; checkoutTimeoutMs?: number } = {},
+): Promise<System> {
   const db = testDb(30);
   const taskQueue = `test-${randomUUID()}`;
-  const emulator = await startEmulator({ port: 0, webhookSecret: WEBHOOK_SECRET, retryBaseMs: opts.retryBaseMs ?? 100 });
+  const emulator = await startEmulator({
+    port: 0,
+    webhookSecret: WEBHOOK_SECRET,
+    retryBaseMs: opts.retryBaseMs ?? 100,
+  });
   const stripe = createStripe('sk_test_emulator', emulator.url);
   const connection = await Connection.connect({ address: temporalAddress() });
   const temporal = new Client({ connection, namespace: 'default' });
@@ -179,7 +195,8 @@ export async function startSystem(opts: { worker?: boolean; retryBaseMs?: number
         const { rows } = await db.query('SELECT * FROM purchases WHERE purchase_id = $1', [purchaseId]);
         last = rows[0];
         if (last && pred(last)) return last;
-        if (Date.now() > deadline) throw new Error(`purchase ${purchaseId} never matched; last: ${JSON.stringify(last)}`);
+        if (Date.now() > deadline)
+          throw new Error(`purchase ${purchaseId} never matched; last: ${JSON.stringify(last)}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     },

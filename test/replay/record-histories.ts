@@ -22,9 +22,14 @@ async function main(): Promise<void> {
     const paid = await sys.buy(sku, 'replay-paid');
     await sys.pay(await sessionOf(sys.db, paid.body.purchaseId), 'succeeded');
     await sys.waitForPurchase(paid.body.purchaseId, final);
-    await sys.api('POST', `/v1/support/purchases/${paid.body.purchaseId}/refund`, { reason: 'replay', restock: true }, {
-      authorization: `Bearer ${SUPPORT_TOKEN}`,
-    });
+    await sys.api(
+      'POST',
+      `/v1/support/purchases/${paid.body.purchaseId}/refund`,
+      { reason: 'replay', restock: true },
+      {
+        authorization: `Bearer ${SUPPORT_TOKEN}`,
+      },
+    );
     await sys.waitForPurchase(paid.body.purchaseId, (r) => r.status === 'refunded');
 
     const declined = await sys.buy(sku, 'replay-declined');
@@ -53,7 +58,9 @@ async function main(): Promise<void> {
     await save('paid-winner', purchaseWorkflowId(winner.body.purchaseId));
     // The late payment may reach the first run or, once it closed, a follow-up run of the same id: keep every run.
     let n = 0;
-    for await (const run of sys.temporal.workflow.list({ query: `WorkflowId = "${purchaseWorkflowId(late.body.purchaseId)}"` })) {
+    for await (const run of sys.temporal.workflow.list({
+      query: `WorkflowId = "${purchaseWorkflowId(late.body.purchaseId)}"`,
+    })) {
       const history = await sys.temporal.workflow.getHandle(run.workflowId, run.runId).fetchHistory();
       writeFileSync(path.join(out, `lapsed-then-late-refund-run${++n}.json`), historyToJSON(history));
       console.log(`recorded lapsed-then-late-refund-run${n} (${history.events?.length} events)`);

@@ -16,8 +16,6 @@ test('there are recorded histories for every saga branch to replay', (t) => {
 for (const file of files) {
   test(`the current workflow code replays the recorded ${file.replace('.json', '')} history`, async (t) => {
     const history = historyFromJSON(JSON.parse(readFileSync(path.join(dir, file), 'utf8')));
-    await t.notThrowsAsync(
-      Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, file),
-    );
+    await t.notThrowsAsync(Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, file));
   });
 }

@@ -17,7 +17,9 @@ async function assertNoPaymentLost(t: import('ava').ExecutionContext, sys: Syste
     if (s.metadata?.sku === sku && s.payment_status === 'paid') paid.push(s);
   }
   for (const s of paid) {
-    const { rows } = await sys.db.query('SELECT status FROM purchases WHERE purchase_id = $1', [s.metadata!.purchase_id]);
+    const { rows } = await sys.db.query('SELECT status FROM purchases WHERE purchase_id = $1', [
+      s.metadata!.purchase_id,
+    ]);
     t.true(PAID_OUTCOMES.includes(rows[0]?.status), `paid session ${s.id} ended ${rows[0]?.status}`);
   }
   return paid.length;
@@ -30,7 +32,9 @@ async function waitAllFinal(sys: System, ids: string[], timeoutMs: number): Prom
     const statuses = Object.fromEntries(rows.map((r) => [r.purchase_id, r.status]));
     if (ids.every((id) => FINAL.includes(statuses[id]))) return statuses;
     if (Date.now() > deadline) {
-      throw new Error(`not final: ${JSON.stringify(Object.entries(statuses).filter(([, s]) => !FINAL.includes(s as string)))}`);
+      throw new Error(
+        `not final: ${JSON.stringify(Object.entries(statuses).filter(([, s]) => !FINAL.includes(s as string)))}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -84,8 +88,8 @@ function startWorkerProcess(sys: System): Promise<ChildProcess> {
       out += d.toString();
       if (out.includes('worker: polling')) resolve(child);
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     child.on('exit', (code) => reject(new Error(`worker exited ${code} before it was ready:\n${out}`)));
   });
 }
@@ -122,13 +126,16 @@ test.serial('a worker killed in the middle of 50 concurrent purchases loses noth
       answers.every((a) => a.status === 201 || (a.status === 409 && a.body.type === 'sold-out')),
       JSON.stringify(answers.filter((a) => a.status !== 201 && a.status !== 409).map((a) => a.body)),
     );
-    t.is(answers.filter((a) => a.status === 201).length, 30);
-    const ids = answers.filter((a) => a.status === 201).map((a) => a.body.purchaseId);
+    // Holds lapse while no worker runs, so a unit can go to a later buyer: at least 30 win.
+    const won = answers.filter((a) => a.status === 201);
+    t.true(won.length >= 30, `${won.length} purchases opened`);
+    const ids = won.map((a) => a.body.purchaseId);
     const statuses = await waitAllFinal(sys, ids, 90_000);
+    const count = (...s: string[]) => Object.values(statuses).filter((x) => s.includes(x)).length;
     const paidCount = await assertNoPaymentLost(t, sys, sku);
-    const sold = Object.values(statuses).filter((s) => s === 'confirmed' || s === 'late_confirmed').length;
-    t.is(sold, paidCount);
-    t.is(Object.values(statuses).filter((s) => s === 'expired').length, 30 - paidCount);
+    t.is(count('confirmed', 'late_confirmed', 'refunded'), paidCount, JSON.stringify(statuses));
+    t.is(count('expired'), won.length - paidCount);
+    const sold = count('confirmed', 'late_confirmed');
     t.like((await sys.api('GET', `/v1/products/${sku}`)).body, { held: 0, sold, available: 30 - sold });
     await assertInvariants(t, sys.db, sku);
   } finally {

@@ -63,7 +63,9 @@ test('a lapsed hold returns its unit, expires the session and ends expired', asy
   t.is(res.status, 201);
   const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'expired', 20_000);
   t.is(p.reason, 'the hold lapsed before payment');
-  const session = await createStripe('sk_test_emulator', sys.emulator.url).checkout.sessions.retrieve(p.checkout_session_id);
+  const session = await createStripe('sk_test_emulator', sys.emulator.url).checkout.sessions.retrieve(
+    p.checkout_session_id,
+  );
   t.is(session.status, 'expired');
   t.like(await stock(sku), { available: 5, held: 0, sold: 0 });
   const pay = await sys.pay(p.checkout_session_id, 'succeeded');
@@ -199,13 +201,20 @@ test('support refunds a confirmed order once, and with restock the unit is on sa
   t.is(third.body.refund.reason, 'damaged box');
   t.is(await refundsOf(res.body.purchaseId), 1);
   t.like(await stock(sku), { available: 1, sold: 0 });
-  const { rows } = await sys.db.query('SELECT action FROM audit_log WHERE purchase_id = $1 ORDER BY id', [res.body.purchaseId]);
+  const { rows } = await sys.db.query('SELECT action FROM audit_log WHERE purchase_id = $1 ORDER BY id', [
+    res.body.purchaseId,
+  ]);
   t.deepEqual(
     rows.map((r) => r.action),
     ['refund_requested', 'refunded'],
   );
   const unpaid = await sys.buy(sku, 'pete');
-  const refuse = await sys.api('POST', `/v1/support/purchases/${unpaid.body.purchaseId}/refund`, { reason: 'x', restock: false }, auth);
+  const refuse = await sys.api(
+    'POST',
+    `/v1/support/purchases/${unpaid.body.purchaseId}/refund`,
+    { reason: 'x', restock: false },
+    auth,
+  );
   t.is(refuse.status, 409);
   t.is(refuse.body.type, 'not-refundable');
   await assertInvariants(t, sys.db, sku);

@@ -45,7 +45,9 @@ test.serial('events delivered three times each and out of order give one outcome
   } finally {
     await sys.emulatorCall('POST', '/_emulator/webhooks', { duplicate: 1, shuffle: false, pause: false });
   }
-  const { rows } = await sys.db.query('SELECT status FROM webhook_events WHERE purchase_id = $1', [res.body.purchaseId]);
+  const { rows } = await sys.db.query('SELECT status FROM webhook_events WHERE purchase_id = $1', [
+    res.body.purchaseId,
+  ]);
   t.deepEqual(
     rows.map((r) => r.status),
     ['delivered', 'delivered'],
@@ -64,7 +66,14 @@ test('a webhook with a bad signature is refused with 400 and changes nothing', a
     id: 'evt_forged_1',
     object: 'event',
     type: 'checkout.session.completed',
-    data: { object: { id: sessionId, object: 'checkout.session', payment_status: 'paid', metadata: { purchase_id: res.body.purchaseId } } },
+    data: {
+      object: {
+        id: sessionId,
+        object: 'checkout.session',
+        payment_status: 'paid',
+        metadata: { purchase_id: res.body.purchaseId },
+      },
+    },
   };
   const t0 = Math.floor(Date.now() / 1000);
   for (const signature of [`t=${t0},v1=${'0'.repeat(64)}`, '', 'garbage']) {
@@ -84,7 +93,12 @@ test('a webhook with a bad signature is refused with 400 and changes nothing', a
 
 test.serial('session creation failing twice is retried and opens exactly one session', async (t) => {
   const sku = await sys.createProduct();
-  await sys.emulatorCall('POST', '/_emulator/faults', { path: '/v1/checkout/sessions', method: 'POST', status: 500, count: 2 });
+  await sys.emulatorCall('POST', '/_emulator/faults', {
+    path: '/v1/checkout/sessions',
+    method: 'POST',
+    status: 500,
+    count: 2,
+  });
   try {
     const res = await sys.buy(sku, 'retry-buyer');
     t.is(res.status, 201, JSON.stringify(res.body));
@@ -103,7 +117,12 @@ test.serial('session creation failing twice is retried and opens exactly one ses
 
 test.serial('session creation failing for good releases the hold and fails the purchase', async (t) => {
   const sku = await sys.createProduct({ stock: 1 });
-  await sys.emulatorCall('POST', '/_emulator/faults', { path: '/v1/checkout/sessions', method: 'POST', status: 500, count: 1000 });
+  await sys.emulatorCall('POST', '/_emulator/faults', {
+    path: '/v1/checkout/sessions',
+    method: 'POST',
+    status: 500,
+    count: 1000,
+  });
   let res;
   try {
     res = await sys.buy(sku, 'unlucky');
@@ -127,15 +146,28 @@ test.serial('bad input is a problem naming the fields, and writes nothing', asyn
   const noKey = await sys.api('POST', '/v1/purchases', { sku: 'x', buyerId: 'y' });
   t.is(noKey.status, 400);
   t.regex(noKey.body.detail, /Idempotency-Key/);
-  const bad = await sys.api('POST', '/v1/purchases', { sku: 7, quantity: 0, extra: true }, { 'idempotency-key': 'bad-1' });
+  const bad = await sys.api(
+    'POST',
+    '/v1/purchases',
+    { sku: 7, quantity: 0, extra: true },
+    { 'idempotency-key': 'bad-1' },
+  );
   t.is(bad.status, 400);
   t.is(bad.body.type, 'invalid-request');
   const fields = bad.body.errors.map((e: any) => e.field).sort();
   t.deepEqual(fields, ['buyerId', 'extra', 'quantity', 'sku']);
-  const notJson = await sys.api('POST', '/v1/purchases', '{"sku":', { 'idempotency-key': 'bad-2', 'content-type': 'application/json' });
+  const notJson = await sys.api('POST', '/v1/purchases', '{"sku":', {
+    'idempotency-key': 'bad-2',
+    'content-type': 'application/json',
+  });
   t.is(notJson.status, 400);
   t.is(notJson.body.type, 'invalid-request');
-  const product = await sys.api('POST', '/v1/products', { sku: 'p', stock: -1 }, { authorization: 'Bearer test-admin-token' });
+  const product = await sys.api(
+    'POST',
+    '/v1/products',
+    { sku: 'p', stock: -1 },
+    { authorization: 'Bearer test-admin-token' },
+  );
   t.is(product.status, 400);
   t.deepEqual(product.body.errors.map((e: any) => e.field).sort(), ['currency', 'name', 'priceCents', 'stock']);
   const unauth = await sys.api('POST', '/v1/products', { sku: 'p' });

@@ -1,0 +1,186 @@
+// `npm run sagas -- stuck [--older-than 5m] [--json]`: lists stuck purchase and refund sagas with the
+// reason, and prints the Temporal UI filters that find them. Read-only. Exit 0 (also when nothing is
+// stuck), 1 when Temporal or Postgres cannot be reached, 2 on bad arguments.
+import { parseArgs } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import pg from 'pg';
+import { formatDuration, parseDuration, scanStuckSagas, type StuckSaga, type StuckScan } from './sagas';
+
+const USAGE = `usage: npm run sagas -- stuck [--older-than 5m] [--json] [--limit N] [--sku SKU] [--task-queue QUEUE]
+
+Lists purchase and refund sagas that should have moved on and did not:
+  - holding or awaiting payment, with the hold expired more than --older-than ago
+  - still taking the hold more than --older-than after starting
+  - an activity failing repeatedly (attempt 3 or later), with its last failure
+  - a workflow task failing, or waiting for a worker
+  - with DATABASE_URL: a purchase record left holding/awaiting payment with no saga running
+
+  --older-than  how long past the hold expiry or the start counts as stuck (ms, s, m, h, d; default 5m)
+  --json        one JSON document instead of the table
+  --limit       at most this many workflows per query (default 1000)
+  --sku         only this SKU;  --task-queue  only this task queue
+
+Environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default default),
+DATABASE_URL (optional).`;
+
+class UsageError extends Error {}
+
+interface Args {
+  olderThanMs: number;
+  json: boolean;
+  limit: number;
+  sku?: string;
+  taskQueue?: string;
+}
+
+function parse(argv: string[]): Args | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        'older-than': { type: 'string', default: '5m' },
+        json: { type: 'boolean', default: false },
+        limit: { type: 'string', default: '1000' },
+        sku: { type: 'string' },
+        'task-queue': { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return 'help';
+  if (positionals.length !== 1 || positionals[0] !== 'stuck') {
+    throw new UsageError(positionals.length ? `unknown command: ${positionals.join(' ')}` : 'missing command: stuck');
+  }
+  const olderThanMs = parseDuration(values['older-than']);
+  if (olderThanMs === undefined)
+    throw new UsageError(`--older-than: not a duration: ${values['older-than']} (try 30s, 5m, 2h)`);
+  const limit = Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit: not a positive integer: ${values.limit}`);
+  for (const [name, value] of [
+    ['--sku', values.sku],
+    ['--task-queue', values['task-queue']],
+  ] as const) {
+    if (value !== undefined && (value === '' || /["\\\n]/.test(value)))
+      throw new UsageError(`${name}: not a usable value: ${value}`);
+  }
+  return { olderThanMs, json: values.json, limit, sku: values.sku, taskQueue: values['task-queue'] };
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  // The last column (the reason) is not padded: it is long and free text.
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ')).join('\n');
+}
+
+function render(scan: StuckScan, args: Args, now: Date): string {
+  const lines: string[] = [];
+  if (scan.stuck.length === 0) {
+    lines.push(
+      `no stuck sagas (threshold ${formatDuration(args.olderThanMs)}, ${scan.scanned} running saga(s) examined)`,
+    );
+  } else {
+    lines.push(
+      `${scan.stuck.length} stuck saga(s) (threshold ${formatDuration(args.olderThanMs)}, at ${now.toISOString()}):`,
+      '',
+    );
+    const header = ['WORKFLOW', 'STATUS', 'SKU', 'BUYER', 'HOLD EXPIRES', 'REASON'];
+    const rows = scan.stuck.map((s: StuckSaga) => [
+      s.workflowId,
+      s.status ?? '-',
+      s.sku ?? '-',
+      s.buyerId ?? '-',
+      s.holdExpiresAt ?? '-',
+      s.reason,
+    ]);
+    lines.push(table([header, ...rows]));
+  }
+  if (scan.truncated)
+    lines.push('', `warning: a query returned more than --limit ${args.limit} workflows; raise it to see all`);
+  lines.push(
+    '',
+    'Temporal UI filters (Workflows, search box):',
+    `  hold lapsed, not settled:  ${scan.filters.holdLapsed}`,
+    `  stuck taking the hold:     ${scan.filters.stuckHolding}`,
+    `  running sagas (open one, see Pending Activities for attempts and last failure):`,
+    `                             ${scan.filters.running}`,
+  );
+  return lines.join('\n');
+}
+
+async function main(argv: string[]): Promise<number> {
+  let args;
+  try {
+    args = parse(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    console.error(`sagas: ${err.message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (args === 'help') {
+    console.log(USAGE);
+    return 0;
+  }
+
+  const address = process.env.TEMPORAL_ADDRESS || '127.0.0.1:7233';
+  const namespace = process.env.TEMPORAL_NAMESPACE || 'default';
+  const databaseUrl = process.env.DATABASE_URL || undefined;
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: '10s' });
+  } catch (err) {
+    console.error(`sagas: cannot reach Temporal at ${address} (TEMPORAL_ADDRESS): ${(err as Error).message}`);
+    return 1;
+  }
+  const db = databaseUrl ? new pg.Pool({ connectionString: databaseUrl, max: 2 }) : undefined;
+  try {
+    const now = new Date();
+    const scan = await scanStuckSagas(new Client({ connection, namespace }), {
+      olderThanMs: args.olderThanMs,
+      now,
+      limit: args.limit,
+      sku: args.sku,
+      taskQueue: args.taskQueue,
+      db,
+    });
+    if (args.json) {
+      console.log(
+        JSON.stringify(
+          {
+            at: now.toISOString(),
+            olderThanMs: args.olderThanMs,
+            namespace,
+            stuck: scan.stuck,
+            scanned: scan.scanned,
+            truncated: scan.truncated,
+            filters: scan.filters,
+          },
+          null,
+          2,
+        ),
+      );
+    } else {
+      console.log(render(scan, args, now));
+    }
+    return 0;
+  } catch (err) {
+    console.error(`sagas: ${(err as Error).message}`);
+    return 1;
+  } finally {
+    await connection.close();
+    await db?.end();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

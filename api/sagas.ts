@@ -1,0 +1,396 @@
+import { WorkflowNotFoundError, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
+import type { Db } from '../activities/db';
+import {
+  BuyerIdKey,
+  HoldExpiresAtKey,
+  PurchaseStatusKey,
+  purchaseWorkflowId,
+  SkuKey,
+  type PurchaseStatus,
+} from '../workflows/definitions';
+
+/** The saga workflow types this finder looks at (their registered names). */
+export const SAGA_WORKFLOW_TYPES = ['purchaseWorkflow', 'supportRefundWorkflow'] as const;
+
+/** Statuses in which a purchase saga still owns a hold that it must convert or release. */
+export const HOLDING_STATUSES: readonly PurchaseStatus[] = ['holding', 'awaiting_payment'];
+
+/** A pending activity at or past this attempt is reported: a transient fault heals within two retries. */
+export const MIN_FAILING_ATTEMPTS = 3;
+
+/** Below this, a workflow task waiting for a worker is ordinary scheduling latency, whatever the threshold. */
+const MIN_WORKER_WAIT_MS = 10_000;
+const DEFAULT_LIMIT = 1000;
+const DESCRIBE_CONCURRENCY = 8;
+
+export type StuckKind =
+  /** (a) the hold's expiry passed long ago and the saga still holds or awaits payment. */
+  | 'hold_lapsed'
+  /** (b) the saga has been taking its hold or opening its session for longer than the threshold. */
+  | 'stuck_holding'
+  /** (c) an activity keeps failing and is being retried. */
+  | 'activity_retrying'
+  /** The workflow code itself keeps failing (for example non-determinism after a deploy). */
+  | 'workflow_task_failing'
+  /** Work is waiting and no worker picks it up. */
+  | 'no_worker'
+  /** The purchase record is not final but no saga is running for it (needs the database). */
+  | 'orphaned';
+
+export interface PendingActivity {
+  activityType: string;
+  activityId: string;
+  attempt: number;
+  /** 0 means unlimited. */
+  maximumAttempts: number;
+  lastFailure?: string;
+  lastAttemptAt?: string;
+  nextAttemptAt?: string;
+}
+
+export interface StuckSaga {
+  workflowId: string;
+  runId?: string;
+  workflowType: string;
+  taskQueue?: string;
+  purchaseId: string;
+  /** The PurchaseStatus search attribute (or the record's status for an orphaned purchase). */
+  status?: string;
+  sku?: string;
+  buyerId?: string;
+  holdExpiresAt?: string;
+  startedAt?: string;
+  kinds: StuckKind[];
+  /** Why it is reported, for an operator: every finding, `; `-separated. */
+  reason: string;
+  /** The most retried pending activity, when one has failed at least MIN_FAILING_ATTEMPTS times. */
+  pendingActivity?: PendingActivity;
+}
+
+export interface FindStuckOptions {
+  /** How far past the hold expiry (a) or the start (b) a saga must be to count as stuck. */
+  olderThanMs: number;
+  now?: Date;
+  /** At most this many workflows per visibility query (and records from the database). Default 1000. */
+  limit?: number;
+  /** Only sagas of this SKU (a purchase search attribute; support refund sagas carry none). */
+  sku?: string;
+  /** Only sagas on this task queue. */
+  taskQueue?: string;
+  /** With the database, purchases whose record is not final but whose saga is not running are reported too. */
+  db?: Db;
+}
+
+export interface StuckScan {
+  stuck: StuckSaga[];
+  /** Running saga workflows whose pending activities were examined. */
+  scanned: number;
+  /** A query hit `limit`: there may be more. */
+  truncated: boolean;
+  filters: StuckSagaFilters;
+}
+
+export interface StuckSagaFilters {
+  /** (a) the hold expired before the cutoff and the saga has not settled it. */
+  holdLapsed: string;
+  /** (b) still taking the hold or opening the session since before the cutoff. */
+  stuckHolding: string;
+  /** (c) every running saga: open one and look at its Pending Activities (attempts and last failure). */
+  running: string;
+}
+
+const quote = (value: string): string => {
+  // Temporal's list filter has no escape rules worth trusting: refuse what could break out of the string.
+  if (/["\\\n]/.test(value)) throw new Error(`cannot use ${JSON.stringify(value)} in a Temporal list filter`);
+  return `"${value}"`;
+};
+const list = (values: readonly string[]): string => `(${values.map(quote).join(',')})`;
+
+/**
+ * The Temporal visibility filters behind `npm run sagas -- stuck`, pasteable into the Temporal UI's
+ * workflow search. `cutoff` is now minus the threshold (a Date, or a placeholder for documentation).
+ */
+export function stuckSagaFilters(
+  cutoff: Date | string,
+  scope: { sku?: string; taskQueue?: string } = {},
+): StuckSagaFilters {
+  const at = quote(typeof cutoff === 'string' ? cutoff : cutoff.toISOString());
+  const narrow = [
+    ...(scope.sku ? [`Sku=${quote(scope.sku)}`] : []),
+    ...(scope.taskQueue ? [`TaskQueue=${quote(scope.taskQueue)}`] : []),
+  ];
+  const running = ['ExecutionStatus="Running"'];
+  const purchase = [...running, `WorkflowType=${quote('purchaseWorkflow')}`];
+  const and = (...parts: string[]) => [...parts, ...narrow].join(' AND ');
+  return {
+    holdLapsed: and(...purchase, `PurchaseStatus IN ${list(HOLDING_STATUSES)}`, `HoldExpiresAt < ${at}`),
+    stuckHolding: and(...purchase, `PurchaseStatus=${quote('holding')}`, `StartTime < ${at}`),
+    running: and(...running, `WorkflowType IN ${list(SAGA_WORKFLOW_TYPES)}`),
+  };
+}
+
+/** The filters with a placeholder cutoff, as the README quotes them. */
+export const STUCK_SAGA_FILTERS: StuckSagaFilters = stuckSagaFilters('<now minus the threshold, RFC 3339>');
+
+/** Stuck purchase and refund sagas, for operators. See `scanStuckSagas` for what counts as stuck. */
+export async function findStuckSagas(client: Client, opts: FindStuckOptions): Promise<StuckSaga[]> {
+  return (await scanStuckSagas(client, opts)).stuck;
+}
+
+/**
+ * Finds sagas that should have moved on and did not: (a) a purchase still holding or awaiting
+ * payment `olderThanMs` after its hold expired (the saga should have released it); (b) a purchase
+ * still taking its hold `olderThanMs` after it started; (c) any running purchase or refund saga with
+ * an activity on its MIN_FAILING_ATTEMPTS-th attempt or later, with its last failure; plus a workflow
+ * task that keeps failing or waits for a worker, and, given the database, purchase records left
+ * non-final with no saga running. Read-only: visibility queries, describes and one SELECT.
+ */
+export async function scanStuckSagas(client: Client, opts: FindStuckOptions): Promise<StuckScan> {
+  const now = opts.now ?? new Date();
+  const limit = opts.limit ?? DEFAULT_LIMIT;
+  const cutoff = new Date(now.getTime() - opts.olderThanMs);
+  const filters = stuckSagaFilters(cutoff, opts);
+  const found = new Map<string, StuckSaga>();
+  let truncated = false;
+
+  const note = (info: WorkflowExecutionInfo, kind: StuckKind, reason: string): StuckSaga => {
+    const key = `${info.workflowId}/${info.runId}`;
+    const saga = found.get(key) ?? fromInfo(info);
+    found.set(key, saga);
+    if (!saga.kinds.includes(kind)) {
+      saga.kinds.push(kind);
+      saga.reason = saga.reason ? `${saga.reason}; ${reason}` : reason;
+    }
+    return saga;
+  };
+  const query = async (q: string): Promise<WorkflowExecutionInfo[]> => {
+    const out: WorkflowExecutionInfo[] = [];
+    for await (const info of client.workflow.list({ query: q, pageSize: Math.min(limit, 1000) })) {
+      if (out.length >= limit) {
+        truncated = true;
+        break;
+      }
+      out.push(info);
+    }
+    return out;
+  };
+
+  const [lapsed, holding, running] = await Promise.all([
+    query(filters.holdLapsed),
+    query(filters.stuckHolding),
+    query(filters.running),
+  ]);
+  for (const info of lapsed) {
+    const expires = info.typedSearchAttributes.get(HoldExpiresAtKey);
+    const status = info.typedSearchAttributes.get(PurchaseStatusKey);
+    const ago = expires ? ` (${formatDuration(now.getTime() - expires.getTime())} ago)` : '';
+    note(
+      info,
+      'hold_lapsed',
+      `hold lapsed at ${expires?.toISOString()}${ago} but the saga is still ${status}: it should have released the hold`,
+    );
+  }
+  for (const info of holding) {
+    note(
+      info,
+      'stuck_holding',
+      `still holding ${formatDuration(now.getTime() - info.startTime.getTime())} after it started: the hold or the Checkout Session step has not finished`,
+    );
+  }
+
+  // (c) and the workflow-task checks need each running saga's description: bounded concurrency,
+  // so a flash sale's thousands of open purchases do not turn into thousands of parallel RPCs.
+  await forEachLimit(running, DESCRIBE_CONCURRENCY, async (info) => {
+    let raw;
+    try {
+      raw = (await client.workflow.getHandle(info.workflowId, info.runId).describe()).raw;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return; // closed and gone since the list
+      throw err;
+    }
+    const activities = (raw.pendingActivities ?? [])
+      .map(toPendingActivity)
+      .filter((a) => a.attempt >= MIN_FAILING_ATTEMPTS)
+      .sort((x, y) => y.attempt - x.attempt);
+    for (const a of activities) {
+      const saga = note(info, 'activity_retrying', describeActivity(a));
+      saga.pendingActivity ??= a;
+    }
+    const task = raw.pendingWorkflowTask;
+    if (task && (task.attempt ?? 0) >= MIN_FAILING_ATTEMPTS) {
+      note(
+        info,
+        'workflow_task_failing',
+        `workflow task failing: attempt ${task.attempt} (its error is in the workflow's history; non-determinism after a deploy is the usual cause)`,
+      );
+    } else if (task && !task.startedTime) {
+      const scheduled = tsToDate(task.scheduledTime);
+      const waited = scheduled ? now.getTime() - scheduled.getTime() : 0;
+      if (waited >= Math.max(opts.olderThanMs, MIN_WORKER_WAIT_MS)) {
+        note(
+          info,
+          'no_worker',
+          `a workflow task has waited ${formatDuration(waited)} for a worker on task queue ${info.taskQueue}`,
+        );
+      }
+    }
+  });
+
+  // Records the saga should have settled but no saga is running for (the task queue is not in the record).
+  if (opts.db && !opts.taskQueue) {
+    const runningIds = new Set(running.map((r) => r.workflowId));
+    const orphans = await findOrphans(client, opts.db, { cutoff, limit, sku: opts.sku, now, runningIds });
+    if (orphans.truncated) truncated = true;
+    for (const o of orphans.stuck) found.set(o.workflowId, o);
+  }
+
+  const stuck = [...found.values()].sort((x, y) => (x.startedAt ?? '').localeCompare(y.startedAt ?? ''));
+  return { stuck, scanned: running.length, truncated, filters };
+}
+
+/** Purchase records still holding or awaiting payment, untouched since the cutoff, whose saga is not running. */
+async function findOrphans(
+  client: Client,
+  db: Db,
+  o: { cutoff: Date; limit: number; sku?: string; now: Date; runningIds: Set<string> },
+): Promise<{ stuck: StuckSaga[]; truncated: boolean }> {
+  const { rows } = await db.query<{
+    purchase_id: string;
+    sku: string;
+    buyer_id: string;
+    status: string;
+    hold_expires_at: Date | null;
+    created_at: Date;
+    updated_at: Date;
+  }>(
+    `SELECT purchase_id, sku, buyer_id, status, hold_expires_at, created_at, updated_at
+       FROM purchases
+      WHERE status = ANY($1) AND updated_at < $2 AND ($3::text IS NULL OR sku = $3)
+      ORDER BY updated_at
+      LIMIT $4`,
+    [HOLDING_STATUSES, o.cutoff, o.sku ?? null, o.limit + 1],
+  );
+  const stuck: StuckSaga[] = [];
+  await forEachLimit(rows.slice(0, o.limit), DESCRIBE_CONCURRENCY, async (r) => {
+    const workflowId = purchaseWorkflowId(r.purchase_id);
+    if (o.runningIds.has(workflowId)) return;
+    let where: string;
+    try {
+      const d = await client.workflow.getHandle(workflowId).describe();
+      if (d.status.name === 'RUNNING') return;
+      where = `its saga ${workflowId} is ${d.status.name.toLowerCase()}`;
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+      where = `no saga ${workflowId} exists (it never started, or its history was deleted)`;
+    }
+    stuck.push({
+      workflowId,
+      workflowType: 'purchaseWorkflow',
+      purchaseId: r.purchase_id,
+      status: r.status,
+      sku: r.sku,
+      buyerId: r.buyer_id,
+      holdExpiresAt: r.hold_expires_at?.toISOString(),
+      startedAt: r.created_at.toISOString(),
+      kinds: ['orphaned'],
+      reason: `the record is ${r.status} (last changed ${formatDuration(o.now.getTime() - r.updated_at.getTime())} ago) but ${where}`,
+    });
+  });
+  return { stuck, truncated: rows.length > o.limit };
+}
+
+function fromInfo(info: WorkflowExecutionInfo): StuckSaga {
+  const attrs = info.typedSearchAttributes;
+  return {
+    workflowId: info.workflowId,
+    runId: info.runId,
+    workflowType: info.type,
+    taskQueue: info.taskQueue,
+    purchaseId: purchaseIdOf(info.workflowId),
+    status: attrs.get(PurchaseStatusKey),
+    sku: attrs.get(SkuKey),
+    buyerId: attrs.get(BuyerIdKey),
+    holdExpiresAt: attrs.get(HoldExpiresAtKey)?.toISOString(),
+    startedAt: info.startTime.toISOString(),
+    kinds: [],
+    reason: '',
+  };
+}
+
+/** `purchase-<id>` and `refund-<id>` (workflows/definitions.ts) carry the purchase id. */
+export function purchaseIdOf(workflowId: string): string {
+  const m = /^(?:purchase|refund)-(.+)$/.exec(workflowId);
+  return m ? m[1] : workflowId;
+}
+
+type RawPendingActivity = NonNullable<
+  Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['describe']>>['raw']['pendingActivities']
+>[number];
+type RawTimestamp = RawPendingActivity['scheduledTime'];
+
+function toPendingActivity(p: RawPendingActivity): PendingActivity {
+  return {
+    activityType: p.activityType?.name ?? 'unknown',
+    activityId: p.activityId ?? '',
+    attempt: p.attempt ?? 0,
+    maximumAttempts: p.maximumAttempts ?? 0,
+    lastFailure: failureMessage(p.lastFailure),
+    lastAttemptAt: tsToDate(p.lastAttemptCompleteTime)?.toISOString(),
+    nextAttemptAt: tsToDate(p.nextAttemptScheduleTime)?.toISOString(),
+  };
+}
+
+/**
+ * The failure's message with its causes, innermost last, each prefixed by its error type when the
+ * message does not already name it (`StripeConnectionError: ...` says more than the bare message).
+ */
+function failureMessage(f: RawPendingActivity['lastFailure']): string | undefined {
+  const parts: string[] = [];
+  for (let cur = f; cur && parts.length < 5; cur = cur.cause) {
+    if (!cur.message) continue;
+    const type = cur.applicationFailureInfo?.type;
+    const text = type && !cur.message.includes(type) ? `${type}: ${cur.message}` : cur.message;
+    if (!parts.includes(text)) parts.push(text);
+  }
+  return parts.length ? parts.join(': ') : undefined;
+}
+
+function describeActivity(a: PendingActivity): string {
+  const of = a.maximumAttempts > 0 ? ` of ${a.maximumAttempts}` : '';
+  return `activity ${a.activityType} failing: attempt ${a.attempt}${of}, last failure: ${a.lastFailure ?? 'none recorded (timed out?)'}`;
+}
+
+function tsToDate(ts: RawTimestamp): Date | undefined {
+  if (!ts || ts.seconds === null || ts.seconds === undefined) return undefined;
+  return new Date(Number(ts.seconds.toString()) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6));
+}
+
+/** `42s`, `5m 3s`, `2h 10m`, `3d 4h`. */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  const [d, h, m] = [Math.floor(s / 86400), Math.floor((s % 86400) / 3600), Math.floor((s % 3600) / 60)];
+  if (d) return `${d}d ${h}h`;
+  if (h) return `${h}h ${m}m`;
+  return `${m}m ${s % 60}s`;
+}
+
+/** `500ms`, `30s`, `5m`, `2h`, `1d`, or `0`. */
+export function parseDuration(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
+  if (!m) return text.trim() === '0' ? 0 : undefined;
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'ms' | 's' | 'm' | 'h' | 'd'];
+  return Math.round(Number(m[1]) * unit);
+}
+
+async function forEachLimit<T>(
+  items: readonly T[],
+  concurrency: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane));
+}

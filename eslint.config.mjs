@@ -1,0 +1,126 @@
+// @ts-check
+// Lint: typescript-eslint's type-checked recommended rules for every TypeScript file, floating
+// promises as errors (an un-awaited activity, query or pool call is a bug here, not a style), and
+// the workflow boundary from STYLE.md: workflow code stays deterministic, so `workflows/` may import
+// only the workflow SDK, its own files and activity *types*.
+import { builtinModules } from 'node:module';
+import eslint from '@eslint/js';
+import { defineConfig } from 'eslint/config';
+import tseslint from 'typescript-eslint';
+
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+const anyOf = (names) => names.map(escape).join('|');
+
+const nodeBuiltins = builtinModules.filter((m) => !m.startsWith('_'));
+/** Modules that do I/O or belong to the client and worker side of Temporal. */
+const sideEffectModules = [
+  'pg',
+  'stripe',
+  '@temporalio/client',
+  '@temporalio/worker',
+  '@temporalio/activity',
+  '@temporalio/testing',
+];
+const BUILTIN = `node:.*|(?:${anyOf(nodeBuiltins)})(?:/.*)?`;
+const SIDE_EFFECT = `(?:${anyOf(sideEffectModules)})(?:/.*)?`;
+const ACTIVITIES = String.raw`\.\./activities(?:/.*)?`;
+const ALLOWED = String.raw`@temporalio/(?:workflow|common)(?:/.*)?|\./.*`;
+
+export default defineConfig(
+  {
+    ignores: ['node_modules/', '.data/', '.tools/', 'dist/', 'coverage/'],
+  },
+  eslint.configs.recommended,
+  tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: {
+        projectService: true,
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      // A shutdown closure may name a resource before it exists (`let stack; const stop = () => stack?.stop(); stack = await ...`).
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
+      // `async` without `await` is deliberate here: activities (`async noop()`) and helpers that must
+      // reject rather than throw synchronously. The real bug (a promise not awaited) is caught by
+      // no-floating-promises and no-misused-promises.
+      '@typescript-eslint/require-await': 'off',
+    },
+  },
+  {
+    // Tests poke at JSON bodies, emulator events and rows of arbitrary shape on purpose: `any`
+    // there is the honest type, and the unsafe-* family would only ask for casts that prove nothing.
+    files: ['test/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+    },
+  },
+  {
+    // Workflow code is replayed: it must stay deterministic and free of I/O. Only the workflow SDK,
+    // @temporalio/common, the workflows' own files and `import type` from activities are allowed.
+    // The patterns are disjoint so one import gets one message.
+    files: ['workflows/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: `^(?:${BUILTIN})$`,
+              message: 'Node built-ins are not available in workflow code: do the work in an activity.',
+            },
+            {
+              regex: `^${SIDE_EFFECT}$`,
+              message:
+                'Workflow code does no I/O and runs in the workflow sandbox: Postgres, Stripe and the Temporal client/worker/activity SDKs belong to activities/, worker/ and api/.',
+            },
+            {
+              regex: `^${ACTIVITIES}$`,
+              allowTypeImports: true,
+              message:
+                'Workflows import activity *types* only (`import type`), and call activities through proxyActivities.',
+            },
+            {
+              regex: `^(?!(?:${ALLOWED}|${ACTIVITIES}|${BUILTIN}|${SIDE_EFFECT})$).*`,
+              message:
+                'workflows/ may import only @temporalio/workflow, @temporalio/common, its own files and `import type` from ../activities.',
+            },
+          ],
+        },
+      ],
+      'no-restricted-globals': [
+        'error',
+        ...['setTimeout', 'setInterval', 'setImmediate', 'clearTimeout', 'clearInterval', 'clearImmediate'].map(
+          (name) => ({
+            name,
+            message: 'Use `sleep` or `condition(fn, timeout)` from @temporalio/workflow: durable timers.',
+          }),
+        ),
+        { name: 'fetch', message: 'Workflow code does no I/O: call an activity.' },
+        { name: 'process', message: 'Workflow code reads no environment or process state: pass it in the input.' },
+        { name: 'Buffer', message: 'Buffer is a Node built-in, not available in the workflow sandbox.' },
+      ],
+      'no-restricted-properties': [
+        'error',
+        ...['setTimeout', 'setInterval', 'setImmediate'].map((property) => ({
+          object: 'globalThis',
+          property,
+          message: 'Use `sleep` or `condition(fn, timeout)` from @temporalio/workflow: durable timers.',
+        })),
+      ],
+    },
+  },
+  {
+    // This file and any other plain JavaScript: no type information to check against.
+    files: ['**/*.{js,mjs,cjs}'],
+    extends: [tseslint.configs.disableTypeChecked],
+  },
+);

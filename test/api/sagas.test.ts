@@ -1,0 +1,226 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { findStuckSagas, STUCK_SAGA_FILTERS, stuckSagaFilters, type StuckSaga } from '../../api/sagas';
+import { uniqueSku } from '../helpers/db';
+import { startSystem, type System } from '../helpers/system';
+
+const repoRoot = path.resolve(__dirname, '../..');
+
+// Each test has a system (emulator, API, worker, task queue) of its own: one stops its worker, one
+// never starts it, one arms emulator faults; none of that may leak into the others.
+async function system(t: ExecutionContext, opts: Parameters<typeof startSystem>[0] = {}): Promise<System> {
+  const sys = await startSystem(opts);
+  t.teardown(() => sys.close());
+  return sys;
+}
+
+/** Polls the finder until `pred` holds (visibility is eventually consistent), or fails with the last answer. */
+async function stuckUntil(
+  sys: System,
+  sku: string,
+  pred: (found: StuckSaga[]) => boolean,
+  timeoutMs = 20_000,
+): Promise<StuckSaga[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await findStuckSagas(sys.temporal, { olderThanMs: 0, sku });
+    if (pred(found)) return found;
+    if (Date.now() > deadline) throw new Error(`stuck sagas of ${sku} never matched; last: ${JSON.stringify(found)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function sagasCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'api/sagas-cli.ts', ...args],
+      { cwd: repoRoot, env: { ...process.env, TEMPORAL_NAMESPACE: 'default' }, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+test('a purchase whose hold lapsed with no worker to release it is reported stuck, with the lapsed hold as the reason', async (t) => {
+  const sys = await system(t);
+  const sku = await sys.createProduct({ holdSeconds: 4 });
+  const res = await sys.buy(sku, 'stuck-alice');
+  t.is(res.status, 201, JSON.stringify(res.body));
+  const purchaseId = res.body.purchaseId as string;
+  await sys.stopWorker();
+  t.is(
+    (await sys.waitForPurchase(purchaseId, () => true)).status,
+    'awaiting_payment',
+    'the worker stopped before the hold lapsed',
+  );
+
+  const found = await stuckUntil(sys, sku, (f) => f.some((s) => s.kinds.includes('hold_lapsed')));
+  t.is(found.length, 1);
+  t.like(found[0], {
+    workflowId: `purchase-${purchaseId}`,
+    workflowType: 'purchaseWorkflow',
+    purchaseId,
+    status: 'awaiting_payment',
+    sku,
+    buyerId: 'stuck-alice',
+    taskQueue: sys.taskQueue,
+  });
+  t.is(Date.parse(found[0].holdExpiresAt!), Date.parse(res.body.holdExpiresAt));
+  t.regex(found[0].reason, /hold lapsed at \S+ \(\d+s ago\) but the saga is still awaiting_payment/);
+  t.is(found[0].pendingActivity, undefined);
+
+  // Within the threshold it is not stuck yet.
+  t.deepEqual(await findStuckSagas(sys.temporal, { olderThanMs: 60 * 60_000, sku }), []);
+
+  // A worker comes back: the saga releases the hold and nothing is stuck any more.
+  await sys.startWorker();
+  await sys.waitForPurchase(purchaseId, (p) => p.status === 'expired');
+  t.deepEqual(await stuckUntil(sys, sku, (f) => f.length === 0), []);
+});
+
+test('a purchase that never gets past taking its hold is reported stuck holding', async (t) => {
+  const sys = await system(t, { worker: false, checkoutTimeoutMs: 500 });
+  const sku = await sys.createProduct();
+  const res = await sys.buy(sku, 'stuck-bob');
+  t.is(res.status, 503, 'no worker: the hold is never taken');
+  const { rows } = await sys.db.query<{ purchase_id: string }>('SELECT purchase_id FROM purchases WHERE sku = $1', [
+    sku,
+  ]);
+  const purchaseId = rows[0].purchase_id;
+
+  const found = await stuckUntil(sys, sku, (f) => f.some((s) => s.kinds.includes('stuck_holding')));
+  t.is(found.length, 1);
+  t.like(found[0], { purchaseId, status: 'holding', sku, buyerId: 'stuck-bob', holdExpiresAt: undefined });
+  t.regex(found[0].reason, /still holding \d+s after it started/);
+
+  // With the database, the finder sees that this record's saga is running and does not call it orphaned.
+  const withDb = await findStuckSagas(sys.temporal, { olderThanMs: 0, sku, db: sys.db });
+  t.is(withDb.length, 1);
+  t.true(withDb[0].kinds.includes('stuck_holding'));
+  t.false(withDb[0].kinds.includes('orphaned'));
+
+  // A worker arrives: the saga takes its hold and opens checkout, and is no longer stuck.
+  await sys.startWorker();
+  await sys.waitForPurchase(purchaseId, (p) => p.status === 'awaiting_payment');
+  t.deepEqual(await stuckUntil(sys, sku, (f) => f.length === 0), []);
+  t.is((await sys.api('POST', `/v1/purchases/${purchaseId}/cancel`)).status, 200);
+});
+
+test('a purchase record left holding with no saga running is reported orphaned when the database is given', async (t) => {
+  const sys = await system(t, { worker: false, checkoutTimeoutMs: 500 });
+  const sku = await sys.createProduct();
+  t.is((await sys.buy(sku, 'stuck-erin')).status, 503);
+  const { rows } = await sys.db.query<{ purchase_id: string }>('SELECT purchase_id FROM purchases WHERE sku = $1', [
+    sku,
+  ]);
+  const purchaseId = rows[0].purchase_id;
+  // An operator terminates the saga: the record stays `holding` and nothing will ever settle it.
+  await sys.temporal.workflow.getHandle(`purchase-${purchaseId}`).terminate('test: saga lost');
+
+  const found = await findStuckSagas(sys.temporal, { olderThanMs: 0, sku, db: sys.db });
+  t.is(found.length, 1);
+  t.like(found[0], { purchaseId, status: 'holding', sku, buyerId: 'stuck-erin', kinds: ['orphaned'] });
+  t.regex(
+    found[0].reason,
+    new RegExp(`the record is holding \\(last changed \\d+s ago\\) but its saga purchase-${purchaseId} is terminated`),
+  );
+  t.deepEqual(
+    await stuckUntil(sys, sku, (f) => f.length === 0),
+    [],
+    'without the database only running sagas are seen',
+  );
+});
+
+test('a saga whose Stripe call keeps failing is reported with the activity, its attempts and its last failure', async (t) => {
+  const sys = await system(t);
+  const sku = await sys.createProduct({ holdSeconds: 1 });
+  // Expiring the session after the hold lapses is retried until it succeeds: make it keep failing.
+  const fault = await sys.emulatorCall('POST', '/_emulator/faults', {
+    path: '/v1/checkout/sessions/*/expire',
+    status: 503,
+    count: 1000,
+  });
+  t.is(fault.status, 201, JSON.stringify(fault.body));
+  const res = await sys.buy(sku, 'stuck-carol');
+  t.is(res.status, 201, JSON.stringify(res.body));
+  const purchaseId = res.body.purchaseId as string;
+
+  const found = await stuckUntil(sys, sku, (f) => f.some((s) => s.kinds.includes('activity_retrying')));
+  t.is(found.length, 1);
+  const saga = found[0];
+  t.is(saga.purchaseId, purchaseId);
+  t.like(saga.pendingActivity, { activityType: 'expireCheckout', maximumAttempts: 0 });
+  t.true(saga.pendingActivity!.attempt >= 3, `attempt ${saga.pendingActivity!.attempt}`);
+  t.regex(saga.pendingActivity!.lastFailure ?? '', /Stripe/);
+  t.regex(saga.reason, /activity expireCheckout failing: attempt \d+, last failure: .*Stripe/);
+
+  // Stripe recovers: the saga expires the session and ends.
+  await sys.emulatorCall('DELETE', '/_emulator/faults');
+  await sys.waitForPurchase(purchaseId, (p) => p.status === 'expired', 60_000);
+  t.deepEqual(await stuckUntil(sys, sku, (f) => f.length === 0), []);
+});
+
+test('the Temporal UI filters name the search attributes and the server accepts them', async (t) => {
+  const sys = await system(t, { worker: false });
+  t.is(
+    STUCK_SAGA_FILTERS.holdLapsed,
+    'ExecutionStatus="Running" AND WorkflowType="purchaseWorkflow" AND PurchaseStatus IN ("holding","awaiting_payment") AND HoldExpiresAt < "<now minus the threshold, RFC 3339>"',
+  );
+  const filters = stuckSagaFilters(new Date('2026-01-02T03:04:05.000Z'), { sku: 'abc', taskQueue: sys.taskQueue });
+  t.is(
+    filters.stuckHolding,
+    `ExecutionStatus="Running" AND WorkflowType="purchaseWorkflow" AND PurchaseStatus="holding" AND StartTime < "2026-01-02T03:04:05.000Z" AND Sku="abc" AND TaskQueue="${sys.taskQueue}"`,
+  );
+  for (const query of Object.values(filters)) t.is((await sys.temporal.workflow.count(query)).count, 0, query);
+  t.throws(() => stuckSagaFilters(new Date(), { sku: 'x" OR Sku!="' }), { message: /cannot use/ });
+});
+
+test('the sagas CLI says so when nothing is stuck and prints the UI filters', async (t) => {
+  const sku = uniqueSku('none');
+  const out = await sagasCli(['stuck', '--older-than', '0', '--sku', sku]);
+  t.is(out.code, 0, out.stderr);
+  t.regex(out.stdout, /^no stuck sagas/);
+  t.true(out.stdout.includes(`PurchaseStatus IN ("holding","awaiting_payment") AND HoldExpiresAt < "`));
+  t.true(out.stdout.includes(`Sku="${sku}"`));
+
+  const json = await sagasCli(['stuck', '--json', '--sku', sku]);
+  t.is(json.code, 0, json.stderr);
+  t.like(JSON.parse(json.stdout), { olderThanMs: 5 * 60_000, stuck: [] });
+});
+
+test('the sagas CLI lists a stuck saga with its reason', async (t) => {
+  const sys = await system(t, { worker: false, checkoutTimeoutMs: 500 });
+  const sku = await sys.createProduct();
+  t.is((await sys.buy(sku, 'stuck-dan')).status, 503);
+  await stuckUntil(sys, sku, (f) => f.length === 1);
+  const out = await sagasCli(['stuck', '--older-than', '0s', '--sku', sku]);
+  t.is(out.code, 0, out.stderr);
+  t.regex(out.stdout, /^1 stuck saga\(s\)/);
+  t.regex(out.stdout, new RegExp(`purchase-\\S+\\s+holding\\s+${sku}\\s+stuck-dan\\s+-\\s+still holding`));
+
+  // Let the saga finish: the API's update call is still waiting on it (and would hold this process open).
+  await sys.startWorker();
+  const { rows } = await sys.db.query<{ purchase_id: string }>('SELECT purchase_id FROM purchases WHERE sku = $1', [
+    sku,
+  ]);
+  await sys.waitForPurchase(rows[0].purchase_id, (p) => p.status === 'awaiting_payment');
+  t.is((await sys.api('POST', `/v1/purchases/${rows[0].purchase_id}/cancel`)).status, 200);
+});
+
+test('the sagas CLI refuses bad arguments with exit 2 and the usage', async (t) => {
+  for (const args of [
+    [],
+    ['stuck', '--older-than', 'soon'],
+    ['stuck', '--limit', '0'],
+    ['stuck', '--bogus'],
+    ['list'],
+  ]) {
+    const out = await sagasCli(args);
+    t.is(out.code, 2, `${args.join(' ')}: ${out.stderr}`);
+    t.regex(out.stderr, /usage: npm run sagas -- stuck/);
+  }
+});
