@@ -4,6 +4,7 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -82,6 +83,7 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
   const seen = new Set<string>();
   let payment = 'none' as Payment;
   let declined = false as boolean;
+  let declines = 0;
   let sessionExpired = false as boolean;
   let cancelRequested = false as boolean;
 
@@ -114,6 +116,7 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
         break;
       case 'payment_intent.payment_failed':
         declined = true;
+        declines++;
         break;
     }
   });
@@ -261,16 +264,32 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     });
 
     // --- 3. Wait for the payment or the hold timer, whichever comes first
-    const holdMs = Math.max(1, Date.parse(hold.holdExpiresAt) - Date.now());
-    await condition(
-      () => payment === 'paid' || payment === 'failed' || declined || cancelRequested || sessionExpired,
-      holdMs,
-    );
+    const holdEnd = Date.parse(hold.holdExpiresAt);
+    // v2: a declined card no longer ends the purchase; the buyer may try again on the same session
+    // until the hold lapses. Sagas started before this change replay the v1 path.
+    const retryAfterDecline = patched('retry-after-decline');
+    let lapsed = false;
+    let declinesNoted = 0;
+    for (;;) {
+      const ended = () => payment === 'paid' || payment === 'failed' || cancelRequested || sessionExpired;
+      const woke = await condition(
+        () => ended() || (retryAfterDecline ? declines > declinesNoted : declined),
+        Math.max(1, holdEnd - Date.now()),
+      );
+      if (!woke) {
+        lapsed = true;
+        break;
+      }
+      if (!retryAfterDecline || ended()) break;
+      declinesNoted = declines;
+      await setStatus('awaiting_payment', { reason: 'the last payment attempt was declined; the buyer may try again' });
+    }
+    const declinedForGood = retryAfterDecline ? lapsed && declines > 0 : declined;
 
     if (payment === 'paid') {
       // --- 4a. Paid in time
       if ((await acts.convertHold(input.purchaseId)) === 'sold') {
-        await setStatus('confirmed', { paymentIntentId: state.paymentIntentId });
+        await setStatus('confirmed', { paymentIntentId: state.paymentIntentId, reason: 'paid in time' });
         return state;
       }
       // The hold went back to stock a moment before (its expiry passed and a taker reclaimed it).
@@ -281,7 +300,7 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     // --- 4b. No payment in time: stock goes back once, then close the session
     await acts.releaseHold(
       input.purchaseId,
-      cancelRequested || declined || payment === 'failed' ? 'release' : 'expire',
+      cancelRequested || declinedForGood || payment === 'failed' ? 'release' : 'expire',
     );
     if (payment === 'failed') {
       await setStatus('payment_failed', { reason: 'the delayed payment failed' });
@@ -293,8 +312,11 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
       : await stripeActs.expireCheckout(input.purchaseId, sessionId);
     const [ended, reason]: [PurchaseStatus, string] = cancelRequested
       ? ['expired', 'cancelled by the buyer']
-      : declined
-        ? ['payment_failed', 'the payment was declined']
+      : declinedForGood
+        ? [
+            'payment_failed',
+            retryAfterDecline ? 'the payment was declined and the hold lapsed' : 'the payment was declined',
+          ]
         : ['expired', 'the hold lapsed before payment'];
     await afterSessionClosed(closed, ended, reason);
     await settleStragglers();

@@ -1,7 +1,8 @@
 // Records purchase workflow histories for the replay test, one per saga branch. Run against the test
 // stack when the workflow changes on purpose (a new version of the saga):
 //   DATABASE_URL=... TEMPORAL_ADDRESS=... npx tsx test/replay/record-histories.ts
-// and commit the files in test/replay/histories/.
+// and commit the files in test/replay/histories/. Keep the histories of the previous version beside
+// them (suffix -v1, ...): sagas started before a change must still replay.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
@@ -33,7 +34,10 @@ async function main(): Promise<void> {
     await sys.waitForPurchase(paid.body.purchaseId, (r) => r.status === 'refunded');
 
     const declined = await sys.buy(sku, 'replay-declined');
-    await sys.pay(await sessionOf(sys.db, declined.body.purchaseId), 'declined');
+    const declinedSession = await sessionOf(sys.db, declined.body.purchaseId);
+    await sys.pay(declinedSession, 'declined');
+    await sys.waitForPurchase(declined.body.purchaseId, (r) => r.reason !== null);
+    await sys.pay(declinedSession, 'succeeded');
     await sys.waitForPurchase(declined.body.purchaseId, final);
 
     const asyncPaid = await sys.buy(sku, 'replay-async');
@@ -53,7 +57,7 @@ async function main(): Promise<void> {
 
     await save('paid-in-time', purchaseWorkflowId(paid.body.purchaseId));
     await save('support-refund', refundWorkflowId(paid.body.purchaseId));
-    await save('declined', purchaseWorkflowId(declined.body.purchaseId));
+    await save('declined-then-paid', purchaseWorkflowId(declined.body.purchaseId));
     await save('async-paid', purchaseWorkflowId(asyncPaid.body.purchaseId));
     await save('paid-winner', purchaseWorkflowId(winner.body.purchaseId));
     // The late payment may reach the first run or, once it closed, a follow-up run of the same id: keep every run.

@@ -130,13 +130,28 @@ test('a delayed payment that fails ends payment_failed and returns the unit', as
   await assertInvariants(t, sys.db, sku);
 });
 
-test('a declined card ends payment_failed, returns the unit and expires the session', async (t) => {
+test('a declined card keeps the hold, and the buyer may pay on the same session', async (t) => {
   const sku = await product();
   const res = await sys.buy(sku, 'ivy');
   const sessionId = await sessionOf(sys.db, res.body.purchaseId);
   await sys.pay(sessionId, 'declined');
-  const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'payment_failed');
-  t.is(p.reason, 'the payment was declined');
+  const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.reason !== null);
+  t.is(p.status, 'awaiting_payment');
+  t.regex(p.reason, /declined/);
+  t.like(await stock(sku), { available: 4, held: 1 });
+  t.is((await sys.pay(sessionId, 'succeeded')).status, 200);
+  await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
+  t.like(await stock(sku), { available: 4, held: 0, sold: 1 });
+  await assertInvariants(t, sys.db, sku);
+});
+
+test('a declined card ends payment_failed once the hold lapses, with the unit back and the session closed', async (t) => {
+  const sku = await product({ holdSeconds: 2 });
+  const res = await sys.buy(sku, 'ivan');
+  const sessionId = await sessionOf(sys.db, res.body.purchaseId);
+  await sys.pay(sessionId, 'declined');
+  const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'payment_failed', 20_000);
+  t.is(p.reason, 'the payment was declined and the hold lapsed');
   t.like(await stock(sku), { available: 5, held: 0 });
   t.true((await sys.pay(sessionId, 'succeeded')).status >= 400, 'the session is closed');
   await assertInvariants(t, sys.db, sku);
