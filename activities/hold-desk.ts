@@ -59,6 +59,9 @@ export class HoldDesk {
     this.running.add(sku);
     try {
       for (;;) {
+        // Let the callers woken by the previous batch (and anything else already runnable) queue up
+        // first: otherwise the next batch would start with the first of them alone.
+        await new Promise<void>((resolve) => setImmediate(resolve));
         const queue = this.queues.get(sku);
         if (!queue || queue.length === 0) break;
         const batch = queue.splice(0, this.maxBatch);

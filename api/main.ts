@@ -13,6 +13,8 @@ const DRAIN_MS = 5000;
 async function main(): Promise<void> {
   const config = loadConfig(process.env, 'api');
   const db = new pg.Pool({ connectionString: config.databaseUrl, max: 30 });
+  // A pooled idle connection the server dropped is replaced on next use; log it, do not crash.
+  db.on('error', (err) => console.error('api: postgres connection error:', err.message));
   const connection = await connectTemporalClient(config.temporalAddress);
   const deps: ApiDeps = {
     db,

@@ -69,6 +69,8 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-saga-'));
   const stack = await startStack({ dataDir: dir, persistent: false, log: () => {} });
   const db = new pg.Pool({ connectionString: stack.databaseUrl, max: 40 });
+  let closing = false;
+  db.on('error', (err) => closing || console.error('postgres connection error:', err.message));
   const emulator = await startEmulator({ port: 0, webhookSecret: 'whsec_bench' });
   const stripe = createStripe('sk_test_bench', emulator.url);
   const connection = await Connection.connect({ address: stack.temporalAddress });
@@ -165,6 +167,7 @@ async function main(): Promise<void> {
       `saga / baseline: throughput ${(saga.perSecond / trivial.perSecond).toFixed(2)}x, p50 latency ${(saga.p50 / trivial.p50).toFixed(2)}x`,
     );
   } finally {
+    closing = true;
     sagaWorker.shutdown();
     trivialWorker.shutdown();
     await running;

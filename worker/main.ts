@@ -9,6 +9,8 @@ import { createPurchaseWorker } from './create-worker';
 async function main(): Promise<void> {
   const config = loadConfig(process.env, 'worker');
   const db = new pg.Pool({ connectionString: config.databaseUrl, max: 20 });
+  // A pooled idle connection the server dropped is replaced on next use; log it, do not crash.
+  db.on('error', (err) => console.error('worker: postgres connection error:', err.message));
   const connection = await connectTemporalWorker(config.temporalAddress);
   const worker = await createPurchaseWorker({
     connection,
