@@ -101,13 +101,36 @@ function statusOf(err: unknown): number | undefined {
  */
 export function createActivities(deps: ActivityDeps) {
   const { db, stripe, desk } = deps;
+  // Name, price, currency and hold length never change after a product is created: look them up once.
+  const products = new Map<string, inventory.Product>();
+  const productOf = async (sku: string): Promise<inventory.Product> => {
+    let p = products.get(sku);
+    if (!p) {
+      p = (await inventory.getProduct(db, sku))!;
+      products.set(sku, p);
+    }
+    return p;
+  };
+  const readSession = async (sessionId: string): Promise<SessionState> => {
+    try {
+      const s = await stripe.checkout.sessions.retrieve(sessionId);
+      const pi = typeof s.payment_intent === 'string' ? s.payment_intent : s.payment_intent?.id;
+      return {
+        status: (s.status ?? 'open') as SessionState['status'],
+        paymentStatus: s.payment_status,
+        paymentIntentId: pi ?? undefined,
+      };
+    } catch (err) {
+      throw classifyStripeError(err, 'reading the Checkout Session');
+    }
+  };
 
   return {
     /** Takes the stock hold through the hold desk (coalesced per SKU). Keyed by purchaseId; compensation: releaseHold. */
     async takeHold(input: TakeHoldInput): Promise<TakeHoldOutput> {
       const result = await desk.take(input);
       if (result.outcome !== 'held') return { outcome: 'rejected', rejection: result.outcome };
-      const product = (await inventory.getProduct(db, input.sku))!;
+      const product = await productOf(input.sku);
       return {
         outcome: 'held',
         holdExpiresAt: result.hold.expiresAt,
@@ -122,6 +145,11 @@ export function createActivities(deps: ActivityDeps) {
     /** Returns the hold's units to stock, once (`active` → `released|expired`). The compensation of takeHold. */
     async releaseHold(purchaseId: string, reason: 'release' | 'expire'): Promise<inventory.ReleaseResult> {
       return inventory.releaseHold(db, purchaseId, reason);
+    },
+
+    /** Keeps an active hold while a delayed payment settles; null when it already lapsed. */
+    async extendHold(purchaseId: string, seconds: number): Promise<string | null> {
+      return inventory.extendHold(db, purchaseId, seconds);
     },
 
     /** The hold becomes a sale, once. `lapsed` when it already went back to stock. */
@@ -203,32 +231,12 @@ export function createActivities(deps: ActivityDeps) {
       } catch (err) {
         if (statusOf(err) !== 400) throw classifyStripeError(err, 'expiring the Checkout Session');
       }
-      try {
-        const s = await stripe.checkout.sessions.retrieve(sessionId);
-        const pi = typeof s.payment_intent === 'string' ? s.payment_intent : s.payment_intent?.id;
-        return {
-          status: (s.status ?? 'open') as SessionState['status'],
-          paymentStatus: s.payment_status,
-          paymentIntentId: pi ?? undefined,
-        };
-      } catch (err) {
-        throw classifyStripeError(err, 'reading the Checkout Session');
-      }
+      return readSession(sessionId);
     },
 
     /** The PaymentIntent a completed session was paid with. */
     async getSessionPayment(sessionId: string): Promise<SessionState> {
-      try {
-        const s = await stripe.checkout.sessions.retrieve(sessionId);
-        const pi = typeof s.payment_intent === 'string' ? s.payment_intent : s.payment_intent?.id;
-        return {
-          status: (s.status ?? 'open') as SessionState['status'],
-          paymentStatus: s.payment_status,
-          paymentIntentId: pi ?? undefined,
-        };
-      } catch (err) {
-        throw classifyStripeError(err, 'reading the Checkout Session');
-      }
+      return readSession(sessionId);
     },
 
     /**

@@ -183,7 +183,7 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
   const units = input.units ?? null;
   const stock = units ? units.length : input.stock;
   // Seats are picked row by row, so splitting their count buys nothing; allowance makes no sense either.
-  const buckets = units ? 1 : Math.max(1, Math.min(input.buckets ?? 1, Math.max(1, stock)));
+  const buckets = units ? 1 : Math.max(1, input.buckets ?? 1);
   const allowance = units ? 0 : (input.oversellAllowance ?? 0);
   try {
     return await withTx(db, async (tx) => {
@@ -236,7 +236,7 @@ export async function getProduct(db: Db | Tx, sku: string): Promise<Product | nu
   return rows[0] ? toProduct(rows[0]) : null;
 }
 
-/** Adds `quantity` units of a counted product to total and to bucket 0. Null when the SKU is unknown. */
+/** Adds `quantity` units of a counted product to total, spread over its buckets. Null when the SKU is unknown. */
 export async function restockProduct(db: Db, sku: string, quantity: number): Promise<Product | null> {
   return withTx(db, async (tx) => {
     const { rows } = await tx.query<ProductRow>(
@@ -244,10 +244,11 @@ export async function restockProduct(db: Db, sku: string, quantity: number): Pro
       [sku, quantity],
     );
     if (!rows[0]) return null;
-    await tx.query('UPDATE stock_buckets SET available = available + $2 WHERE sku = $1 AND bucket = 0', [
-      sku,
-      quantity,
-    ]);
+    await tx.query(
+      `UPDATE stock_buckets SET available = available + $2::int / $3::int + CASE WHEN bucket < $2::int % $3::int THEN 1 ELSE 0 END
+        WHERE sku = $1`,
+      [sku, quantity, rows[0].buckets],
+    );
     await appendMovements(tx, [{ sku, purchaseId: null, kind: 'restock', total: quantity, available: quantity }]);
     return toProduct(rows[0]);
   });
@@ -320,12 +321,18 @@ export async function sweepExpired(db: Db): Promise<number> {
 
 /** Increments stock for holds that just left `active` (or `sold`, for restocks); frees their units. */
 async function returnToStock(tx: Tx, holds: HoldRow[], kind: 'release' | 'expire' | 'refund_restock'): Promise<void> {
+  // Real units go back to the hold's bucket; units taken from the oversell allowance go back to
+  // bucket 0, whose floor is the allowance, so they can only be sold again as oversold.
+  const parts = holds.flatMap((h) => [
+    { sku: h.sku, bucket: h.bucket, qty: h.quantity - h.oversold },
+    { sku: h.sku, bucket: 0, qty: h.oversold },
+  ]);
   await tx.query(
     `UPDATE stock_buckets s SET available = s.available + v.qty
        FROM (SELECT sku, bucket, sum(qty)::int AS qty
                FROM unnest($1::text[], $2::int[], $3::int[]) AS u(sku, bucket, qty) GROUP BY sku, bucket) v
-      WHERE s.sku = v.sku AND s.bucket = v.bucket`,
-    [holds.map((h) => h.sku), holds.map((h) => h.bucket), holds.map((h) => h.quantity)],
+      WHERE s.sku = v.sku AND s.bucket = v.bucket AND v.qty > 0`,
+    [parts.map((x) => x.sku), parts.map((x) => x.bucket), parts.map((x) => x.qty)],
   );
   const withUnits = holds.filter((h) => h.unit_ids && h.unit_ids.length > 0);
   if (withUnits.length > 0) {
@@ -711,6 +718,19 @@ export async function releaseHold(
     const hold = await findHold(tx, purchaseId);
     return { released: false, status: hold?.status ?? 'not_found' };
   });
+}
+
+/**
+ * Keeps an active hold for at least `seconds` more (a delayed payment is settling). Returns the new
+ * expiry, or null when the hold is no longer active (it lapsed and went back to stock first).
+ */
+export async function extendHold(db: Db, purchaseId: string, seconds: number): Promise<string | null> {
+  const { rows } = await db.query<{ expires_at: Date }>(
+    `UPDATE holds SET expires_at = greatest(expires_at, now() + make_interval(secs => $2)), updated_at = now()
+      WHERE purchase_id = $1 AND status = 'active' AND expires_at > now() RETURNING expires_at`,
+    [purchaseId, seconds],
+  );
+  return rows[0]?.expires_at.toISOString() ?? null;
 }
 
 export type ConvertResult =

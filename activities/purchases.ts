@@ -98,7 +98,13 @@ export async function openPurchase(db: Db, idempotencyKey: string, req: Purchase
   );
   if (rows[0]) return { created: true, record: toRecord(rows[0]) };
   const existing = (await getPurchase(db, purchaseId))!;
-  const same = JSON.stringify(existing.request) === JSON.stringify(request);
+  // Field by field: jsonb does not keep the key order of the object that was stored.
+  const was = existing.request;
+  const same =
+    was.sku === request.sku &&
+    was.buyerId === request.buyerId &&
+    was.quantity === request.quantity &&
+    (was.unitId ?? null) === (request.unitId ?? null);
   return { created: false, record: existing, sameRequest: same };
 }
 

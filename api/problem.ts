@@ -16,6 +16,7 @@ export type ProblemType =
   | 'not-refundable'
   | 'bad-signature'
   | 'unavailable'
+  | 'method-not-allowed'
   | 'internal';
 
 const TITLES: Record<ProblemType, string> = {
@@ -33,6 +34,7 @@ const TITLES: Record<ProblemType, string> = {
   'not-refundable': 'This purchase cannot be refunded',
   'bad-signature': 'The webhook signature does not verify',
   unavailable: 'Temporarily unavailable',
+  'method-not-allowed': 'Method not allowed on this route',
   internal: 'Internal error',
 };
 
@@ -60,6 +62,17 @@ export function problemMiddleware(log: (msg: string, err: unknown) => void): Koa
       await next();
       if (ctx.status === 404 && ctx.body === undefined)
         throw new Problem(404, 'not-found', `no route for ${ctx.method} ${ctx.path}`);
+      if (ctx.status === 405 && !ctx.body) {
+        throw new Problem(
+          405,
+          'method-not-allowed',
+          `${ctx.method} is not allowed on ${ctx.path}`,
+          {},
+          {
+            Allow: ctx.response.get('Allow'),
+          },
+        );
+      }
     } catch (err) {
       let p: Problem;
       if (err instanceof Problem) p = err;

@@ -1,4 +1,4 @@
-import type { Client } from '@temporalio/client';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
 import type { Db } from '../activities/db';
 import { getPurchase } from '../activities/purchases';
 import { refundWorkflowId } from '../workflows/definitions';
@@ -43,7 +43,8 @@ export async function requestSupportRefund(
       taskQueue: deps.taskQueue,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      // A refund saga that failed (Stripe refused) may be tried again; a finished one may not.
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
     });
   } catch (err) {
     // Already ran to completion: its outcome is in the record.
@@ -52,10 +53,15 @@ export async function requestSupportRefund(
     throw err;
   }
   const handle = deps.temporal.workflow.getHandle<typeof supportRefundWorkflow>(workflowId);
-  const result = await Promise.race([
-    handle.result(),
-    new Promise<null>((r) => setTimeout(() => r(null), waitMs).unref()),
-  ]);
+  let result;
+  try {
+    result = await Promise.race([handle.result(), new Promise<null>((r) => setTimeout(() => r(null), waitMs).unref())]);
+  } catch (err) {
+    if (!(err instanceof WorkflowFailedError)) throw err;
+    // Stripe refused the refund (a disputed charge, say): say why; calling again retries it.
+    const cause = (err.cause?.cause ?? err.cause ?? err) as Error;
+    return { outcome: 'not_refundable', detail: `the refund failed: ${cause.message}` };
+  }
   if (!result)
     return {
       outcome: 'accepted',

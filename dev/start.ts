@@ -36,6 +36,10 @@ function node(name: string, script: string, extraEnv: NodeJS.ProcessEnv): ChildH
 }
 
 async function main(): Promise<void> {
+  if (!useEmulator && !env.STRIPE_WEBHOOK_SECRET) {
+    // With a real key, webhooks come from Stripe and must verify with that endpoint's secret.
+    throw new Error('STRIPE_SECRET_KEY is set, so Stripe is real: set STRIPE_WEBHOOK_SECRET (whsec_...) too');
+  }
   const children: ChildHandle[] = [];
   let stack: Stack | undefined;
   const aborter = new AbortController();

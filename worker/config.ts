@@ -18,6 +18,8 @@ export interface Config {
   adminToken: string;
   supportToken: string;
   sweepIntervalMs: number;
+  /** API: how long /readyz says 503 before the listener closes on SIGTERM. */
+  shutdownGraceMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -62,6 +64,7 @@ export function loadConfig(env: Env, role: 'api' | 'worker'): Config {
     adminToken: role === 'api' ? need('ADMIN_TOKEN', 'bearer token for the catalogue routes') : '',
     supportToken: role === 'api' ? need('SUPPORT_TOKEN', 'bearer token for support refunds') : '',
     sweepIntervalMs: int('SWEEP_INTERVAL_MS', 5000, 100),
+    shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 5000, 0),
   };
   if (problems.length) throw new ConfigError(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
   return config;

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { HoldDesk } from '../activities/hold-desk';
+import { migrate } from '../db/migrate';
 import { sweepExpired } from '../activities/inventory';
 import { connectTemporalWorker, createStripe } from './clients';
 import { ConfigError, loadConfig } from './config';
@@ -8,6 +9,8 @@ import { createPurchaseWorker } from './create-worker';
 // The worker process: purchase sagas, support refunds, and the sweeper that returns lapsed holds.
 async function main(): Promise<void> {
   const config = loadConfig(process.env, 'worker');
+  // Several processes may boot at once: migrate() serialises them on an advisory lock.
+  await migrate(config.databaseUrl, (line) => console.log(`worker: ${line}`));
   const db = new pg.Pool({ connectionString: config.databaseUrl, max: 20 });
   // A pooled idle connection the server dropped is replaced on next use; log it, do not crash.
   db.on('error', (err) => console.error('worker: postgres connection error:', err.message));

@@ -24,6 +24,9 @@ export const FINAL_STATUSES: readonly PurchaseStatus[] = [
   'rejected',
 ];
 
+/** Statuses in which the payment has its outcome: a sale, or a refund. */
+export const PAID_STATUSES: readonly PurchaseStatus[] = ['confirmed', 'late_confirmed', 'refunded'];
+
 export interface PurchaseInput {
   purchaseId: string;
   sku: string;

@@ -14,6 +14,7 @@ import {
   cancelSignal,
   checkoutReadyUpdate,
   FINAL_STATUSES,
+  PAID_STATUSES,
   HoldExpiresAtKey,
   paymentEventSignal,
   purchaseStateQuery,
@@ -45,26 +46,22 @@ const checkoutActs = proxyActivities<Activities>({
   },
 });
 
-// Stripe calls after the session is open (expire, refund): retried patiently, they must happen.
+// Stripe calls after the session is open (expire, refund): they must happen, so they are retried
+// until they do, even when Stripe refuses (a refund of a disputed charge, say): a saga that gave up
+// would keep a buyer's money silently, while one that keeps retrying shows up in
+// `npm run sagas -- stuck` with Stripe's answer, for support to resolve.
 const stripeActs = proxyActivities<Activities>({
   startToCloseTimeout: '20 seconds',
-  retry: {
-    initialInterval: '500 milliseconds',
-    backoffCoefficient: 2,
-    maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['StripeRejected'],
-  },
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
 /** How long a session that was completed with a delayed payment method may take to settle. */
 const ASYNC_SETTLE_TIMEOUT = '7 days';
+const ASYNC_SETTLE_SECONDS = 7 * 24 * 3600;
 /** How long to wait for the webhook of a session Stripe already reports paid, before reading it ourselves. */
 const PAID_EVENT_GRACE = '1 minute';
 
 type Payment = 'none' | 'pending' | 'paid' | 'failed';
-
-/** Statuses in which the payment has its outcome: a sale, or a refund. */
-const PAID_STATUSES: readonly PurchaseStatus[] = ['confirmed', 'late_confirmed', 'refunded'];
 
 /**
  * One purchase, from hold to outcome. Takes the hold (compensation: release), opens the Checkout
@@ -202,26 +199,68 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     }
   }
 
+  /** Paid, and the hold may still be ours: the hold becomes the sale, else a late payment is settled. */
+  async function confirmPaid(): Promise<void> {
+    if ((await acts.convertHold(input.purchaseId)) === 'sold') {
+      await setStatus('confirmed', { paymentIntentId: state.paymentIntentId, reason: 'paid in time' });
+      return;
+    }
+    // The hold went back to stock a moment before (its expiry passed and a taker reclaimed it).
+    await settleLatePayment();
+  }
+
+  /** A delayed payment was completed in time: keep the unit until it settles (or fails, or never does). */
+  async function holdUntilSettled(): Promise<void> {
+    const until = await acts.extendHold(input.purchaseId, ASYNC_SETTLE_SECONDS);
+    await setStatus('awaiting_payment', {
+      reason: 'a delayed payment is settling; the unit stays held',
+      ...(until ? { holdExpiresAt: until } : {}),
+    });
+    const settled = await condition(() => payment === 'paid' || payment === 'failed', ASYNC_SETTLE_TIMEOUT);
+    if (payment === 'paid') return confirmPaid();
+    await acts.releaseHold(input.purchaseId, 'release');
+    await setStatus('payment_failed', {
+      reason: settled ? 'the delayed payment failed' : 'the delayed payment never settled',
+    });
+  }
+
+  /**
+   * v3 end of the wait. Paid: sale. Pending: hold until settled. Otherwise close the session
+   * first, and only then give the unit back: a buyer who completed the session a moment earlier
+   * still gets it.
+   */
+  async function finish(sessionId: string): Promise<void> {
+    if (payment === 'paid') return confirmPaid();
+    if (payment === 'pending') return holdUntilSettled();
+    if (payment === 'failed') {
+      await acts.releaseHold(input.purchaseId, 'release');
+      await setStatus('payment_failed', { reason: 'the delayed payment failed' });
+      return settleStragglers();
+    }
+    const closed: SessionState = sessionExpired
+      ? { status: 'expired', paymentStatus: 'unpaid' }
+      : await stripeActs.expireCheckout(input.purchaseId, sessionId);
+    if (closed.paymentIntentId) state.paymentIntentId = closed.paymentIntentId;
+    if (closed.status === 'complete') {
+      if (closed.paymentStatus === 'paid' || (payment as Payment) === 'paid') return confirmPaid();
+      if ((payment as Payment) === 'none') payment = 'pending';
+      return holdUntilSettled();
+    }
+    const declinedOnly = !cancelRequested && declines > 0;
+    await acts.releaseHold(input.purchaseId, cancelRequested || declinedOnly ? 'release' : 'expire');
+    const [ended, reason]: [PurchaseStatus, string] = cancelRequested
+      ? ['expired', 'cancelled by the buyer']
+      : declinedOnly
+        ? ['payment_failed', 'the payment was declined and the hold lapsed']
+        : ['expired', 'the hold lapsed before payment'];
+    await setStatus(ended, { reason });
+    await settleStragglers();
+  }
+
   if (input.followUp) return followUp();
 
-  // --- 1. Hold
-  const hold = await acts.takeHold({
-    purchaseId: input.purchaseId,
-    sku: input.sku,
-    buyerId: input.buyerId,
-    quantity: input.quantity,
-    unitId: input.unitId,
-  });
-  if (hold.outcome === 'rejected') {
-    await setStatus('rejected', { rejection: hold.rejection, reason: hold.rejection.replace(/_/g, ' ') });
-    return state;
-  }
-  Object.assign(state, {
-    holdExpiresAt: hold.holdExpiresAt,
-    amountCents: hold.amountCents,
-    currency: hold.currency,
-    oversold: hold.oversold,
-  });
+  // Registered before the step it undoes: a cancel can land while the step runs. Releasing a hold
+  // that was never taken changes nothing.
   const compensations: (() => Promise<unknown>)[] = [() => acts.releaseHold(input.purchaseId, 'release')];
   const compensate = async () => {
     // Last in, first out; each is idempotent, so a retry of the whole list is safe.
@@ -229,6 +268,25 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
   };
 
   try {
+    // --- 1. Hold
+    const hold = await acts.takeHold({
+      purchaseId: input.purchaseId,
+      sku: input.sku,
+      buyerId: input.buyerId,
+      quantity: input.quantity,
+      unitId: input.unitId,
+    });
+    if (hold.outcome === 'rejected') {
+      await setStatus('rejected', { rejection: hold.rejection, reason: hold.rejection.replace(/_/g, ' ') });
+      return state;
+    }
+    Object.assign(state, {
+      holdExpiresAt: hold.holdExpiresAt,
+      amountCents: hold.amountCents,
+      currency: hold.currency,
+      oversold: hold.oversold,
+    });
+
     // --- 2. Checkout Session
     let session;
     try {
@@ -268,10 +326,18 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     // v2: a declined card no longer ends the purchase; the buyer may try again on the same session
     // until the hold lapses. Sagas started before this change replay the v1 path.
     const retryAfterDecline = patched('retry-after-decline');
+    // v3: a delayed payment completed in time keeps the unit until it settles, and a session is
+    // expired before its hold is released (so no one pays for a unit already handed on).
+    const sessionFirst = retryAfterDecline && patched('session-first-pending-held');
     let lapsed = false;
     let declinesNoted = 0;
     for (;;) {
-      const ended = () => payment === 'paid' || payment === 'failed' || cancelRequested || sessionExpired;
+      const ended = () =>
+        payment === 'paid' ||
+        payment === 'failed' ||
+        (sessionFirst && payment === 'pending') ||
+        cancelRequested ||
+        sessionExpired;
       const woke = await condition(
         () => ended() || (retryAfterDecline ? declines > declinesNoted : declined),
         Math.max(1, holdEnd - Date.now()),
@@ -285,6 +351,10 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
       await setStatus('awaiting_payment', { reason: 'the last payment attempt was declined; the buyer may try again' });
     }
     const declinedForGood = retryAfterDecline ? lapsed && declines > 0 : declined;
+    if (sessionFirst) {
+      await finish(sessionId);
+      return state;
+    }
 
     if (payment === 'paid') {
       // --- 4a. Paid in time
@@ -324,8 +394,21 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
   } catch (err) {
     if (isCancellation(err)) {
       // An operator cancelled the saga: undo what it holds, even though the workflow is cancelled.
+      // A payment already made is never dropped: it still ends in a sale or a refund.
       await CancellationScope.nonCancellable(async () => {
-        await compensate();
+        if (!patched('operator-cancel-settles-payment')) {
+          await compensate();
+          await setStatus('failed', { reason: 'cancelled by an operator' });
+          return;
+        }
+        if (!PAID_STATUSES.includes(state.status) && payment === 'paid') return confirmPaid();
+        if (state.sessionId) {
+          const closed = await stripeActs.expireCheckout(input.purchaseId, state.sessionId);
+          if (closed.paymentIntentId) state.paymentIntentId = closed.paymentIntentId;
+          if (closed.status === 'complete' && closed.paymentStatus === 'paid') return confirmPaid();
+        }
+        if (PAID_STATUSES.includes(state.status)) return;
+        await acts.releaseHold(input.purchaseId, 'release');
         await setStatus('failed', { reason: 'cancelled by an operator' });
       });
     }

@@ -93,6 +93,10 @@ export function catalogueRoutes(deps: ApiDeps, onStockChange: (sku: string) => v
     if (input.units && input.units.length !== input.stock) {
       throw invalid([{ field: 'stock', message: `must equal the number of units (${input.units.length})` }]);
     }
+    if (input.waitingRoom) {
+      // Refused rather than stored unenforced: a drop configured for a waiting room must not run without one.
+      throw invalid([{ field: 'waitingRoom', message: 'is not supported yet (the waiting room is not built)' }]);
+    }
     if (input.units && input.oversellAllowance) {
       throw invalid([{ field: 'oversellAllowance', message: 'is not supported for products of distinct units' }]);
     }

@@ -1,12 +1,19 @@
 import { Router } from '@koa/router';
-import { WithStartWorkflowOperation } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
 import { getAvailability, getProduct } from '../../activities/inventory';
-import { getPurchase, openPurchase, type PurchaseRecord, type PurchaseRequest } from '../../activities/purchases';
+import {
+  getPurchase,
+  openPurchase,
+  purchaseIdFor,
+  type PurchaseRecord,
+  type PurchaseRequest,
+} from '../../activities/purchases';
 import {
   BuyerIdKey,
   cancelSignal,
   checkoutReadyUpdate,
   FINAL_STATUSES,
+  PAID_STATUSES,
   purchaseWorkflowId,
   SkuKey,
   PurchaseStatusKey,
@@ -22,10 +29,10 @@ const purchaseBody = validator<PurchaseRequest>({
   additionalProperties: false,
   required: ['sku', 'buyerId'],
   properties: {
-    sku: { type: 'string', minLength: 1, maxLength: 64 },
-    buyerId: { type: 'string', minLength: 1, maxLength: 128 },
+    sku: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[^\\u0000-\\u001f]+$' },
+    buyerId: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f]+$' },
     quantity: { type: 'integer', minimum: 1, maximum: 1000, default: 1 },
-    unitId: { type: 'string', minLength: 1, maxLength: 64, nullable: true },
+    unitId: { type: 'string', minLength: 1, maxLength: 64, nullable: true, pattern: '^[^\\u0000-\\u001f]+$' },
   },
 });
 
@@ -48,8 +55,8 @@ export class SoldOutCache {
   }
 }
 
-function rejectionProblem(state: PurchaseState): Problem {
-  const extra = { purchaseId: state.purchaseId };
+function rejectionProblem(state: PurchaseState, heldBy?: string): Problem {
+  const extra = { purchaseId: state.purchaseId, ...(heldBy ? { heldBy } : {}) };
   switch (state.rejection) {
     case 'sold_out':
       return new Problem(409, 'sold-out', `${state.sku} is sold out`, extra);
@@ -115,18 +122,27 @@ export function purchaseRoutes(deps: ApiDeps, soldOut: SoldOutCache): Router {
 
   async function answer(state: PurchaseState | PurchaseRecord, created: boolean) {
     if (state.status === 'rejected') {
-      if (state.rejection === 'sold_out') soldOut.markSoldOut(state.sku);
-      throw rejectionProblem(state);
+      // For `hold-exists`, name the purchase the buyer holds, so they (or support) can find it.
+      const heldBy =
+        state.rejection === 'hold_exists'
+          ? (
+              await deps.db.query<{ purchase_id: string }>(
+                `SELECT purchase_id FROM holds WHERE sku = $1 AND buyer_id = $2 AND status = 'active'`,
+                [state.sku, state.buyerId],
+              )
+            ).rows[0]?.purchase_id
+          : undefined;
+      throw rejectionProblem(state, heldBy);
     }
     if (state.status === 'failed' && !state.checkoutUrl) {
+      // Final for this key (its hold was released): the buyer starts again with a new key.
       throw new Problem(
         503,
         'unavailable',
-        state.reason ?? 'the purchase could not be started',
-        { purchaseId: state.purchaseId },
-        {
-          'Retry-After': '5',
-        },
+        `${state.reason ?? 'the purchase could not be started'}; try again with a new Idempotency-Key`,
+        { purchaseId: state.purchaseId, retryWithNewKey: true },
+        // API.md: every 503 carries Retry-After; `retryWithNewKey` says this key will not succeed.
+        { 'Retry-After': '5' },
       );
     }
     return { status: created ? 201 : 200, body: purchaseView(state) };
@@ -139,8 +155,10 @@ export function purchaseRoutes(deps: ApiDeps, soldOut: SoldOutCache): Router {
     if (key.length > 255) throw invalid([{ field: 'Idempotency-Key', message: 'must be at most 255 characters' }]);
     const req = purchaseBody(ctx.request.body);
 
-    // Sold-out fast path: no workflow, no write, no lock, when nothing can come back.
-    if (soldOut.isSoldOut(req.sku)) {
+    // A retry of a known key is answered from its purchase, before any shortcut below.
+    const known = await getPurchase(deps.db, purchaseIdFor(key));
+    // Sold-out fast path for new keys: no workflow, no write, no lock, when nothing can come back.
+    if (!known && soldOut.isSoldOut(req.sku)) {
       deps.metrics.purchaseRequests.inc({ outcome: 'sold_out_fast' });
       throw new Problem(409, 'sold-out', `${req.sku} is sold out`);
     }
@@ -237,14 +255,22 @@ export function purchaseRoutes(deps: ApiDeps, soldOut: SoldOutCache): Router {
     const id = ctx.params.id;
     const record = await getPurchase(deps.db, id);
     if (!record || record.status === 'rejected') throw new Problem(404, 'purchase-not-found', `no purchase ${id}`);
-    if (['confirmed', 'late_confirmed', 'refunded'].includes(record.status)) {
+    if (PAID_STATUSES.includes(record.status)) {
       throw new Problem(409, 'not-cancellable', `purchase ${id} is ${record.status}`);
     }
     if (FINAL_STATUSES.includes(record.status)) {
       ctx.body = purchaseView(record);
       return;
     }
-    await workflows.getHandle(purchaseWorkflowId(id)).signal(cancelSignal);
+    try {
+      await workflows.getHandle(purchaseWorkflowId(id)).signal(cancelSignal);
+    } catch (err) {
+      // The saga closed a moment ago (paid, say): answer from its record. Anything else is Temporal being unreachable.
+      if (!(err instanceof WorkflowNotFoundError)) {
+        deps.log(`cancel ${id}: could not signal its workflow`, err);
+        throw new Problem(503, 'unavailable', 'could not reach the purchase; try again', {}, { 'Retry-After': '2' });
+      }
+    }
     // Answer with the outcome when the saga settles quickly (it normally does), else with what we know.
     const deadline = Date.now() + 5000;
     let now = record;
@@ -252,7 +278,7 @@ export function purchaseRoutes(deps: ApiDeps, soldOut: SoldOutCache): Router {
       await new Promise((r) => setTimeout(r, 50));
       now = (await getPurchase(deps.db, id))!;
     }
-    if (['confirmed', 'late_confirmed'].includes(now.status)) {
+    if (PAID_STATUSES.includes(now.status)) {
       throw new Problem(409, 'not-cancellable', `purchase ${id} was paid`);
     }
     ctx.body = purchaseView(now);

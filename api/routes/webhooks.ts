@@ -2,7 +2,15 @@ import { Router } from '@koa/router';
 import type Koa from 'koa';
 import type Stripe from 'stripe';
 import { getPurchase } from '../../activities/purchases';
-import { paymentEventSignal, purchaseWorkflowId, type PaymentEvent } from '../../workflows/definitions';
+import {
+  BuyerIdKey,
+  FINAL_STATUSES,
+  paymentEventSignal,
+  purchaseWorkflowId,
+  PurchaseStatusKey,
+  SkuKey,
+  type PaymentEvent,
+} from '../../workflows/definitions';
 import type { purchaseWorkflow } from '../../workflows/purchase';
 import type { ApiDeps } from '../deps';
 import { Problem } from '../problem';
@@ -13,6 +21,12 @@ const HANDLED = new Set<PaymentEvent['type']>([
   'checkout.session.async_payment_failed',
   'checkout.session.expired',
   'payment_intent.payment_failed',
+]);
+
+const NO_PAYMENT = new Set<PaymentEvent['type']>([
+  'checkout.session.expired',
+  'payment_intent.payment_failed',
+  'checkout.session.async_payment_failed',
 ]);
 
 const MAX_BODY = 512 * 1024;
@@ -98,6 +112,16 @@ export function webhookRoutes(deps: ApiDeps): Router {
       return;
     }
 
+    // A closed-out purchase cannot be changed by an event that brings no money (an expiry the saga
+    // asked for, a decline, a failed delayed payment): no follow-up run for those.
+    const bringsNoPayment = NO_PAYMENT.has(mapped.payment.type);
+    if (bringsNoPayment && FINAL_STATUSES.includes(purchase.status)) {
+      await deps.db.query(`UPDATE webhook_events SET status = 'ignored' WHERE event_id = $1`, [event.id]);
+      deps.metrics.webhookEvents.inc({ result: 'ignored' });
+      ctx.body = { received: true };
+      return;
+    }
+
     try {
       await deps.temporal.workflow.signalWithStart<typeof purchaseWorkflow, [PaymentEvent]>('purchaseWorkflow', {
         workflowId: purchaseWorkflowId(purchase.purchaseId),
@@ -114,6 +138,12 @@ export function webhookRoutes(deps: ApiDeps): Router {
         signal: paymentEventSignal,
         signalArgs: [mapped.payment],
         workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        // A follow-up run must be as findable in the Temporal UI as the first one.
+        typedSearchAttributes: [
+          { key: SkuKey, value: purchase.sku },
+          { key: BuyerIdKey, value: purchase.buyerId },
+          { key: PurchaseStatusKey, value: purchase.status },
+        ],
       });
     } catch (err) {
       deps.metrics.webhookEvents.inc({ result: 'error' });

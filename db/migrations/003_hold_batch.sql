@@ -15,9 +15,13 @@ BEGIN
       FROM lapsed WHERE h.purchase_id = lapsed.purchase_id
     RETURNING h.purchase_id, h.bucket, h.quantity, h.oversold, h.unit_ids
   ), restored AS (
+    -- Real units to the hold's bucket; allowance units to bucket 0, the only one with a floor below zero.
     UPDATE stock_buckets s SET available = s.available + v.qty
-      FROM (SELECT bucket, sum(quantity)::int AS qty FROM expired GROUP BY bucket) v
-     WHERE s.sku = p_sku AND s.bucket = v.bucket
+      FROM (SELECT bucket, sum(qty)::int AS qty
+              FROM (SELECT bucket, quantity - oversold AS qty FROM expired
+                    UNION ALL SELECT 0, oversold FROM expired) parts
+             GROUP BY bucket) v
+     WHERE s.sku = p_sku AND s.bucket = v.bucket AND v.qty > 0
   ), freed AS (
     UPDATE units u SET status = 'free', purchase_id = NULL
       FROM expired e WHERE e.unit_ids IS NOT NULL AND u.purchase_id = e.purchase_id
@@ -167,7 +171,8 @@ BEGIN
   FOR i IN 1..n LOOP
     IF res_out[i] = 'held' AND NOT (p_ids[i] = ANY(inserted)) THEN
       res_out[i] := 'lost';
-      UPDATE stock_buckets s SET available = s.available + p_qty[i] WHERE s.sku = p_sku AND s.bucket = res_bucket[i];
+      UPDATE stock_buckets s SET available = s.available + p_qty[i] - res_over[i] WHERE s.sku = p_sku AND s.bucket = res_bucket[i];
+      UPDATE stock_buckets s SET available = s.available + res_over[i] WHERE s.sku = p_sku AND s.bucket = 0;
     END IF;
   END LOOP;
 

@@ -5,6 +5,7 @@ import {
   createProduct,
   getAvailability,
   releaseHold,
+  restockProduct,
   restockSale,
   retakeForLatePayment,
   sweepExpired,
@@ -255,5 +256,33 @@ test('a failing batch rejects only its own requests', async (t) => {
   const good = await desk.take({ purchaseId: `${p.sku}-good`, sku: p.sku, buyerId: 'y', quantity: 1 });
   t.is(good.outcome, 'held');
   t.like(await getAvailability(db, p.sku), { available: 4, held: 1 });
+  await assertInvariants(t, db, p.sku);
+});
+
+test('units taken from the oversell allowance go back to the allowance, so they are flagged when sold again', async (t) => {
+  const p = await createProduct(db, product({ stock: 2, buckets: 2, oversellAllowance: 1, maxPerBuyer: 3 }));
+  const big = await takeHold(db, { purchaseId: `${p.sku}-big`, sku: p.sku, buyerId: 'big', quantity: 3 });
+  t.like(big, { outcome: 'held', hold: { oversold: 1 } });
+  await releaseHold(db, `${p.sku}-big`);
+  const desk = new HoldDesk(db);
+  const singles = await Promise.all(
+    [0, 1, 2, 3].map((i) => desk.take({ purchaseId: `${p.sku}-s${i}`, sku: p.sku, buyerId: `s${i}`, quantity: 1 })),
+  );
+  const held = singles.filter((r): r is Extract<HoldResult, { outcome: 'held' }> => r.outcome === 'held');
+  t.is(held.length, 3);
+  t.is(held.filter((r) => r.hold.oversold === 1).length, 1, 'the third unit is flagged as oversold again');
+  t.like(await getAvailability(db, p.sku), { available: 0, held: 3, oversold: 1 });
+  await assertInvariants(t, db, p.sku);
+});
+
+test('a product created empty keeps its buckets, and a restock spreads over them', async (t) => {
+  const p = await createProduct(db, product({ stock: 0, buckets: 4 }));
+  await restockProduct(db, p.sku, 10);
+  const { rows } = await db.query('SELECT available FROM stock_buckets WHERE sku = $1 ORDER BY bucket', [p.sku]);
+  t.deepEqual(
+    rows.map((r) => r.available),
+    [3, 3, 2, 2],
+  );
+  t.like(await getAvailability(db, p.sku), { total: 10, available: 10 });
   await assertInvariants(t, db, p.sku);
 });

@@ -46,6 +46,19 @@ async function main(): Promise<void> {
     await sys.pay(s, 'async_succeeded');
     await sys.waitForPurchase(asyncPaid.body.purchaseId, final);
 
+    const cancelled = await sys.buy(sku, 'replay-operator-cancel');
+    await sys.temporal.workflow.getHandle(purchaseWorkflowId(cancelled.body.purchaseId)).cancel();
+    await sys.waitForPurchase(cancelled.body.purchaseId, final);
+
+    const slow = await sys.createProduct({ stock: 1, holdSeconds: 1 });
+    const pending = await sys.buy(slow, 'replay-pending');
+    const pendingSession = await sessionOf(sys.db, pending.body.purchaseId);
+    await sys.pay(pendingSession, 'async_pending');
+    await sys.waitForPurchase(pending.body.purchaseId, (r) => /settling/.test(r.reason ?? ''));
+    await new Promise((r) => setTimeout(r, 1500));
+    await sys.pay(pendingSession, 'async_succeeded');
+    await sys.waitForPurchase(pending.body.purchaseId, final);
+
     const short = await sys.createProduct({ stock: 1, holdSeconds: 1 });
     const late = await sys.buy(short, 'replay-late');
     await sys.waitForPurchase(late.body.purchaseId, final);
@@ -60,6 +73,8 @@ async function main(): Promise<void> {
     await save('declined-then-paid', purchaseWorkflowId(declined.body.purchaseId));
     await save('async-paid', purchaseWorkflowId(asyncPaid.body.purchaseId));
     await save('paid-winner', purchaseWorkflowId(winner.body.purchaseId));
+    await save('operator-cancel', purchaseWorkflowId(cancelled.body.purchaseId));
+    await save('delayed-payment-held-past-hold', purchaseWorkflowId(pending.body.purchaseId));
     // The late payment may reach the first run or, once it closed, a follow-up run of the same id: keep every run.
     let n = 0;
     for await (const run of sys.temporal.workflow.list({

@@ -234,3 +234,82 @@ test('support refunds a confirmed order once, and with restock the unit is on sa
   t.is(refuse.body.type, 'not-refundable');
   await assertInvariants(t, sys.db, sku);
 });
+
+test('a delayed payment completed in time keeps the unit held past the hold, then confirms', async (t) => {
+  const sku = await product({ holdSeconds: 2, stock: 1 });
+  const res = await sys.buy(sku, 'quinn');
+  const sessionId = await sessionOf(sys.db, res.body.purchaseId);
+  await sys.pay(sessionId, 'async_pending');
+  await sys.waitForPurchase(res.body.purchaseId, (r) => /delayed payment is settling/.test(r.reason ?? ''));
+  // Well past the two-second hold, the unit is still this buyer's.
+  await new Promise((r) => setTimeout(r, 2500));
+  t.like(await stock(sku), { available: 0, held: 1 });
+  t.is((await sys.buy(sku, 'rita')).status, 409);
+  await sys.pay(sessionId, 'async_succeeded');
+  await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
+  t.like(await stock(sku), { available: 0, held: 0, sold: 1 });
+  await assertInvariants(t, sys.db, sku);
+});
+
+test('an operator who cancels a saga gets the hold released, the session closed and the purchase failed', async (t) => {
+  const sku = await product();
+  const res = await sys.buy(sku, 'sam');
+  await sys.temporal.workflow.getHandle(`purchase-${res.body.purchaseId}`).cancel();
+  const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'failed');
+  t.is(p.reason, 'cancelled by an operator');
+  t.like(await stock(sku), { available: 5, held: 0 });
+  t.true((await sys.pay(p.checkout_session_id, 'succeeded')).status >= 400, 'the session is closed');
+  await assertInvariants(t, sys.db, sku);
+});
+
+test('a retry with the same key is answered from its purchase even after the SKU sold out', async (t) => {
+  const sku = await product({ stock: 1 });
+  const key = `retry-${sku}`;
+  const first = await sys.buy(sku, 'tom', {}, key);
+  await sys.pay(await sessionOf(sys.db, first.body.purchaseId), 'succeeded');
+  await sys.waitForPurchase(first.body.purchaseId, (r) => r.status === 'confirmed');
+  t.is((await sys.buy(sku, 'uma')).status, 409, 'the next buyer is told sold out (and the fast path is armed)');
+  const again = await sys.buy(sku, 'tom', {}, key);
+  t.is(again.status, 200);
+  t.like(again.body, { purchaseId: first.body.purchaseId, status: 'confirmed' });
+});
+
+test('a seat bought by id is answered the same on a retry with the same key', async (t) => {
+  const sku = await product({ stock: 3, units: ['A1', 'A2', 'A3'] });
+  const key = `seat-${sku}`;
+  const first = await sys.buy(sku, 'vera', { unitId: 'A2' }, key);
+  t.is(first.status, 201, JSON.stringify(first.body));
+  const again = await sys.buy(sku, 'vera', { unitId: 'A2' }, key);
+  t.is(again.status, 200);
+  t.is(again.body.purchaseId, first.body.purchaseId);
+  const taken = await sys.buy(sku, 'walt', { unitId: 'A2' });
+  t.is(taken.status, 409);
+  await assertInvariants(t, sys.db, sku);
+});
+
+test('hold-exists names the purchase the buyer already holds', async (t) => {
+  const sku = await product();
+  const first = await sys.buy(sku, 'xena');
+  const second = await sys.buy(sku, 'xena');
+  t.is(second.status, 409);
+  t.is(second.body.type, 'hold-exists');
+  t.is(second.body.heldBy, first.body.purchaseId);
+});
+
+test.serial('a support refund that Stripe refuses is a clear 409, and calling again refunds once it can', async (t) => {
+  const sku = await product();
+  const res = await sys.buy(sku, 'yves');
+  await sys.pay(await sessionOf(sys.db, res.body.purchaseId), 'succeeded');
+  await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
+  const path = `/v1/support/purchases/${res.body.purchaseId}/refund`;
+  const auth = { authorization: `Bearer ${SUPPORT_TOKEN}` };
+  await sys.emulatorCall('POST', '/_emulator/faults', { path: '/v1/refunds', method: 'POST', status: 400, count: 1 });
+  const refused = await sys.api('POST', path, { reason: 'wrong size', restock: false }, auth);
+  t.is(refused.status, 409, JSON.stringify(refused.body));
+  t.is(refused.body.type, 'not-refundable');
+  t.regex(refused.body.detail, /refund failed/);
+  const ok = await sys.api('POST', path, { reason: 'wrong size', restock: false }, auth);
+  t.is(ok.status, 202, JSON.stringify(ok.body));
+  await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'refunded');
+  t.is(await refundsOf(res.body.purchaseId), 1);
+});

@@ -132,6 +132,7 @@ test.serial('session creation failing for good releases the hold and fails the p
   t.is(res.status, 503);
   t.is(res.body.type, 'unavailable');
   t.truthy(res.headers.get('retry-after'));
+  t.true(res.body.retryWithNewKey, 'this key is final: the buyer starts again with a new one');
   const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'failed');
   t.regex(p.reason, /could not open the Checkout Session/);
   t.deepEqual(await movements(sku), ['create', 'hold', 'release']);
@@ -175,4 +176,28 @@ test.serial('bad input is a problem naming the fields, and writes nothing', asyn
   t.is(unauth.body.type, 'unauthorized');
   const after = (await sys.db.query('SELECT count(*)::int AS n FROM purchases')).rows[0].n;
   t.is(after, before);
+});
+
+test('control characters, unknown methods and waiting rooms not yet built are clear 4xx problems', async (t) => {
+  const nul = await sys.api('POST', '/v1/purchases', { sku: 'a\u0000b', buyerId: 'x' }, { 'idempotency-key': 'nul-1' });
+  t.is(nul.status, 400);
+  t.is(nul.body.errors[0].field, 'sku');
+  const method = await sys.api('DELETE', '/v1/purchases');
+  t.is(method.status, 405);
+  t.is(method.body.type, 'method-not-allowed');
+  const room = await sys.api(
+    'POST',
+    '/v1/products',
+    {
+      sku: 'room-1',
+      name: 'x',
+      priceCents: 1,
+      currency: 'usd',
+      stock: 1,
+      waitingRoom: { admitPerSecond: 5, maxActive: 10 },
+    },
+    { authorization: 'Bearer test-admin-token' },
+  );
+  t.is(room.status, 400);
+  t.is(room.body.errors[0].field, 'waitingRoom');
 });
