@@ -1,7 +1,5 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { describeExit, freePort, runCommand, seconds, sleep, spawnChild, type ChildHandle, type Log } from './proc';
-import { toolCacheDir, which } from './tools';
+import { describeExit, freePort, sleep, spawnChild, type ChildHandle, type Log } from './proc';
+import { findOrBuildGoTool } from './tools';
 
 /** Stripe's official mock: stateless, but it validates each request against Stripe's OpenAPI spec. */
 export const STRIPE_MOCK_MODULE = 'github.com/stripe/stripe-mock';
@@ -15,64 +13,18 @@ export interface StripeMock {
   stop(): Promise<void>;
 }
 
-/**
- * Finds stripe-mock: `STRIPE_MOCK_PATH`, then `stripe-mock` on PATH, then the tool cache. When none exists
- * it builds it into the tool cache with `go install` (seconds, once per machine).
- */
-export async function findOrBuildStripeMock(log: Log): Promise<string> {
-  const fromEnv = process.env.STRIPE_MOCK_PATH;
-  if (fromEnv) {
-    if (!isExecutable(fromEnv)) throw new Error(`STRIPE_MOCK_PATH=${fromEnv} is not an executable file`);
-    return fromEnv;
-  }
-  const onPath = which('stripe-mock');
-  if (onPath) return onPath;
-  const cached = path.join(toolCacheDir(), 'stripe-mock');
-  if (isExecutable(cached)) return cached;
-  await buildStripeMock(toolCacheDir(), log);
-  return cached;
-}
-
-async function buildStripeMock(binDir: string, log: Log): Promise<void> {
-  const go = which('go') ?? (isExecutable('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
-  if (!go) {
-    throw new Error(
-      `stripe-mock was not found (STRIPE_MOCK_PATH, PATH, ${binDir}) and Go is not installed to build it with ` +
-        `\`GOBIN=${binDir} go install ${STRIPE_MOCK_MODULE}@latest\`; install Go (https://go.dev/dl) or set STRIPE_MOCK_PATH`,
-    );
-  }
-  const version = (await runCommand(go, ['version'])).trim();
-  fs.mkdirSync(binDir, { recursive: true });
-  const failures: string[] = [];
-  for (const module of [`${STRIPE_MOCK_MODULE}@latest`, `${STRIPE_MOCK_MODULE}@${STRIPE_MOCK_PINNED_VERSION}`]) {
-    log(`building stripe-mock (first run only)… go install ${module} with ${version}`);
-    // Build into a private folder and rename into place, so two test runs building at once never
-    // leave a half-written binary in the cache.
-    const staging = fs.mkdtempSync(path.join(binDir, '.build-'));
-    const started = Date.now();
-    try {
-      const build = spawnChild({
-        name: 'go install',
-        command: go,
-        args: ['install', module],
-        env: { ...process.env, GOBIN: staging },
-        onLine: (line) => log(`go: ${line.replace(/^go: /, '')}`),
-        deathSignal: 'SIGTERM',
-        stopSteps: [['SIGTERM', 5_000]],
-      });
-      const exit = await build.exited;
-      const built = path.join(staging, 'stripe-mock');
-      if (exit.code === 0 && isExecutable(built)) {
-        fs.renameSync(built, path.join(binDir, 'stripe-mock'));
-        log(`built stripe-mock in ${seconds(started)}: ${path.join(binDir, 'stripe-mock')}`);
-        return;
-      }
-      failures.push(`\`GOBIN=${binDir} go install ${module}\` ${describeExit(exit)}\n${build.output()}`);
-    } finally {
-      fs.rmSync(staging, { recursive: true, force: true });
-    }
-  }
-  throw new Error(`building stripe-mock failed:\n${failures.join('\n')}`);
+/** Finds stripe-mock (STRIPE_MOCK_PATH, PATH, the tool cache), or builds it with `go install` (seconds, once). */
+export function findOrBuildStripeMock(log: Log): Promise<string> {
+  return findOrBuildGoTool(
+    {
+      binary: 'stripe-mock',
+      title: 'stripe-mock',
+      envVar: 'STRIPE_MOCK_PATH',
+      modules: [`${STRIPE_MOCK_MODULE}@latest`, `${STRIPE_MOCK_MODULE}@${STRIPE_MOCK_PINNED_VERSION}`],
+      expected: 'first run only, under a minute',
+    },
+    log,
+  );
 }
 
 /**
@@ -127,15 +79,5 @@ async function waitUntilAnswering(url: string, child: ChildHandle, timeoutMs: nu
       }
       await sleep(100);
     }
-  }
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    if (!fs.statSync(file).isFile()) return false;
-    fs.accessSync(file, fs.constants.X_OK);
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -11,68 +11,98 @@ export function toolCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.FLASH_SALE_TOOLS_DIR || path.join(os.homedir(), '.cache', 'flash-sale-checkout', 'bin');
 }
 
+export interface GoTool {
+  /** The binary's name (on PATH, in the tool cache, and what `go install` writes). */
+  binary: string;
+  /** What to call it in messages. */
+  title: string;
+  /** The environment variable that names a binary to use instead. */
+  envVar: string;
+  /** `go install` targets, tried in order until one builds. */
+  modules: string[];
+  /** Said while building: how long it usually takes. */
+  expected: string;
+}
+
 /**
- * Finds the Temporal CLI: `TEMPORAL_CLI_PATH`, then `temporal` on PATH, then the tool cache. When none
- * exists it builds it into the tool cache with `go install` (a few minutes, once per machine).
+ * Finds a tool: its environment variable, then PATH, then the tool cache. When none exists it is
+ * built into the tool cache with `go install` (once per machine).
  */
-export async function findTemporalCli(log: Log, opts: { signal?: AbortSignal } = {}): Promise<string> {
-  const fromEnv = process.env.TEMPORAL_CLI_PATH;
+export async function findOrBuildGoTool(tool: GoTool, log: Log, signal?: AbortSignal): Promise<string> {
+  const fromEnv = process.env[tool.envVar];
   if (fromEnv) {
-    if (!isExecutable(fromEnv)) throw new Error(`TEMPORAL_CLI_PATH=${fromEnv} is not an executable file`);
+    if (!isExecutable(fromEnv)) throw new Error(`${tool.envVar}=${fromEnv} is not an executable file`);
     return fromEnv;
   }
-  const onPath = which('temporal');
+  const onPath = which(tool.binary);
   if (onPath) return onPath;
-  const cached = path.join(toolCacheDir(), 'temporal');
+  const cached = path.join(toolCacheDir(), tool.binary);
   if (isExecutable(cached)) return cached;
-  await buildTemporalCli(toolCacheDir(), log, opts.signal);
+  await buildGoTool(tool, toolCacheDir(), log, signal);
   return cached;
 }
 
-async function buildTemporalCli(binDir: string, log: Log, signal?: AbortSignal): Promise<void> {
-  const command = `go install ${TEMPORAL_CLI_MODULE}`;
+/** Finds (or builds) the Temporal CLI, whose `server start-dev` is the local Temporal server. */
+export function findTemporalCli(log: Log, opts: { signal?: AbortSignal } = {}): Promise<string> {
+  return findOrBuildGoTool(
+    {
+      binary: 'temporal',
+      title: 'the Temporal CLI',
+      envVar: 'TEMPORAL_CLI_PATH',
+      modules: [TEMPORAL_CLI_MODULE],
+      expected: 'first run only, a few minutes',
+    },
+    log,
+    opts.signal,
+  );
+}
+
+async function buildGoTool(tool: GoTool, binDir: string, log: Log, signal?: AbortSignal): Promise<void> {
   const go = which('go') ?? (isExecutable('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
   if (!go) {
     throw new Error(
-      `the Temporal CLI was not found (TEMPORAL_CLI_PATH, PATH, ${binDir}) and Go is not installed to build it ` +
-        `with \`GOBIN=${binDir} ${command}\`; install Go (https://go.dev/dl) or set TEMPORAL_CLI_PATH`,
+      `${tool.title} was not found (${tool.envVar}, PATH, ${binDir}) and Go is not installed to build it ` +
+        `with \`GOBIN=${binDir} go install ${tool.modules[0]}\`; install Go (https://go.dev/dl) or set ${tool.envVar}`,
     );
   }
   const version = (await runCommand(go, ['version'])).trim();
-  log(`building the Temporal CLI (first run only, a few minutes)… ${command} with ${version}`);
   fs.mkdirSync(binDir, { recursive: true });
-  // Build into a private folder and rename into place, so two launchers building at once never
-  // leave a half-written binary in the cache.
-  const staging = fs.mkdtempSync(path.join(binDir, '.build-'));
-  const started = Date.now();
-  const build = spawnChild({
-    name: 'go install',
-    command: go,
-    args: ['install', TEMPORAL_CLI_MODULE],
-    env: { ...process.env, GOBIN: staging },
-    onLine: (line) => log(`go: ${line.replace(/^go: /, '')}`),
-    deathSignal: 'SIGTERM',
-    stopSteps: [['SIGTERM', 5_000]],
-  });
-  const heartbeat = setInterval(() => log(`still building the Temporal CLI (${seconds(started)})…`), 30_000);
-  const onAbort = (): void => void build.stop().catch(() => {});
-  signal?.addEventListener('abort', onAbort, { once: true });
-  try {
-    const exit = await build.exited;
-    if (signal?.aborted) throw new Error('aborted while building the Temporal CLI');
-    const built = path.join(staging, 'temporal');
-    if (exit.code !== 0 || !isExecutable(built)) {
-      throw new Error(
-        `building the Temporal CLI failed: \`GOBIN=${binDir} ${command}\` ${describeExit(exit)}\n` + build.output(),
-      );
+  const failures: string[] = [];
+  for (const module of tool.modules) {
+    log(`building ${tool.title} (${tool.expected})… go install ${module} with ${version}`);
+    // Build into a private folder and rename into place, so two launchers building at once never
+    // leave a half-written binary in the cache.
+    const staging = fs.mkdtempSync(path.join(binDir, '.build-'));
+    const started = Date.now();
+    const build = spawnChild({
+      name: 'go install',
+      command: go,
+      args: ['install', module],
+      env: { ...process.env, GOBIN: staging },
+      onLine: (line) => log(`go: ${line.replace(/^go: /, '')}`),
+      deathSignal: 'SIGTERM',
+      stopSteps: [['SIGTERM', 5_000]],
+    });
+    const heartbeat = setInterval(() => log(`still building ${tool.title} (${seconds(started)})…`), 30_000);
+    const onAbort = (): void => void build.stop().catch(() => {});
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const exit = await build.exited;
+      if (signal?.aborted) throw new Error(`aborted while building ${tool.title}`);
+      const built = path.join(staging, tool.binary);
+      if (exit.code === 0 && isExecutable(built)) {
+        fs.renameSync(built, path.join(binDir, tool.binary));
+        log(`built ${tool.title} in ${seconds(started)}: ${path.join(binDir, tool.binary)}`);
+        return;
+      }
+      failures.push(`\`GOBIN=${binDir} go install ${module}\` ${describeExit(exit)}\n${build.output()}`);
+    } finally {
+      clearInterval(heartbeat);
+      signal?.removeEventListener('abort', onAbort);
+      fs.rmSync(staging, { recursive: true, force: true });
     }
-    fs.renameSync(built, path.join(binDir, 'temporal'));
-    log(`built the Temporal CLI in ${seconds(started)}: ${path.join(binDir, 'temporal')}`);
-  } finally {
-    clearInterval(heartbeat);
-    signal?.removeEventListener('abort', onAbort);
-    fs.rmSync(staging, { recursive: true, force: true });
   }
+  throw new Error(`building ${tool.title} failed:\n${failures.join('\n')}`);
 }
 
 /** The first executable named `name` on PATH. */
