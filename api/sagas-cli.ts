@@ -2,7 +2,8 @@
 // reason, and prints the Temporal UI filters that find them. Read-only. Exit 0 (also when nothing is
 // stuck), 1 when Temporal or Postgres cannot be reached, 2 on bad arguments.
 import { parseArgs } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectTemporalFromEnv, runCli, UsageError } from './cli';
 import pg from 'pg';
 import { formatDuration, parseDuration, scanStuckSagas, type StuckSaga, type StuckScan } from './sagas';
 
@@ -22,8 +23,6 @@ Lists purchase and refund sagas that should have moved on and did not:
 
 Environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default default),
 DATABASE_URL (optional).`;
-
-class UsageError extends Error {}
 
 interface Args {
   olderThanMs: number;
@@ -113,30 +112,11 @@ function render(scan: StuckScan, args: Args, now: Date): string {
   return lines.join('\n');
 }
 
-async function main(argv: string[]): Promise<number> {
-  let args;
-  try {
-    args = parse(argv);
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    console.error(`sagas: ${err.message}\n\n${USAGE}`);
-    return 2;
-  }
-  if (args === 'help') {
-    console.log(USAGE);
-    return 0;
-  }
-
-  const address = process.env.TEMPORAL_ADDRESS || '127.0.0.1:7233';
-  const namespace = process.env.TEMPORAL_NAMESPACE || 'default';
+async function main(args: Args): Promise<number> {
   const databaseUrl = process.env.DATABASE_URL || undefined;
-  let connection: Connection;
-  try {
-    connection = await Connection.connect({ address, connectTimeout: '10s' });
-  } catch (err) {
-    console.error(`sagas: cannot reach Temporal at ${address} (TEMPORAL_ADDRESS): ${(err as Error).message}`);
-    return 1;
-  }
+  const temporal = await connectTemporalFromEnv('sagas');
+  if (!temporal) return 1;
+  const { connection, namespace } = temporal;
   const db = databaseUrl ? new pg.Pool({ connectionString: databaseUrl, max: 2 }) : undefined;
   try {
     const now = new Date();
@@ -177,10 +157,4 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runCli('sagas', USAGE, parse, main);

@@ -4,7 +4,8 @@
 // not refundable, 2 usage or configuration errors.
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectTemporalFromEnv, runCli, UsageError } from './cli';
 import pg from 'pg';
 import { requestSupportRefund } from './support';
 
@@ -15,8 +16,6 @@ puts the unit back on sale. Running it again for the same purchase does not refu
 
 Environment: DATABASE_URL (required), TEMPORAL_ADDRESS (default 127.0.0.1:7233),
 TEMPORAL_NAMESPACE (default default), TASK_QUEUE (default purchases).`;
-
-class UsageError extends Error {}
 
 interface Args {
   purchaseId: string;
@@ -61,19 +60,7 @@ function operator(): string {
   }
 }
 
-async function main(argv: string[]): Promise<number> {
-  let args;
-  try {
-    args = parse(argv);
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    console.error(`support: ${err.message}\n\n${USAGE}`);
-    return 2;
-  }
-  if (args === 'help') {
-    console.log(USAGE);
-    return 0;
-  }
+async function main(args: Args): Promise<number> {
   const databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) {
     console.error(
@@ -81,17 +68,11 @@ async function main(argv: string[]): Promise<number> {
     );
     return 2;
   }
-  const address = process.env.TEMPORAL_ADDRESS || '127.0.0.1:7233';
-  const namespace = process.env.TEMPORAL_NAMESPACE || 'default';
   const taskQueue = process.env.TASK_QUEUE || 'purchases';
 
-  let connection: Connection;
-  try {
-    connection = await Connection.connect({ address, connectTimeout: '10s' });
-  } catch (err) {
-    console.error(`support: cannot reach Temporal at ${address} (TEMPORAL_ADDRESS): ${(err as Error).message}`);
-    return 1;
-  }
+  const temporal = await connectTemporalFromEnv('support');
+  if (!temporal) return 1;
+  const { connection, namespace } = temporal;
   const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   try {
     const answer = await requestSupportRefund(
@@ -123,10 +104,4 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runCli('support', USAGE, parse, main);
