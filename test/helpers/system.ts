@@ -55,6 +55,8 @@ export interface System {
   emulator: Emulator;
   taskQueue: string;
   apiUrl: string;
+  /** The API's lifecycle flag: set `draining` to see what a shutting-down API answers. */
+  lifecycle: ApiDeps['lifecycle'];
   /** Starts a worker in this process (tests that kill workers run their own in a child process). */
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
@@ -126,6 +128,7 @@ export async function startSystem(
     emulator,
     taskQueue,
     apiUrl,
+    lifecycle: deps.lifecycle,
     async startWorker() {
       workerConnection ??= await NativeConnection.connect({ address: temporalAddress() });
       worker = await createPurchaseWorker({

@@ -1,0 +1,41 @@
+import test from 'ava';
+import { startSystem, type System } from '../helpers/system';
+
+let sys: System;
+test.before(async () => {
+  sys = await startSystem({ worker: true });
+});
+test.after.always(async () => {
+  await sys?.close();
+});
+
+test.serial('metrics count purchases by outcome, checkout latency and webhook results', async (t) => {
+  const sku = await sys.createProduct({ stock: 1 });
+  const res = await sys.buy(sku, 'metrics-buyer');
+  t.is(res.status, 201);
+  await sys.pay(res.body.checkoutUrl.split('/').pop(), 'succeeded');
+  await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
+  const metrics = await sys.api('GET', '/metrics');
+  t.is(metrics.status, 200);
+  t.regex(metrics.headers.get('content-type') ?? '', /^text\/plain/);
+  const text = metrics.body as string;
+  t.regex(text, /flashsale_purchase_requests_total\{outcome="created"\} 1/);
+  t.regex(text, /flashsale_purchase_checkout_seconds_count 1/);
+  t.regex(text, /flashsale_webhook_events_total\{result="delivered"\} [1-9]/);
+  t.regex(text, /flashsale_purchases\{status="confirmed"\} [1-9]/);
+});
+
+test.serial('readyz says ready with Postgres and Temporal up, and 503 while draining', async (t) => {
+  t.is((await sys.api('GET', '/healthz')).status, 200);
+  const ready = await sys.api('GET', '/readyz');
+  t.is(ready.status, 200);
+  t.deepEqual(ready.body.checks, { postgres: 'ok', temporal: 'ok' });
+  sys.lifecycle.draining = true;
+  try {
+    const draining = await sys.api('GET', '/readyz');
+    t.is(draining.status, 503);
+    t.is(draining.body.status, 'draining');
+  } finally {
+    sys.lifecycle.draining = false;
+  }
+});
