@@ -140,6 +140,16 @@ export async function recordPurchase(db: Db, purchaseId: string, patch: Purchase
   );
 }
 
+/** Paid orders of a SKU that took units beyond stock (the oversell allowance), oldest first. */
+export async function listOversoldOrders(db: Db, sku: string): Promise<string[]> {
+  const { rows } = await db.query<{ purchase_id: string }>(
+    `SELECT purchase_id FROM purchases
+      WHERE sku = $1 AND oversold AND status IN ('confirmed', 'late_confirmed') ORDER BY created_at`,
+    [sku],
+  );
+  return rows.map((r) => r.purchase_id);
+}
+
 export async function appendAudit(
   db: Db,
   purchaseId: string,

@@ -123,6 +123,8 @@ test('usage errors exit 2 with the usage', async (t) => {
     ['refund', 'p1', '--reason', 'x', '--force'],
     ['refund', 'p1', '--reason'],
     ['refnud', 'p1', '--reason', 'x'],
+    ['refund-oversold', '--reason', 'x'],
+    ['refund-oversold', 'sku-1', '--reason', 'x', '--restock'],
   ]) {
     const out = await supportCli(args);
     t.is(out.code, 2, `${args.join(' ')}: ${out.stderr}`);
@@ -134,4 +136,23 @@ test('without DATABASE_URL the CLI stops with a message naming it, exit 2', asyn
   const out = await supportCli(['refund', 'p1', '--reason', 'x'], { DATABASE_URL: '' });
   t.is(out.code, 2);
   t.regex(out.stderr, /DATABASE_URL is required/);
+});
+
+test('refund-oversold refunds exactly the orders sold beyond stock and gives their units back to the allowance', async (t) => {
+  const sku = await sys.createProduct({ stock: 1, oversellAllowance: 1 });
+  const first = await confirmedPurchase(sku, 'cli-real');
+  const second = await confirmedPurchase(sku, 'cli-over');
+  t.like(await stock(sku), { sold: 2, oversold: 1, soldOut: true });
+
+  const out = await supportCli(['refund-oversold', sku, '--reason', 'sold beyond stock; sorry']);
+  t.is(out.code, 0, out.stderr);
+  t.regex(out.stdout, /1 of 1 oversold order\(s\) of \S+ refunded/);
+  t.is(await refundsOf(second), 1);
+  t.is(await refundsOf(first), 0);
+  t.like(await stock(sku), { sold: 1, oversold: 0, available: 0 });
+  const again = await supportCli(['refund-oversold', sku, '--reason', 'sold beyond stock; sorry']);
+  t.is(again.code, 0);
+  t.regex(again.stdout, /no orders of \S+ are flagged as oversold/);
+  t.is(await refundsOf(second), 1);
+  await assertInvariants(t, sys.db, sku);
 });
