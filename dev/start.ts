@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop(0));
 
   stack = await startStack({
-    dataDir: path.join(root, '.data'),
+    dataDir: env.FLASH_SALE_DATA_DIR || path.join(root, '.data'),
     persistent: true,
     log,
     temporal: { port: Number(env.TEMPORAL_PORT || 7233), uiPort: Number(env.TEMPORAL_UI_PORT || 8233) },
