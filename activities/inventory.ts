@@ -354,77 +354,13 @@ async function returnToStock(tx: Tx, holds: HoldRow[], kind: 'release' | 'expire
 }
 
 // ---------------------------------------------------------------------------------------------
-// Allocation over buckets
-
-export interface BucketState {
-  bucket: number;
-  available: number;
-  floor: number;
-}
+// Taking stock
 
 export interface Allocation {
-  /** units taken per bucket */
-  takes: Map<number, number>;
-  /** the bucket a release returns the units to */
+  /** the bucket a release returns the real units to */
   bucket: number;
   /** units taken beyond real stock, from the oversell allowance */
   oversold: number;
-}
-
-/**
- * Serves `quantities` in order from the buckets' real stock first (starting at bucket `start`),
- * then from the allowance below zero. Returns null for a request that cannot be served in full;
- * a later, smaller request may still be. Mutates `buckets` to the state after allocation.
- */
-export function allocate(buckets: BucketState[], quantities: number[], start = 0): (Allocation | null)[] {
-  const n = buckets.length;
-  const order = Array.from({ length: n }, (_, i) => buckets[(start + i) % n]);
-  return quantities.map((qty) => {
-    const room = order.reduce((s, b) => s + (b.available - b.floor), 0);
-    if (room < qty) return null;
-    const takes = new Map<number, number>();
-    let left = qty;
-    for (const b of order) {
-      const take = Math.min(left, Math.max(0, b.available));
-      if (take > 0) {
-        b.available -= take;
-        takes.set(b.bucket, (takes.get(b.bucket) ?? 0) + take);
-        left -= take;
-      }
-    }
-    const oversold = left;
-    for (const b of order) {
-      if (left === 0) break;
-      const take = Math.min(left, b.available - b.floor);
-      if (take > 0) {
-        b.available -= take;
-        takes.set(b.bucket, (takes.get(b.bucket) ?? 0) + take);
-        left -= take;
-      }
-    }
-    const bucket = [...takes.entries()].sort((a, b) => b[1] - a[1])[0][0];
-    return { takes, bucket, oversold };
-  });
-}
-
-async function lockBuckets(tx: Tx, sku: string): Promise<BucketState[]> {
-  const { rows } = await tx.query<BucketState>(
-    'SELECT bucket, available, floor FROM stock_buckets WHERE sku = $1 ORDER BY bucket FOR UPDATE',
-    [sku],
-  );
-  return rows;
-}
-
-/** One conditional UPDATE for a whole allocation; the guard and the CHECK both stand behind it. */
-async function applyTakes(tx: Tx, sku: string, takes: Map<number, number>): Promise<void> {
-  if (takes.size === 0) return;
-  const res = await tx.query(
-    `UPDATE stock_buckets s SET available = s.available - v.take
-       FROM unnest($2::int[], $3::int[]) AS v(bucket, take)
-      WHERE s.sku = $1 AND s.bucket = v.bucket AND s.available - v.take >= s.floor`,
-    [sku, [...takes.keys()], [...takes.values()]],
-  );
-  if (res.rowCount !== takes.size) throw new Error(`stock for ${sku} changed under a locked allocation`);
 }
 
 function startBucket(purchaseId: string, buckets: number): number {
@@ -510,7 +446,7 @@ async function takeStock(tx: Tx, product: Product, purchaseId: string, quantity:
       'UPDATE stock_buckets SET available = available - $2 WHERE sku = $1 AND bucket = 0 AND available >= $2',
       [product.sku, quantity],
     );
-    if (res.rowCount === 1) return { takes: new Map([[0, quantity]]), bucket: 0, oversold: 0 };
+    if (res.rowCount === 1) return { bucket: 0, oversold: 0 };
   } else {
     // Any bucket that can serve it alone and that no one else is writing, nearest to this
     // purchase's own bucket first. A row lock kept by a failed attempt could deadlock with the
@@ -524,7 +460,7 @@ async function takeStock(tx: Tx, product: Product, purchaseId: string, quantity:
        RETURNING bucket`,
       [product.sku, start, quantity, n],
     );
-    if (rows[0]) return { takes: new Map([[rows[0].bucket, quantity]]), bucket: rows[0].bucket, oversold: 0 };
+    if (rows[0]) return { bucket: rows[0].bucket, oversold: 0 };
     await tx.query('ROLLBACK TO SAVEPOINT fast_take');
   }
   // An unlocked look first: when even the allowance cannot serve it, say so without queueing on locks.
@@ -533,10 +469,14 @@ async function takeStock(tx: Tx, product: Product, purchaseId: string, quantity:
     [product.sku],
   );
   if (rows[0].room < quantity) throw new Refusal({ outcome: 'sold_out' });
-  const [alloc] = allocate(await lockBuckets(tx, product.sku), [quantity], start);
-  if (!alloc) throw new Refusal({ outcome: 'sold_out' });
-  await applyTakes(tx, product.sku, alloc.takes);
-  return alloc;
+  // Across buckets and into the allowance, by the same rule as the hold desk (db/migrations/003).
+  const { rows: taken } = await tx.query<Allocation>('SELECT * FROM take_stock($1, $2, $3)', [
+    product.sku,
+    quantity,
+    start,
+  ]);
+  if (!taken[0]) throw new Refusal({ outcome: 'sold_out' });
+  return taken[0];
 }
 
 /**
@@ -673,9 +613,20 @@ export async function takeHoldsBatch(db: Db, sku: string, reqs: HoldRequest[], s
       case 'units_product':
         throw new Error(`${sku} is a product of distinct units; take its holds one by one`);
       default:
-        return undefined; // existing, duplicate, lost: answered from what is stored
+        return undefined; // existing, duplicate, lost: answered from what is stored; deferred: below
     }
   });
+  // The same buyer twice in one batch: the later requests go again once the earlier one has its answer.
+  const deferred = rows.filter((r) => r.outcome === 'deferred').map((r) => r.idx - 1);
+  if (deferred.length > 0) {
+    const again = await takeHoldsBatch(
+      db,
+      sku,
+      deferred.map((i) => reqs[i]),
+      start,
+    );
+    deferred.forEach((i, k) => (results[i] = again[k]));
+  }
   for (let i = 0; i < reqs.length; i++) {
     if (results[i]) continue;
     const hold = await findHold(db, reqs[i].purchaseId);

@@ -2,7 +2,10 @@
 
 -- Returns one SKU's lapsed holds to stock: status `expired`, one increment and one ledger row each.
 -- Rows another transaction is reclaiming or converting are skipped, never waited on.
-CREATE FUNCTION reclaim_expired(p_sku text) RETURNS integer LANGUAGE plpgsql AS $$
+CREATE FUNCTION reclaim_expired(p_sku text) RETURNS integer LANGUAGE plpgsql
+-- Plan each statement for the table as it is now: a generic plan cached while `holds` was small
+-- (a seq scan) would stay cached for the connection as the drop fills it with thousands of rows.
+SET plan_cache_mode = force_custom_plan AS $$
 DECLARE
   n integer;
 BEGIN
@@ -32,15 +35,97 @@ BEGIN
   RETURN n;
 END $$;
 
+-- The one allocation rule, for the hold desk's batches and for take_stock. Serves `qtys` in order,
+-- as if one after another: each from the buckets' real stock first (starting at bucket index `start`,
+-- 0-based), then from the allowance below zero (down to each bucket's floor); a request that does not
+-- fit in full is refused (`picks[i]` NULL) and a later, smaller one may still fit. `take` is the total
+-- per bucket, `picks[i]` the 1-based index of the bucket that gave request i the most (where a release
+-- returns its real units), `overs[i]` how many of its units came from the allowance.
+CREATE FUNCTION allocate_units(avail integer[], floors integer[], qtys integer[], start integer,
+                               OUT take integer[], OUT picks integer[], OUT overs integer[])
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  nb integer := array_length(avail, 1);
+  n integer := coalesce(array_length(qtys, 1), 0);
+  took integer[];
+  room integer; left_ integer; best integer;
+  i integer; j integer; k integer; t integer;
+BEGIN
+  take := array_fill(0, ARRAY[nb]);
+  picks := array_fill(NULL::integer, ARRAY[n]);
+  overs := array_fill(0, ARRAY[n]);
+  FOR i IN 1..n LOOP
+    CONTINUE WHEN qtys[i] IS NULL;
+    room := 0;
+    FOR k IN 1..nb LOOP room := room + avail[k] - floors[k]; END LOOP;
+    CONTINUE WHEN room < qtys[i];
+    took := array_fill(0, ARRAY[nb]);
+    left_ := qtys[i];
+    FOR j IN 0..nb - 1 LOOP
+      k := ((start + j) % nb) + 1;
+      t := least(left_, greatest(0, avail[k]));
+      took[k] := took[k] + t; avail[k] := avail[k] - t; left_ := left_ - t;
+    END LOOP;
+    overs[i] := left_;
+    FOR j IN 0..nb - 1 LOOP
+      EXIT WHEN left_ = 0;
+      k := ((start + j) % nb) + 1;
+      t := least(left_, avail[k] - floors[k]);
+      took[k] := took[k] + t; avail[k] := avail[k] - t; left_ := left_ - t;
+    END LOOP;
+    best := -1;
+    FOR k IN 1..nb LOOP
+      take[k] := take[k] + took[k];
+      IF took[k] > best THEN picks[i] := k; best := took[k]; END IF;
+    END LOOP;
+  END LOOP;
+END $$;
+
+-- The fallback of a single hold when no one bucket can serve it alone: lock the SKU's buckets in
+-- order, allocate (across buckets, and from the allowance), and apply it with one conditional
+-- UPDATE. No row when even the allowance cannot serve it.
+CREATE FUNCTION take_stock(p_sku text, p_qty integer, p_start integer)
+RETURNS TABLE (bucket integer, oversold integer)
+LANGUAGE plpgsql
+-- Plan each statement for the table as it is now: a generic plan cached while `holds` was small
+-- (a seq scan) would stay cached for the connection as the drop fills it with thousands of rows.
+SET plan_cache_mode = force_custom_plan AS $$
+DECLARE
+  b_ids integer[]; b_avail integer[]; b_floor integer[];
+  a record;
+  n integer;
+BEGIN
+  SELECT array_agg(s.bucket ORDER BY s.bucket), array_agg(s.available ORDER BY s.bucket), array_agg(s.floor ORDER BY s.bucket)
+    INTO b_ids, b_avail, b_floor
+    FROM (SELECT sb.bucket, sb.available, sb.floor FROM stock_buckets sb WHERE sb.sku = p_sku ORDER BY sb.bucket FOR UPDATE) s;
+  IF b_ids IS NULL THEN RETURN; END IF;
+  a := allocate_units(b_avail, b_floor, ARRAY[p_qty], p_start % array_length(b_ids, 1));
+  IF a.picks[1] IS NULL THEN RETURN; END IF;
+  UPDATE stock_buckets s SET available = s.available - v.take
+    FROM unnest(b_ids, a.take) AS v(bkt, take)
+   WHERE s.sku = p_sku AND s.bucket = v.bkt AND v.take > 0 AND s.available - v.take >= s.floor;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  IF n <> (SELECT count(*) FROM unnest(a.take) x WHERE x > 0) THEN
+    RAISE EXCEPTION 'stock of % changed under a locked allocation', p_sku;
+  END IF;
+  RETURN QUERY SELECT b_ids[a.picks[1]], a.overs[1];
+END $$;
+
 -- The hold desk's transaction for one SKU: requests are served in array order, exactly as if one
 -- after another, with one conditional UPDATE of the bucket rows for the whole batch and one
 -- multi-row INSERT of holds. Outcomes per request (idx is 1-based):
---   held | existing | hold_exists | limit_exceeded | sold_out | product_not_found | units_product | duplicate
+--   held | existing | hold_exists | limit_exceeded | sold_out | product_not_found | units_product
+--   | duplicate | lost | deferred
 -- `duplicate` (the same purchase id earlier in the batch) and rows that lost an INSERT race to a
--- concurrent writer (`lost`) are answered by the caller from what is stored.
+-- concurrent writer (`lost`) are answered by the caller from what is stored. `deferred`: the same
+-- buyer asks earlier in this batch, and the answer depends on how that ends; the caller sends it
+-- again in a batch of its own.
 CREATE FUNCTION take_holds_batch(p_sku text, p_ids text[], p_buyers text[], p_qty integer[], p_start integer)
 RETURNS TABLE (idx integer, outcome text, bucket integer, oversold integer, expires_at timestamptz, detail text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- Plan each statement for the table as it is now: a generic plan cached while `holds` was small
+-- (a seq scan) would stay cached for the connection as the drop fills it with thousands of rows.
+SET plan_cache_mode = force_custom_plan AS $$
 DECLARE
   prod       products%ROWTYPE;
   n          integer := coalesce(array_length(p_ids, 1), 0);
@@ -48,7 +133,8 @@ DECLARE
   b_ids      integer[];
   b_avail    integer[];
   b_floor    integer[];
-  b_take     integer[];
+  want       integer[] := array_fill(NULL::integer, ARRAY[n]);
+  in_batch   jsonb := '{}';
   committed  jsonb := '{}';
   active_by  jsonb := '{}';
   seen       jsonb := '{}';
@@ -56,8 +142,8 @@ DECLARE
   res_bucket integer[] := array_fill(NULL::integer, ARRAY[n]);
   res_over   integer[] := array_fill(0, ARRAY[n]);
   res_detail text[] := array_fill(NULL::text, ARRAY[n]);
-  i integer; k integer; j integer; q integer; left_ integer; room integer; t integer; best integer; best_take integer;
-  took integer[];
+  i integer; q integer; t integer;
+  alloc record;
   inserted text[];
   r record;
 BEGIN
@@ -88,7 +174,6 @@ BEGIN
     INTO b_ids, b_avail, b_floor
     FROM (SELECT sb.bucket, sb.available, sb.floor FROM stock_buckets sb WHERE sb.sku = p_sku ORDER BY sb.bucket FOR UPDATE) s;
   nb := array_length(b_ids, 1);
-  b_take := array_fill(0, ARRAY[nb]);
 
   FOR i IN 1..n LOOP
     IF seen ? p_ids[i] THEN
@@ -97,6 +182,10 @@ BEGIN
     END IF;
     seen := seen || jsonb_build_object(p_ids[i], 'batch');
     q := p_qty[i];
+    IF in_batch ? p_buyers[i] THEN
+      res_out[i] := 'deferred';
+      CONTINUE;
+    END IF;
     IF active_by ->> p_buyers[i] = p_ids[i] THEN
       res_out[i] := 'duplicate'; -- stored by a concurrent call since this batch looked: answered from the store
       CONTINUE;
@@ -111,44 +200,29 @@ BEGIN
       res_detail[i] := coalesce(committed ->> p_buyers[i], '0');
       CONTINUE;
     END IF;
-    room := 0;
-    FOR k IN 1..nb LOOP room := room + b_avail[k] - b_floor[k]; END LOOP;
-    IF room < q THEN
+    -- Eligible: it takes part in the allocation below, in arrival order (and may find the stock gone).
+    want[i] := q;
+    in_batch := in_batch || jsonb_build_object(p_buyers[i], true);
+  END LOOP;
+
+  alloc := allocate_units(b_avail, b_floor, want, p_start % nb);
+  FOR i IN 1..n LOOP
+    CONTINUE WHEN want[i] IS NULL;
+    IF alloc.picks[i] IS NULL THEN
       res_out[i] := 'sold_out';
-      CONTINUE;
+    ELSE
+      res_out[i] := 'held';
+      res_bucket[i] := b_ids[alloc.picks[i]];
+      res_over[i] := alloc.overs[i];
     END IF;
-    -- Real stock first, from this batch's starting bucket on; then the allowance below zero.
-    took := array_fill(0, ARRAY[nb]);
-    left_ := q;
-    FOR j IN 0..nb - 1 LOOP
-      k := ((p_start + j) % nb) + 1;
-      t := least(left_, greatest(0, b_avail[k]));
-      took[k] := took[k] + t; b_avail[k] := b_avail[k] - t; left_ := left_ - t;
-    END LOOP;
-    res_over[i] := left_;
-    FOR j IN 0..nb - 1 LOOP
-      EXIT WHEN left_ = 0;
-      k := ((p_start + j) % nb) + 1;
-      t := least(left_, b_avail[k] - b_floor[k]);
-      took[k] := took[k] + t; b_avail[k] := b_avail[k] - t; left_ := left_ - t;
-    END LOOP;
-    best := 1; best_take := -1;
-    FOR k IN 1..nb LOOP
-      b_take[k] := b_take[k] + took[k];
-      IF took[k] > best_take THEN best := k; best_take := took[k]; END IF;
-    END LOOP;
-    res_out[i] := 'held';
-    res_bucket[i] := b_ids[best];
-    committed := committed || jsonb_build_object(p_buyers[i], coalesce((committed ->> p_buyers[i])::int, 0) + q);
-    active_by := active_by || jsonb_build_object(p_buyers[i], p_ids[i]);
   END LOOP;
 
   -- The one conditional decrement for the batch; the guard and the CHECK stand behind the arithmetic above.
   UPDATE stock_buckets s SET available = s.available - v.take
-    FROM unnest(b_ids, b_take) AS v(bkt, take)
+    FROM unnest(b_ids, alloc.take) AS v(bkt, take)
    WHERE s.sku = p_sku AND s.bucket = v.bkt AND v.take > 0 AND s.available - v.take >= s.floor;
   GET DIAGNOSTICS t = ROW_COUNT;
-  IF t <> (SELECT count(*) FROM unnest(b_take) x WHERE x > 0) THEN
+  IF t <> (SELECT count(*) FROM unnest(alloc.take) x WHERE x > 0) THEN
     RAISE EXCEPTION 'stock of % changed under a locked batch', p_sku;
   END IF;
 

@@ -286,3 +286,17 @@ test('a product created empty keeps its buckets, and a restock spreads over them
   t.like(await getAvailability(db, p.sku), { total: 10, available: 10 });
   await assertInvariants(t, db, p.sku);
 });
+
+test('a buyer asking twice in one batch gets the answers one after the other would give', async (t) => {
+  const p = await createProduct(db, product({ stock: 1, maxPerBuyer: 2 }));
+  const results = await takeHoldsBatch(db, p.sku, [
+    { purchaseId: `${p.sku}-big`, sku: p.sku, buyerId: 'same', quantity: 2 },
+    { purchaseId: `${p.sku}-small`, sku: p.sku, buyerId: 'same', quantity: 1 },
+    { purchaseId: `${p.sku}-third`, sku: p.sku, buyerId: 'same', quantity: 1 },
+  ]);
+  t.deepEqual(
+    results.map((r) => r.outcome),
+    ['sold_out', 'held', 'hold_exists'],
+  );
+  await assertInvariants(t, db, p.sku);
+});
