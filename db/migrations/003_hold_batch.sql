@@ -134,10 +134,11 @@ DECLARE
   b_avail    integer[];
   b_floor    integer[];
   want       integer[] := array_fill(NULL::integer, ARRAY[n]);
-  in_batch   jsonb := '{}';
-  committed  jsonb := '{}';
-  active_by  jsonb := '{}';
-  seen       jsonb := '{}';
+  r_stored   boolean[];
+  r_again    boolean[];
+  r_buyer_again boolean[];
+  r_committed integer[];
+  r_active   text[];
   res_out    text[] := array_fill(NULL::text, ARRAY[n]);
   res_bucket integer[] := array_fill(NULL::integer, ARRAY[n]);
   res_over   integer[] := array_fill(0, ARRAY[n]);
@@ -145,7 +146,6 @@ DECLARE
   i integer; q integer; t integer;
   alloc record;
   inserted text[];
-  r record;
 BEGIN
   PERFORM reclaim_expired(p_sku);
   SELECT * INTO prod FROM products WHERE sku = p_sku;
@@ -158,17 +158,25 @@ BEGIN
     RETURN;
   END IF;
 
-  FOR r IN SELECT h.purchase_id, h.bucket, h.oversold, h.expires_at FROM holds h WHERE h.purchase_id = ANY(p_ids) LOOP
-    seen := seen || jsonb_build_object(r.purchase_id, 'stored');
-  END LOOP;
-  FOR r IN
-    SELECT h.buyer_id, sum(h.quantity)::int AS c, max(h.purchase_id) FILTER (WHERE h.status = 'active') AS a
-      FROM holds h WHERE h.sku = p_sku AND h.buyer_id = ANY(p_buyers) AND h.status IN ('active', 'sold')
-     GROUP BY h.buyer_id
-  LOOP
-    committed := committed || jsonb_build_object(r.buyer_id, r.c);
-    IF r.a IS NOT NULL THEN active_by := active_by || jsonb_build_object(r.buyer_id, r.a); END IF;
-  END LOOP;
+  -- Everything the answers depend on, per request, in one statement: is this purchase stored, or
+  -- asked earlier in the batch; is this buyer asked earlier in the batch; what the buyer holds and bought.
+  SELECT array_agg(x.stored ORDER BY x.i), array_agg(x.again ORDER BY x.i), array_agg(x.buyer_again ORDER BY x.i),
+         array_agg(x.committed ORDER BY x.i), array_agg(x.active ORDER BY x.i)
+    INTO r_stored, r_again, r_buyer_again, r_committed, r_active
+    FROM (
+      SELECT u.i,
+             EXISTS (SELECT 1 FROM holds h WHERE h.purchase_id = u.p) AS stored,
+             row_number() OVER (PARTITION BY u.p ORDER BY u.i) > 1 AS again,
+             row_number() OVER (PARTITION BY u.b ORDER BY u.i) > 1 AS buyer_again,
+             coalesce(c.c, 0) AS committed,
+             c.a AS active
+        FROM unnest(p_ids, p_buyers) WITH ORDINALITY AS u(p, b, i)
+        LEFT JOIN (
+          SELECT h.buyer_id, sum(h.quantity)::int AS c, max(h.purchase_id) FILTER (WHERE h.status = 'active') AS a
+            FROM holds h WHERE h.sku = p_sku AND h.buyer_id = ANY(p_buyers) AND h.status IN ('active', 'sold')
+           GROUP BY h.buyer_id
+        ) c ON c.buyer_id = u.b
+    ) x;
 
   SELECT array_agg(s.bucket ORDER BY s.bucket), array_agg(s.available ORDER BY s.bucket), array_agg(s.floor ORDER BY s.bucket)
     INTO b_ids, b_avail, b_floor
@@ -176,33 +184,25 @@ BEGIN
   nb := array_length(b_ids, 1);
 
   FOR i IN 1..n LOOP
-    IF seen ? p_ids[i] THEN
-      res_out[i] := CASE WHEN seen ->> p_ids[i] = 'stored' THEN 'existing' ELSE 'duplicate' END;
-      CONTINUE;
-    END IF;
-    seen := seen || jsonb_build_object(p_ids[i], 'batch');
     q := p_qty[i];
-    IF in_batch ? p_buyers[i] THEN
+    IF r_stored[i] THEN
+      res_out[i] := 'existing';
+    ELSIF r_again[i] THEN
+      res_out[i] := 'duplicate';
+    ELSIF r_buyer_again[i] THEN
       res_out[i] := 'deferred';
-      CONTINUE;
-    END IF;
-    IF active_by ->> p_buyers[i] = p_ids[i] THEN
+    ELSIF r_active[i] = p_ids[i] THEN
       res_out[i] := 'duplicate'; -- stored by a concurrent call since this batch looked: answered from the store
-      CONTINUE;
-    END IF;
-    IF active_by ? p_buyers[i] THEN
+    ELSIF r_active[i] IS NOT NULL THEN
       res_out[i] := 'hold_exists';
-      res_detail[i] := active_by ->> p_buyers[i];
-      CONTINUE;
-    END IF;
-    IF coalesce((committed ->> p_buyers[i])::int, 0) + q > prod.max_per_buyer THEN
+      res_detail[i] := r_active[i];
+    ELSIF r_committed[i] + q > prod.max_per_buyer THEN
       res_out[i] := 'limit_exceeded';
-      res_detail[i] := coalesce(committed ->> p_buyers[i], '0');
-      CONTINUE;
+      res_detail[i] := r_committed[i]::text;
+    ELSE
+      -- Eligible: it takes part in the allocation below, in arrival order (and may find the stock gone).
+      want[i] := q;
     END IF;
-    -- Eligible: it takes part in the allocation below, in arrival order (and may find the stock gone).
-    want[i] := q;
-    in_batch := in_batch || jsonb_build_object(p_buyers[i], true);
   END LOOP;
 
   alloc := allocate_units(b_avail, b_floor, want, p_start % nb);
