@@ -81,6 +81,13 @@ BEGIN
   END LOOP;
 END $$;
 
+-- Locks a SKU's bucket rows in bucket order (the one lock order every taker uses) and returns them.
+CREATE FUNCTION lock_buckets(p_sku text, OUT ids integer[], OUT avail integer[], OUT floors integer[])
+LANGUAGE sql AS $$
+  SELECT array_agg(s.bucket ORDER BY s.bucket), array_agg(s.available ORDER BY s.bucket), array_agg(s.floor ORDER BY s.bucket)
+    FROM (SELECT sb.bucket, sb.available, sb.floor FROM stock_buckets sb WHERE sb.sku = p_sku ORDER BY sb.bucket FOR UPDATE) s
+$$;
+
 -- The fallback of a single hold when no one bucket can serve it alone: lock the SKU's buckets in
 -- order, allocate (across buckets, and from the allowance), and apply it with one conditional
 -- UPDATE. No row when even the allowance cannot serve it.
@@ -95,9 +102,7 @@ DECLARE
   a record;
   n integer;
 BEGIN
-  SELECT array_agg(s.bucket ORDER BY s.bucket), array_agg(s.available ORDER BY s.bucket), array_agg(s.floor ORDER BY s.bucket)
-    INTO b_ids, b_avail, b_floor
-    FROM (SELECT sb.bucket, sb.available, sb.floor FROM stock_buckets sb WHERE sb.sku = p_sku ORDER BY sb.bucket FOR UPDATE) s;
+  SELECT l.ids, l.avail, l.floors INTO b_ids, b_avail, b_floor FROM lock_buckets(p_sku) l;
   IF b_ids IS NULL THEN RETURN; END IF;
   a := allocate_units(b_avail, b_floor, ARRAY[p_qty], p_start % array_length(b_ids, 1));
   IF a.picks[1] IS NULL THEN RETURN; END IF;
@@ -178,9 +183,7 @@ BEGIN
         ) c ON c.buyer_id = u.b
     ) x;
 
-  SELECT array_agg(s.bucket ORDER BY s.bucket), array_agg(s.available ORDER BY s.bucket), array_agg(s.floor ORDER BY s.bucket)
-    INTO b_ids, b_avail, b_floor
-    FROM (SELECT sb.bucket, sb.available, sb.floor FROM stock_buckets sb WHERE sb.sku = p_sku ORDER BY sb.bucket FOR UPDATE) s;
+  SELECT l.ids, l.avail, l.floors INTO b_ids, b_avail, b_floor FROM lock_buckets(p_sku) l;
   nb := array_length(b_ids, 1);
 
   FOR i IN 1..n LOOP
