@@ -88,6 +88,21 @@ LANGUAGE sql AS $$
     FROM (SELECT sb.bucket, sb.available, sb.floor FROM stock_buckets sb WHERE sb.sku = p_sku ORDER BY sb.bucket FOR UPDATE) s
 $$;
 
+-- Applies an allocation to the (locked) bucket rows in one conditional UPDATE: the guard and the
+-- CHECK stand behind the arithmetic, and a row that fails the guard fails the whole transaction.
+CREATE FUNCTION apply_takes(p_sku text, b_ids integer[], takes integer[]) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  n integer;
+BEGIN
+  UPDATE stock_buckets s SET available = s.available - v.take
+    FROM unnest(b_ids, takes) AS v(bkt, take)
+   WHERE s.sku = p_sku AND s.bucket = v.bkt AND v.take > 0 AND s.available - v.take >= s.floor;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  IF n <> (SELECT count(*) FROM unnest(takes) x WHERE x > 0) THEN
+    RAISE EXCEPTION 'stock of % changed under a locked allocation', p_sku;
+  END IF;
+END $$;
+
 -- The fallback of a single hold when no one bucket can serve it alone: lock the SKU's buckets in
 -- order, allocate (across buckets, and from the allowance), and apply it with one conditional
 -- UPDATE. No row when even the allowance cannot serve it.
@@ -100,19 +115,12 @@ SET plan_cache_mode = force_custom_plan AS $$
 DECLARE
   b_ids integer[]; b_avail integer[]; b_floor integer[];
   a record;
-  n integer;
 BEGIN
   SELECT l.ids, l.avail, l.floors INTO b_ids, b_avail, b_floor FROM lock_buckets(p_sku) l;
   IF b_ids IS NULL THEN RETURN; END IF;
   a := allocate_units(b_avail, b_floor, ARRAY[p_qty], p_start % array_length(b_ids, 1));
   IF a.picks[1] IS NULL THEN RETURN; END IF;
-  UPDATE stock_buckets s SET available = s.available - v.take
-    FROM unnest(b_ids, a.take) AS v(bkt, take)
-   WHERE s.sku = p_sku AND s.bucket = v.bkt AND v.take > 0 AND s.available - v.take >= s.floor;
-  GET DIAGNOSTICS n = ROW_COUNT;
-  IF n <> (SELECT count(*) FROM unnest(a.take) x WHERE x > 0) THEN
-    RAISE EXCEPTION 'stock of % changed under a locked allocation', p_sku;
-  END IF;
+  PERFORM apply_takes(p_sku, b_ids, a.take);
   RETURN QUERY SELECT b_ids[a.picks[1]], a.overs[1];
 END $$;
 
@@ -148,7 +156,7 @@ DECLARE
   res_bucket integer[] := array_fill(NULL::integer, ARRAY[n]);
   res_over   integer[] := array_fill(0, ARRAY[n]);
   res_detail text[] := array_fill(NULL::text, ARRAY[n]);
-  i integer; q integer; t integer;
+  i integer; q integer;
   alloc record;
   inserted text[];
 BEGIN
@@ -220,14 +228,8 @@ BEGIN
     END IF;
   END LOOP;
 
-  -- The one conditional decrement for the batch; the guard and the CHECK stand behind the arithmetic above.
-  UPDATE stock_buckets s SET available = s.available - v.take
-    FROM unnest(b_ids, alloc.take) AS v(bkt, take)
-   WHERE s.sku = p_sku AND s.bucket = v.bkt AND v.take > 0 AND s.available - v.take >= s.floor;
-  GET DIAGNOSTICS t = ROW_COUNT;
-  IF t <> (SELECT count(*) FROM unnest(alloc.take) x WHERE x > 0) THEN
-    RAISE EXCEPTION 'stock of % changed under a locked batch', p_sku;
-  END IF;
+  -- The one conditional decrement for the batch.
+  PERFORM apply_takes(p_sku, b_ids, alloc.take);
 
   WITH want AS (
     SELECT g AS i FROM generate_series(1, n) g WHERE res_out[g] = 'held'
