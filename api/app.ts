@@ -4,15 +4,13 @@ import type { ApiDeps } from './deps';
 import { Problem, problemMiddleware } from './problem';
 import { catalogueRoutes } from './routes/catalogue';
 import { opsRoutes } from './routes/ops';
-import { purchaseRoutes, SoldOutCache } from './routes/purchases';
+import { purchaseRoutes } from './routes/purchases';
 import { supportRoutes } from './routes/support';
 import { webhookRoutes } from './routes/webhooks';
 
-/** The HTTP API (API.md). No port is opened here: `app.callback()` serves tests and `api/main.ts` alike. */
+/** The HTTP API (docs/openapi.json). No port is opened here: `app.callback()` serves tests and `api/main.ts` alike. */
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa({ proxy: false });
-  const soldOut = new SoldOutCache();
-  const onStockChange = (sku: string) => soldOut.forget(sku);
 
   app.use(problemMiddleware(deps.log));
   // The webhook route reads its raw body itself (the signature covers the exact bytes).
@@ -32,10 +30,10 @@ export function createApp(deps: ApiDeps): Koa {
   });
   for (const router of [
     opsRoutes(deps),
-    catalogueRoutes(deps, onStockChange),
-    purchaseRoutes(deps, soldOut),
+    catalogueRoutes(deps),
+    purchaseRoutes(deps),
     webhookRoutes(deps),
-    supportRoutes(deps, onStockChange),
+    supportRoutes(deps),
   ]) {
     app.use(router.routes());
     app.use(router.allowedMethods());

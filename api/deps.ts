@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type Stripe from 'stripe';
-import type { Db } from '../activities/db';
+import type { Admissions } from '../store/admission';
+import type { Db } from '../store/db';
 import type { Metrics } from './metrics';
 
 /** Everything the routes use, built by the entry point (api/main.ts) or a test. */
@@ -8,6 +9,7 @@ export interface ApiDeps {
   db: Db;
   temporal: Client;
   taskQueue: string;
+  admissions: Admissions;
   /** Used only to verify webhook signatures. */
   stripe: Stripe;
   webhookSecret: string;
@@ -17,6 +19,6 @@ export interface ApiDeps {
   /** Set when the process is shutting down: /readyz answers 503 so load balancers stop sending traffic. */
   lifecycle: { draining: boolean };
   log: (msg: string, err?: unknown) => void;
-  /** How long POST /v1/purchases waits for the hold and the session before answering 503. */
-  checkoutTimeoutMs?: number;
+  /** How long POST /v1/purchases waits for the hold and the Checkout Session before answering 503. */
+  purchaseTimeoutMs: number;
 }

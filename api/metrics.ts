@@ -1,5 +1,5 @@
 import client from 'prom-client';
-import type { Db } from '../activities/db';
+import type { Db } from '../store/db';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 

@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 
-/** The problem `type`s of API.md. Stable: clients branch on them. */
+/** The problem `type`s of the HTTP contract (docs/openapi.json). Stable: clients branch on them. */
 export type ProblemType =
   | 'invalid-request'
   | 'unauthorized'

@@ -2,10 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { HoldDesk } from '../activities/hold-desk';
-import { createProduct, takeHold, type HoldRequest, type HoldResult } from '../activities/inventory';
-import { reconcile } from '../activities/reconcile';
-import { migrate } from '../db/migrate';
+import { HoldDesk } from '../store/hold-desk';
+import type { HoldResult } from '../store/hold-types';
+import { takeHold } from '../store/holds';
+import { migrate } from '../store/migrate';
+import { createProduct } from '../store/products';
+import { reconcile } from '../store/reconcile';
+import type { PurchaseInput } from '../vocabulary';
 import { startPostgres } from '../dev/postgres';
 
 /**
@@ -41,7 +44,7 @@ async function runCell(db: pg.Pool, mode: Mode, concurrency: number, seconds = S
     holdSeconds: 3600,
   });
   const desk = new HoldDesk(db);
-  const take = (req: HoldRequest): Promise<HoldResult> => (mode === 'desk' ? desk.take(req) : takeHold(db, req));
+  const take = (req: PurchaseInput): Promise<HoldResult> => (mode === 'desk' ? desk.take(req) : takeHold(db, req));
   let held = 0;
   let seq = 0;
   const deadline = Date.now() + seconds * 1000;

@@ -7,12 +7,13 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import pg from 'pg';
-import { HoldDesk } from '../activities/hold-desk';
+import { Admissions } from '../store/admission';
+import { HoldDesk } from '../store/hold-desk';
 import { createApp } from '../api/app';
 import { createMetrics } from '../api/metrics';
 import { startEmulator } from '../dev/emulator';
 import { startStack } from '../dev/stack';
-import { createStripe } from '../worker/clients';
+import { createStripe } from '../config/clients';
 import { createPurchaseWorker } from '../worker/create-worker';
 
 /**
@@ -72,7 +73,7 @@ async function main(): Promise<void> {
   let closing = false;
   db.on('error', (err) => closing || console.error('postgres connection error:', err.message));
   const emulator = await startEmulator({ port: 0, webhookSecret: 'whsec_bench' });
-  const stripe = createStripe('sk_test_bench', emulator.url);
+  const stripe = createStripe({ stripeSecretKey: 'sk_test_bench', stripeApiUrl: emulator.url });
   const connection = await Connection.connect({ address: stack.temporalAddress });
   const temporal = new Client({ connection, namespace: stack.temporalNamespace });
   const taskQueue = `bench-${randomUUID()}`;
@@ -87,6 +88,8 @@ async function main(): Promise<void> {
     metrics: createMetrics(db),
     lifecycle: { draining: false },
     log: (m, e) => console.error(m, e),
+    admissions: new Admissions(db),
+    purchaseTimeoutMs: 20_000,
   });
   const server: Server = await new Promise((r) => {
     const s = app.listen(0, '127.0.0.1', () => r(s));

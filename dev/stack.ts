@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { migrate } from '../db/migrate';
+import { migrate } from '../store/migrate';
 import { startPostgres } from './postgres';
 import { startTemporal, waitForTemporal } from './temporal';
 import { seconds, type Log } from './proc';

@@ -1,6 +1,9 @@
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 
+/** Activities one worker runs at once. */
+export const MAX_CONCURRENT_ACTIVITIES = 200;
+
 export interface PurchaseWorkerOptions {
   connection: NativeConnection;
   namespace: string;
@@ -22,6 +25,6 @@ export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise
       : { workflowsPath: require.resolve('../workflows') }),
     // In-flight activities get this long to finish when the worker is told to stop.
     shutdownGraceTime: '10 seconds',
-    maxConcurrentActivityTaskExecutions: 200,
+    maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_ACTIVITIES,
   });
 }

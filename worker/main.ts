@@ -1,39 +1,33 @@
-import pg from 'pg';
-import { HoldDesk } from '../activities/hold-desk';
-import { migrate } from '../db/migrate';
-import { sweepExpired } from '../activities/inventory';
-import { connectTemporalWorker, createStripe } from './clients';
-import { ConfigError, loadConfig } from './config';
-import { createPurchaseWorker } from './create-worker';
+import { NativeConnection } from '@temporalio/worker';
+import { createPool, createStripe } from '../config/clients';
+import { ConfigError, loadWorkerConfig } from '../config';
+import { HoldDesk } from '../store/hold-desk';
+import { sweepExpired } from '../store/holds';
+import { migrate } from '../store/migrate';
+import { createPurchaseWorker, MAX_CONCURRENT_ACTIVITIES } from './create-worker';
 
 // The worker process: purchase sagas, support refunds, and the sweeper that returns lapsed holds.
 async function main(): Promise<void> {
-  const config = loadConfig(process.env, 'worker');
+  const config = loadWorkerConfig(process.env);
+  const log = (line: string) => console.log(`worker: ${line}`);
   // Several processes may boot at once: migrate() serialises them on an advisory lock.
-  await migrate(config.databaseUrl, (line) => console.log(`worker: ${line}`));
-  const db = new pg.Pool({ connectionString: config.databaseUrl, max: 20 });
-  // A pooled idle connection the server dropped is replaced on next use; log it, do not crash.
-  db.on('error', (err) => console.error('worker: postgres connection error:', err.message));
-  const connection = await connectTemporalWorker(config.temporalAddress);
+  await migrate(config.databaseUrl, log);
+  const db = createPool(config.databaseUrl, 20, log);
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const returnUrl = `${config.publicUrl}/v1/purchases/{purchaseId}`;
   const worker = await createPurchaseWorker({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    deps: {
-      db,
-      stripe: createStripe(config.stripeSecretKey, config.stripeApiUrl),
-      desk: new HoldDesk(db),
-      successUrl: `${config.publicUrl}/v1/purchases/{purchaseId}`,
-      cancelUrl: `${config.publicUrl}/v1/purchases/{purchaseId}`,
-    },
+    deps: { db, stripe: createStripe(config), desk: new HoldDesk(db), successUrl: returnUrl, cancelUrl: returnUrl },
   });
   const sweeper = setInterval(() => {
     sweepExpired(db).then(
-      (n) => n > 0 && console.log(`sweeper: returned ${n} lapsed hold(s) to stock`),
-      (err: Error) => console.error('sweeper:', err.message),
+      (n) => n > 0 && log(`sweeper returned ${n} lapsed hold(s) to stock`),
+      (err: Error) => log(`sweeper: ${err.message}`),
     );
   }, config.sweepIntervalMs);
-  console.log(`worker: polling task queue "${config.taskQueue}" on ${config.temporalAddress}`);
+  log(`polling task queue "${config.taskQueue}" on ${config.temporalAddress} (${MAX_CONCURRENT_ACTIVITIES} activities at once)`);
   try {
     // Resolves after SIGINT/SIGTERM (installed by the Temporal runtime) and the grace time.
     await worker.run();

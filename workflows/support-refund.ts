@@ -1,6 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { SupportRefundInput, SupportRefundResult } from './definitions';
+import { isRefundable, type SupportRefundInput, type SupportRefundResult } from '../vocabulary';
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -22,7 +22,7 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
   if (record.status === 'refunded' && record.refund) {
     return { purchaseId: input.purchaseId, outcome: 'refunded', refund: record.refund };
   }
-  if ((record.status !== 'confirmed' && record.status !== 'late_confirmed') || !record.paymentIntentId) {
+  if (!isRefundable(record.status) || !record.paymentIntentId) {
     return {
       purchaseId: input.purchaseId,
       outcome: 'not_refundable',

@@ -6,7 +6,7 @@ import {
   ProductExistsError,
   restockProduct,
   type NewProduct,
-} from '../../activities/inventory';
+} from '../../store/products';
 import { requireBearer } from '../auth';
 import type { ApiDeps } from '../deps';
 import { invalid, Problem } from '../problem';
@@ -84,7 +84,7 @@ export async function productView(deps: ApiDeps, sku: string) {
  * Catalogue routes. Creating and restocking need the admin token; reading is public. Each write is
  * one transaction with its ledger movement.
  */
-export function catalogueRoutes(deps: ApiDeps, onStockChange: (sku: string) => void): Router {
+export function catalogueRoutes(deps: ApiDeps): Router {
   const router = new Router();
   const admin = requireBearer(deps.adminToken, 'admin');
 
@@ -106,7 +106,7 @@ export function catalogueRoutes(deps: ApiDeps, onStockChange: (sku: string) => v
       if (err instanceof ProductExistsError) throw new Problem(409, 'product-exists', err.message);
       throw err;
     }
-    onStockChange(input.sku);
+    deps.admissions.stockChanged(input.sku);
     ctx.status = 201;
     ctx.body = await productView(deps, input.sku);
   });
@@ -119,7 +119,7 @@ export function catalogueRoutes(deps: ApiDeps, onStockChange: (sku: string) => v
       throw invalid([{ field: 'quantity', message: 'a product of distinct units is restocked by its refunded units' }]);
     }
     await restockProduct(deps.db, ctx.params.sku, quantity);
-    onStockChange(ctx.params.sku);
+    deps.admissions.stockChanged(ctx.params.sku);
     ctx.body = await productView(deps, ctx.params.sku);
   });
 

@@ -2,7 +2,7 @@ import { Router } from '@koa/router';
 import { requireBearer } from '../auth';
 import type { ApiDeps } from '../deps';
 import { Problem } from '../problem';
-import { requestSupportRefund } from '../support';
+import { requestSupportRefund } from '../../client/refunds';
 import { validator } from '../validate';
 
 const refundBody = validator<{ reason: string; restock: boolean }>({
@@ -16,7 +16,7 @@ const refundBody = validator<{ reason: string; restock: boolean }>({
 });
 
 /** Support routes (SUPPORT_TOKEN): refunds through their own idempotent saga, with an audit trail. */
-export function supportRoutes(deps: ApiDeps, onStockChange: (sku: string) => void): Router {
+export function supportRoutes(deps: ApiDeps): Router {
   const router = new Router();
   router.post('/v1/support/purchases/:id/refund', requireBearer(deps.supportToken, 'support'), async (ctx) => {
     const body = refundBody(ctx.request.body);
@@ -28,7 +28,7 @@ export function supportRoutes(deps: ApiDeps, onStockChange: (sku: string) => voi
     });
     if (answer.outcome === 'not_found') throw new Problem(404, 'purchase-not-found', `no purchase ${ctx.params.id}`);
     if (answer.outcome === 'not_refundable') throw new Problem(409, 'not-refundable', answer.detail);
-    if (answer.restocked) onStockChange(answer.sku);
+    if (answer.restocked) deps.admissions.stockChanged(answer.sku);
     ctx.status = 202;
     ctx.body = {
       purchaseId: answer.purchaseId,

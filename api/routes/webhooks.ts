@@ -1,33 +1,12 @@
 import { Router } from '@koa/router';
 import type Koa from 'koa';
 import type Stripe from 'stripe';
-import { getPurchase } from '../../activities/purchases';
-import {
-  BuyerIdKey,
-  FINAL_STATUSES,
-  paymentEventSignal,
-  purchaseWorkflowId,
-  PurchaseStatusKey,
-  SkuKey,
-  type PaymentEvent,
-} from '../../workflows/definitions';
-import type { purchaseWorkflow } from '../../workflows/purchase';
+import { deliverPaymentEvent } from '../../client/purchases';
+import { getPurchase } from '../../store/purchases';
+import { markEventDelivered, recordIgnoredEvent, recordReceivedEvent } from '../../store/webhook-events';
+import { bringsNoPayment, isFinal, isPaymentEventType, type PaymentEvent } from '../../vocabulary';
 import type { ApiDeps } from '../deps';
 import { Problem } from '../problem';
-
-const HANDLED = new Set<PaymentEvent['type']>([
-  'checkout.session.completed',
-  'checkout.session.async_payment_succeeded',
-  'checkout.session.async_payment_failed',
-  'checkout.session.expired',
-  'payment_intent.payment_failed',
-]);
-
-const NO_PAYMENT = new Set<PaymentEvent['type']>([
-  'checkout.session.expired',
-  'payment_intent.payment_failed',
-  'checkout.session.async_payment_failed',
-]);
 
 const MAX_BODY = 512 * 1024;
 
@@ -44,7 +23,7 @@ async function rawBody(ctx: Koa.Context): Promise<Buffer> {
 
 /** Reduces a verified Stripe event to what the saga needs, and finds whose it is. */
 function toPaymentEvent(event: Stripe.Event): { purchaseId?: string; payment: PaymentEvent } | null {
-  if (!HANDLED.has(event.type as PaymentEvent['type'])) return null;
+  if (!isPaymentEventType(event.type)) return null;
   const obj = event.data.object as unknown as {
     id: string;
     object: string;
@@ -60,7 +39,7 @@ function toPaymentEvent(event: Stripe.Event): { purchaseId?: string; payment: Pa
     purchaseId,
     payment: {
       eventId: event.id,
-      type: event.type as PaymentEvent['type'],
+      type: event.type,
       sessionId: isSession ? obj.id : undefined,
       paymentIntentId: typeof pi === 'string' ? pi : (pi?.id ?? undefined),
       paymentStatus: obj.payment_status,
@@ -92,73 +71,33 @@ export function webhookRoutes(deps: ApiDeps): Router {
     const mapped = toPaymentEvent(event);
     const purchase = mapped?.purchaseId ? await getPurchase(deps.db, mapped.purchaseId) : null;
     if (!mapped || !purchase) {
-      await deps.db.query(
-        `INSERT INTO webhook_events (event_id, type, purchase_id, status) VALUES ($1, $2, $3, 'ignored') ON CONFLICT DO NOTHING`,
-        [event.id, event.type, mapped?.purchaseId ?? null],
-      );
+      await recordIgnoredEvent(deps.db, event.id, event.type, mapped?.purchaseId ?? null);
       deps.metrics.webhookEvents.inc({ result: 'ignored' });
       ctx.body = { received: true };
       return;
     }
-
-    const { rows } = await deps.db.query<{ status: string }>(
-      `INSERT INTO webhook_events (event_id, type, purchase_id, status) VALUES ($1, $2, $3, 'received')
-       ON CONFLICT (event_id) DO UPDATE SET event_id = EXCLUDED.event_id RETURNING status`,
-      [event.id, event.type, purchase.purchaseId],
-    );
-    if (rows[0].status === 'delivered') {
+    if ((await recordReceivedEvent(deps.db, event.id, event.type, purchase.purchaseId)) === 'delivered') {
       deps.metrics.webhookEvents.inc({ result: 'duplicate' });
       ctx.body = { received: true, duplicate: true };
       return;
     }
-
     // A closed-out purchase cannot be changed by an event that brings no money (an expiry the saga
     // asked for, a decline, a failed delayed payment): no follow-up run for those.
-    const bringsNoPayment = NO_PAYMENT.has(mapped.payment.type);
-    if (bringsNoPayment && FINAL_STATUSES.includes(purchase.status)) {
-      await deps.db.query(`UPDATE webhook_events SET status = 'ignored' WHERE event_id = $1`, [event.id]);
+    if (bringsNoPayment(mapped.payment.type) && isFinal(purchase.status)) {
+      await recordIgnoredEvent(deps.db, event.id, event.type, purchase.purchaseId);
       deps.metrics.webhookEvents.inc({ result: 'ignored' });
       ctx.body = { received: true };
       return;
     }
 
     try {
-      await deps.temporal.workflow.signalWithStart<typeof purchaseWorkflow, [PaymentEvent]>('purchaseWorkflow', {
-        workflowId: purchaseWorkflowId(purchase.purchaseId),
-        taskQueue: deps.taskQueue,
-        args: [
-          {
-            purchaseId: purchase.purchaseId,
-            sku: purchase.sku,
-            buyerId: purchase.buyerId,
-            quantity: purchase.quantity,
-            followUp: true,
-          },
-        ],
-        signal: paymentEventSignal,
-        signalArgs: [mapped.payment],
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-        // A follow-up run must be as findable in the Temporal UI as the first one.
-        typedSearchAttributes: [
-          { key: SkuKey, value: purchase.sku },
-          { key: BuyerIdKey, value: purchase.buyerId },
-          { key: PurchaseStatusKey, value: purchase.status },
-        ],
-      });
+      await deliverPaymentEvent({ temporal: deps.temporal, taskQueue: deps.taskQueue }, purchase, mapped.payment);
     } catch (err) {
       deps.metrics.webhookEvents.inc({ result: 'error' });
       deps.log(`webhook ${event.id}: could not hand it to purchase ${purchase.purchaseId}`, err);
-      throw new Problem(
-        503,
-        'unavailable',
-        'could not hand the event over; Stripe will retry',
-        {},
-        { 'Retry-After': '5' },
-      );
+      throw new Problem(503, 'unavailable', 'could not hand the event over; Stripe will retry', {}, { 'Retry-After': '5' });
     }
-    await deps.db.query(`UPDATE webhook_events SET status = 'delivered', delivered_at = now() WHERE event_id = $1`, [
-      event.id,
-    ]);
+    await markEventDelivered(deps.db, event.id);
     deps.metrics.webhookEvents.inc({ result: 'delivered' });
     ctx.body = { received: true };
   });

@@ -6,15 +6,10 @@
 import test from 'ava';
 import type Stripe from 'stripe';
 
-import {
-  type ActivityDeps,
-  type OpenCheckoutInput,
-  classifyStripeError,
-  createActivities,
-} from '../../activities/index';
+import { classifyStripeError, createStripeSteps, type OpenCheckoutInput } from '../../activities/stripe';
 import { signWebhookPayload } from '../../dev/emulator/index';
 import { type StripeMock, startStripeMock } from '../../dev/stripe-mock';
-import { createStripe } from '../../worker/clients';
+import { createStripe } from '../../config/clients';
 
 const SECRET_KEY = 'sk_test_123';
 const WEBHOOK_SECRET = 'whsec_contract_test_secret';
@@ -22,7 +17,7 @@ const MINUTE = 60;
 
 let mock: StripeMock;
 let stripe: Stripe;
-let activities: ReturnType<typeof createActivities>;
+let activities: ReturnType<typeof createStripeSteps>;
 
 /** Postgres and the hold desk are for the stock activities; touching them here is a bug in this test. */
 function unused<T>(name: string): T {
@@ -41,10 +36,8 @@ test.before(async (t) => {
   mock = await startStripeMock((line) => {
     if (!line.startsWith('stripe-mock: ')) t.log(line);
   });
-  stripe = createStripe(SECRET_KEY, mock.url);
-  activities = createActivities({
-    db: unused<ActivityDeps['db']>('db'),
-    desk: unused<ActivityDeps['desk']>('desk'),
+  stripe = createStripe({ stripeSecretKey: SECRET_KEY, stripeApiUrl: mock.url });
+  activities = createStripeSteps({
     stripe,
     successUrl: 'https://shop.example/v1/purchases/{purchaseId}',
     cancelUrl: 'https://shop.example/v1/purchases/{purchaseId}',
@@ -64,7 +57,7 @@ function checkoutInput(purchaseId: string, holdSeconds: number): OpenCheckoutInp
     buyerId: 'buyer-7',
     quantity: 2,
     productName: 'Limited sneaker, size 42',
-    amountCents: 2 * 12_500,
+    unitAmountCents: 12_500,
     currency: 'usd',
     holdExpiresAt: new Date(holdEnd * 1000).toISOString(),
     holdSeconds,

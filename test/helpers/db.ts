@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ExecutionContext } from 'ava';
 import pg from 'pg';
-import { reconcile } from '../../activities/reconcile';
+import { reconcile } from '../../store/reconcile';
 
 /** The Postgres that `npm test` (test/run.ts) started and migrated. */
 export function testDb(max = 20): pg.Pool {
@@ -15,7 +15,7 @@ export function uniqueSku(prefix = 'sku'): string {
 }
 
 /**
- * DESIGN.md invariants 1 and 6 for one SKU: nothing below the floor, nothing sold or held
+ * Invariants 1 (no oversell) and 7 (the ledger reconciles) of docs/architecture.md for one SKU: nothing below the floor, nothing sold or held
  * beyond total + allowance, and the ledger recomputes to the stock.
  */
 export async function assertInvariants(t: ExecutionContext, db: pg.Pool, sku: string): Promise<void> {
@@ -44,4 +44,31 @@ export async function assertInvariants(t: ExecutionContext, db: pg.Pool, sku: st
     `sold ${r.sold} + held ${r.held} <= total ${r.total} + ${r.allowance}`,
   );
   t.deepEqual(await reconcile(db, sku), [], 'ledger reconciles');
+}
+
+/** How many ledger movements of `kind` a purchase has: each is one move of stock, so "once" means 1. */
+export async function movements(db: pg.Pool, purchaseId: string, kind: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM stock_movements WHERE purchase_id = $1 AND kind = $2',
+    [purchaseId, kind],
+  );
+  return rows[0].n;
+}
+
+/** A pool that counts the statements containing `marker` (how many transactions a batching path made). */
+export function countingPool(db: pg.Pool, marker: string): { pool: pg.Pool; count: () => number } {
+  let n = 0;
+  const pool = new Proxy(db, {
+    get(target, prop) {
+      if (prop === 'query') {
+        return (...args: Parameters<pg.Pool['query']>) => {
+          if (String(args[0]).includes(marker)) n++;
+          return (target.query as (...a: unknown[]) => unknown)(...args);
+        };
+      }
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { pool, count: () => n };
 }

@@ -11,12 +11,13 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import type pg from 'pg';
-import { HoldDesk } from '../../activities/hold-desk';
+import { HoldDesk } from '../../store/hold-desk';
+import { Admissions } from '../../store/admission';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
 import { createMetrics } from '../../api/metrics';
 import { startEmulator, type Emulator } from '../../dev/emulator';
-import { createStripe } from '../../worker/clients';
+import { createStripe } from '../../config/clients';
 import { createPurchaseWorker } from '../../worker/create-worker';
 import { testDb, uniqueSku } from './db';
 
@@ -87,7 +88,7 @@ export interface System {
  * delivers webhooks to the API.
  */
 export async function startSystem(
-  opts: { worker?: boolean; retryBaseMs?: number; checkoutTimeoutMs?: number } = {},
+  opts: { worker?: boolean; retryBaseMs?: number; purchaseTimeoutMs?: number } = {},
 ): Promise<System> {
   const db = testDb(30);
   const taskQueue = `test-${randomUUID()}`;
@@ -96,7 +97,7 @@ export async function startSystem(
     webhookSecret: WEBHOOK_SECRET,
     retryBaseMs: opts.retryBaseMs ?? 100,
   });
-  const stripe = createStripe('sk_test_emulator', emulator.url);
+  const stripe = createStripe({ stripeSecretKey: 'sk_test_emulator', stripeApiUrl: emulator.url });
   const connection = await Connection.connect({ address: temporalAddress() });
   const temporal = new Client({ connection, namespace: 'default' });
   const deps: ApiDeps = {
@@ -110,7 +111,8 @@ export async function startSystem(
     metrics: createMetrics(db),
     lifecycle: { draining: false },
     log: () => {},
-    checkoutTimeoutMs: opts.checkoutTimeoutMs,
+    purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
+    admissions: new Admissions(db),
   };
   const server: Server = await new Promise((resolve) => {
     const s = createApp(deps).listen(0, '127.0.0.1', () => resolve(s));

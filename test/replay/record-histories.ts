@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { purchaseWorkflowId, refundWorkflowId } from '../../workflows/definitions';
+import { purchaseWorkflowId, refundWorkflowId } from '../../vocabulary';
 import { sessionOf, startSystem, SUPPORT_TOKEN } from '../helpers/system';
 
 async function main(): Promise<void> {

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import test from 'ava';
-import { createStripe } from '../../worker/clients';
+import { createStripe } from '../../config/clients';
 import { assertInvariants } from '../helpers/db';
 import { startSystem, type System } from '../helpers/system';
 
@@ -11,7 +11,7 @@ const PAID_OUTCOMES = ['confirmed', 'late_confirmed', 'refunded'];
 
 /** Every session Stripe (the emulator) holds as paid has a purchase that ended confirmed or refunded. */
 async function assertNoPaymentLost(t: import('ava').ExecutionContext, sys: System, sku: string): Promise<number> {
-  const stripe = createStripe('sk_test_emulator', sys.emulator.url);
+  const stripe = createStripe({ stripeSecretKey: 'sk_test_emulator', stripeApiUrl: sys.emulator.url });
   const paid = [];
   for await (const s of stripe.checkout.sessions.list({ limit: 100 })) {
     if (s.metadata?.sku === sku && s.payment_status === 'paid') paid.push(s);
@@ -95,7 +95,7 @@ function startWorkerProcess(sys: System): Promise<ChildProcess> {
 }
 
 test.serial('a worker killed in the middle of 50 concurrent purchases loses nothing once another starts', async (t) => {
-  const sys = await startSystem({ worker: false, checkoutTimeoutMs: 60_000 });
+  const sys = await startSystem({ worker: false, purchaseTimeoutMs: 60_000 });
   let worker = await startWorkerProcess(sys);
   try {
     const sku = await sys.createProduct({ stock: 30, holdSeconds: 8 });

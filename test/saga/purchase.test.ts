@@ -1,5 +1,5 @@
 import test from 'ava';
-import { createStripe } from '../../worker/clients';
+import { createStripe } from '../../config/clients';
 import { assertInvariants } from '../helpers/db';
 import { sessionOf, startSystem, SUPPORT_TOKEN, type System } from '../helpers/system';
 
@@ -63,7 +63,7 @@ test('a lapsed hold returns its unit, expires the session and ends expired', asy
   t.is(res.status, 201);
   const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'expired', 20_000);
   t.is(p.reason, 'the hold lapsed before payment');
-  const session = await createStripe('sk_test_emulator', sys.emulator.url).checkout.sessions.retrieve(
+  const session = await createStripe({ stripeSecretKey: 'sk_test_emulator', stripeApiUrl: sys.emulator.url }).checkout.sessions.retrieve(
     p.checkout_session_id,
   );
   t.is(session.status, 'expired');

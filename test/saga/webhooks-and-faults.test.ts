@@ -1,5 +1,5 @@
 import test from 'ava';
-import { createStripe } from '../../worker/clients';
+import { createStripe } from '../../config/clients';
 import { assertInvariants } from '../helpers/db';
 import { sessionOf, startSystem, type System } from '../helpers/system';
 
@@ -102,7 +102,7 @@ test.serial('session creation failing twice is retried and opens exactly one ses
   try {
     const res = await sys.buy(sku, 'retry-buyer');
     t.is(res.status, 201, JSON.stringify(res.body));
-    const stripe = createStripe('sk_test_emulator', sys.emulator.url);
+    const stripe = createStripe({ stripeSecretKey: 'sk_test_emulator', stripeApiUrl: sys.emulator.url });
     const sessions = (await stripe.checkout.sessions.list({ limit: 100 })).data.filter(
       (s) => s.metadata?.purchase_id === res.body.purchaseId,
     );

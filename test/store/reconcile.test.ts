@@ -2,8 +2,9 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
-import { createProduct, takeHold } from '../../activities/inventory';
-import { reconcile } from '../../activities/reconcile';
+import { takeHold } from '../../store/holds';
+import { createProduct } from '../../store/products';
+import { reconcile } from '../../store/reconcile';
 import { testDb, uniqueSku } from '../helpers/db';
 
 const run = promisify(execFile);
@@ -14,7 +15,7 @@ async function reconcileCli(sku: string): Promise<{ code: number; out: string }>
   try {
     const { stdout } = await run(
       process.execPath,
-      ['--import', 'tsx', path.join(__dirname, '../../activities/reconcile-cli.ts'), sku],
+      ['--import', 'tsx', path.join(__dirname, '../../ops/reconcile.ts'), sku],
       {
         env: process.env,
       },

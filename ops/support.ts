@@ -6,11 +6,9 @@
 // 2 usage or configuration errors.
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { Client } from '@temporalio/client';
-import { connectTemporalFromEnv, runCli, UsageError } from './cli';
-import pg from 'pg';
-import { listOversoldOrders } from '../activities/purchases';
-import { requestSupportRefund } from './support';
+import { requestSupportRefund } from '../client/refunds';
+import { listOversoldOrders } from '../store/purchases';
+import { openCliClients, runCli, UsageError } from './cli';
 
 const USAGE = `usage: npm run support -- refund <purchaseId> --reason "why" [--restock]
        npm run support -- refund-oversold <sku> --reason "why"
@@ -72,20 +70,9 @@ function operator(): string {
 }
 
 async function main(args: Args): Promise<number> {
-  const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) {
-    console.error(
-      'support: DATABASE_URL is required (the Postgres holding purchases), e.g. postgres://user@host:5432/flash_sale',
-    );
-    return 2;
-  }
-  const taskQueue = process.env.TASK_QUEUE || 'purchases';
-
-  const temporal = await connectTemporalFromEnv('support');
-  if (!temporal) return 1;
-  const { connection, namespace } = temporal;
-  const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
-  const deps = { db, temporal: new Client({ connection, namespace }), taskQueue };
+  const clients = await openCliClients('support', { db: 'required', temporal: true });
+  const db = clients.db!;
+  const deps = { db, temporal: clients.temporal!, taskQueue: clients.taskQueue };
   const actor = `support-cli:${operator()}`;
   const refundOne = async (purchaseId: string, reason: string, restock: boolean): Promise<number> => {
     const answer = await requestSupportRefund(deps, { purchaseId, reason, restock, actor });
@@ -120,8 +107,7 @@ async function main(args: Args): Promise<number> {
     console.error(`support: ${(err as Error).message}`);
     return 1;
   } finally {
-    await connection.close();
-    await db.end();
+    await clients.close();
   }
 }
 

@@ -1,19 +1,11 @@
 import { WorkflowNotFoundError, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
-import type { Db } from '../activities/db';
-import {
-  BuyerIdKey,
-  HoldExpiresAtKey,
-  PurchaseStatusKey,
-  purchaseWorkflowId,
-  SkuKey,
-  type PurchaseStatus,
-} from '../workflows/definitions';
+import type { Db } from '../store/db';
+import { listUnsettledSince } from '../store/purchases';
+import { HOLDING_STATUSES, purchaseWorkflowId } from '../vocabulary';
+import { BuyerIdKey, HoldExpiresAtKey, PurchaseStatusKey, SkuKey } from '../workflows/definitions';
 
 /** The saga workflow types this finder looks at (their registered names). */
 export const SAGA_WORKFLOW_TYPES = ['purchaseWorkflow', 'supportRefundWorkflow'] as const;
-
-/** Statuses in which a purchase saga still owns a hold that it must convert or release. */
-export const HOLDING_STATUSES: readonly PurchaseStatus[] = ['holding', 'awaiting_payment'];
 
 /** A pending activity at or past this attempt is reported: a transient fault heals within two retries. */
 export const MIN_FAILING_ATTEMPTS = 3;
@@ -128,9 +120,6 @@ export function stuckSagaFilters(
     running: and(...running, `WorkflowType IN ${list(SAGA_WORKFLOW_TYPES)}`),
   };
 }
-
-/** The filters with a placeholder cutoff, as the README quotes them. */
-export const STUCK_SAGA_FILTERS: StuckSagaFilters = stuckSagaFilters('<now minus the threshold, RFC 3339>');
 
 /** Stuck purchase and refund sagas, for operators. See `scanStuckSagas` for what counts as stuck. */
 export async function findStuckSagas(client: Client, opts: FindStuckOptions): Promise<StuckSaga[]> {
@@ -254,25 +243,10 @@ async function findOrphans(
   db: Db,
   o: { cutoff: Date; limit: number; sku?: string; now: Date; runningIds: Set<string> },
 ): Promise<{ stuck: StuckSaga[]; truncated: boolean }> {
-  const { rows } = await db.query<{
-    purchase_id: string;
-    sku: string;
-    buyer_id: string;
-    status: string;
-    hold_expires_at: Date | null;
-    created_at: Date;
-    updated_at: Date;
-  }>(
-    `SELECT purchase_id, sku, buyer_id, status, hold_expires_at, created_at, updated_at
-       FROM purchases
-      WHERE status = ANY($1) AND updated_at < $2 AND ($3::text IS NULL OR sku = $3)
-      ORDER BY updated_at
-      LIMIT $4`,
-    [HOLDING_STATUSES, o.cutoff, o.sku ?? null, o.limit + 1],
-  );
+  const rows = await listUnsettledSince(db, { before: o.cutoff, sku: o.sku, limit: o.limit + 1 });
   const stuck: StuckSaga[] = [];
   await forEachLimit(rows.slice(0, o.limit), DESCRIBE_CONCURRENCY, async (r) => {
-    const workflowId = purchaseWorkflowId(r.purchase_id);
+    const workflowId = purchaseWorkflowId(r.purchaseId);
     if (o.runningIds.has(workflowId)) return;
     let where: string;
     try {
@@ -286,14 +260,14 @@ async function findOrphans(
     stuck.push({
       workflowId,
       workflowType: 'purchaseWorkflow',
-      purchaseId: r.purchase_id,
+      purchaseId: r.purchaseId,
       status: r.status,
       sku: r.sku,
-      buyerId: r.buyer_id,
-      holdExpiresAt: r.hold_expires_at?.toISOString(),
-      startedAt: r.created_at.toISOString(),
+      buyerId: r.buyerId,
+      holdExpiresAt: r.holdExpiresAt,
+      startedAt: r.createdAt,
       kinds: ['orphaned'],
-      reason: `the record is ${r.status} (last changed ${formatDuration(o.now.getTime() - r.updated_at.getTime())} ago) but ${where}`,
+      reason: `the record is ${r.status} (last changed ${formatDuration(o.now.getTime() - Date.parse(r.updatedAt))} ago) but ${where}`,
     });
   });
   return { stuck, truncated: rows.length > o.limit };
@@ -317,7 +291,7 @@ function fromInfo(info: WorkflowExecutionInfo): StuckSaga {
   };
 }
 
-/** `purchase-<id>` and `refund-<id>` (workflows/definitions.ts) carry the purchase id. */
+/** `purchase-<id>` and `refund-<id>` (vocabulary) carry the purchase id. */
 export function purchaseIdOf(workflowId: string): string {
   const m = /^(?:purchase|refund)-(.+)$/.exec(workflowId);
   return m ? m[1] : workflowId;

@@ -7,7 +7,7 @@ const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
 const MIGRATION_LOCK = 7_402_113;
 
 /**
- * Applies every `db/migrations/NNN_name.sql` not yet recorded in `schema_migrations`, in name
+ * Applies every `store/migrations/NNN_name.sql` not yet recorded in `schema_migrations`, in name
  * order, each in its own transaction. Safe to run from several processes at once.
  */
 export async function migrate(databaseUrl: string, log: (line: string) => void = () => {}): Promise<string[]> {
@@ -44,19 +44,4 @@ export async function migrate(databaseUrl: string, log: (line: string) => void =
     await client.end();
   }
   return applied;
-}
-
-if (require.main === module) {
-  const url = process.env.DATABASE_URL;
-  if (!url) {
-    console.error('DATABASE_URL is required');
-    process.exit(2);
-  }
-  migrate(url, console.log).then(
-    (applied) => console.log(applied.length ? `${applied.length} migration(s) applied` : 'schema is up to date'),
-    (err: Error) => {
-      console.error(err.message);
-      process.exit(1);
-    },
-  );
 }

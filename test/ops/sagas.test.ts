@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { findStuckSagas, STUCK_SAGA_FILTERS, stuckSagaFilters, type StuckSaga } from '../../api/sagas';
+import { findStuckSagas, stuckSagaFilters, type StuckSaga } from '../../ops/stuck-sagas';
 import { uniqueSku } from '../helpers/db';
 import { startSystem, type System } from '../helpers/system';
 
@@ -35,7 +35,7 @@ function sagasCli(args: string[]): Promise<{ code: number; stdout: string; stder
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'api/sagas-cli.ts', ...args],
+      ['--import', 'tsx', 'ops/sagas.ts', ...args],
       { cwd: repoRoot, env: { ...process.env, TEMPORAL_NAMESPACE: 'default' }, timeout: 60_000 },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
@@ -83,7 +83,7 @@ test('a purchase whose hold lapsed with no worker to release it is reported stuc
 });
 
 test('a purchase that never gets past taking its hold is reported stuck holding', async (t) => {
-  const sys = await system(t, { worker: false, checkoutTimeoutMs: 500 });
+  const sys = await system(t, { worker: false, purchaseTimeoutMs: 500 });
   const sku = await sys.createProduct();
   const res = await sys.buy(sku, 'stuck-bob');
   t.is(res.status, 503, 'no worker: the hold is never taken');
@@ -111,7 +111,7 @@ test('a purchase that never gets past taking its hold is reported stuck holding'
 });
 
 test('a purchase record left holding with no saga running is reported orphaned when the database is given', async (t) => {
-  const sys = await system(t, { worker: false, checkoutTimeoutMs: 500 });
+  const sys = await system(t, { worker: false, purchaseTimeoutMs: 500 });
   const sku = await sys.createProduct();
   t.is((await sys.buy(sku, 'stuck-erin')).status, 503);
   const { rows } = await sys.db.query<{ purchase_id: string }>('SELECT purchase_id FROM purchases WHERE sku = $1', [
@@ -167,8 +167,8 @@ test('a saga whose Stripe call keeps failing is reported with the activity, its 
 test('the Temporal UI filters name the search attributes and the server accepts them', async (t) => {
   const sys = await system(t, { worker: false });
   t.is(
-    STUCK_SAGA_FILTERS.holdLapsed,
-    'ExecutionStatus="Running" AND WorkflowType="purchaseWorkflow" AND PurchaseStatus IN ("holding","awaiting_payment") AND HoldExpiresAt < "<now minus the threshold, RFC 3339>"',
+    stuckSagaFilters('2026-01-02T03:04:05.000Z').holdLapsed,
+    'ExecutionStatus="Running" AND WorkflowType="purchaseWorkflow" AND PurchaseStatus IN ("holding","awaiting_payment") AND HoldExpiresAt < "2026-01-02T03:04:05.000Z"',
   );
   const filters = stuckSagaFilters(new Date('2026-01-02T03:04:05.000Z'), { sku: 'abc', taskQueue: sys.taskQueue });
   t.is(
@@ -193,7 +193,7 @@ test('the sagas CLI says so when nothing is stuck and prints the UI filters', as
 });
 
 test('the sagas CLI lists a stuck saga with its reason', async (t) => {
-  const sys = await system(t, { worker: false, checkoutTimeoutMs: 500 });
+  const sys = await system(t, { worker: false, purchaseTimeoutMs: 500 });
   const sku = await sys.createProduct();
   t.is((await sys.buy(sku, 'stuck-dan')).status, 503);
   await stuckUntil(sys, sku, (f) => f.length === 1);

@@ -1,7 +1,7 @@
 import { WorkflowFailedError, type Client } from '@temporalio/client';
-import type { Db } from '../activities/db';
-import { getPurchase } from '../activities/purchases';
-import { refundWorkflowId } from '../workflows/definitions';
+import type { Db } from '../store/db';
+import { getPurchase } from '../store/purchases';
+import { isRefundable, refundWorkflowId } from '../vocabulary';
 import type { supportRefundWorkflow } from '../workflows/support-refund';
 
 export type SupportRefundAnswer =
@@ -30,7 +30,7 @@ export async function requestSupportRefund(
   if (record.status === 'refunded' && record.refund) {
     return { outcome: 'accepted', purchaseId: input.purchaseId, sku: record.sku, refund: record.refund };
   }
-  if (record.status !== 'confirmed' && record.status !== 'late_confirmed') {
+  if (!isRefundable(record.status)) {
     return {
       outcome: 'not_refundable',
       detail: `purchase ${input.purchaseId} is ${record.status}; only paid orders are refunded`,

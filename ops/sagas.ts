@@ -2,10 +2,8 @@
 // reason, and prints the Temporal UI filters that find them. Read-only. Exit 0 (also when nothing is
 // stuck), 1 when Temporal or Postgres cannot be reached, 2 on bad arguments.
 import { parseArgs } from 'node:util';
-import { Client } from '@temporalio/client';
-import { connectTemporalFromEnv, runCli, UsageError } from './cli';
-import pg from 'pg';
-import { formatDuration, parseDuration, scanStuckSagas, type StuckSaga, type StuckScan } from './sagas';
+import { openCliClients, runCli, UsageError } from './cli';
+import { formatDuration, parseDuration, scanStuckSagas, type StuckSaga, type StuckScan } from './stuck-sagas';
 
 const USAGE = `usage: npm run sagas -- stuck [--older-than 5m] [--json] [--limit N] [--sku SKU] [--task-queue QUEUE]
 
@@ -113,14 +111,11 @@ function render(scan: StuckScan, args: Args, now: Date): string {
 }
 
 async function main(args: Args): Promise<number> {
-  const databaseUrl = process.env.DATABASE_URL || undefined;
-  const temporal = await connectTemporalFromEnv('sagas');
-  if (!temporal) return 1;
-  const { connection, namespace } = temporal;
-  const db = databaseUrl ? new pg.Pool({ connectionString: databaseUrl, max: 2 }) : undefined;
+  const clients = await openCliClients('sagas', { db: 'optional', temporal: true });
+  const { db, namespace } = clients;
   try {
     const now = new Date();
-    const scan = await scanStuckSagas(new Client({ connection, namespace }), {
+    const scan = await scanStuckSagas(clients.temporal!, {
       olderThanMs: args.olderThanMs,
       now,
       limit: args.limit,
@@ -152,8 +147,7 @@ async function main(args: Args): Promise<number> {
     console.error(`sagas: ${(err as Error).message}`);
     return 1;
   } finally {
-    await connection.close();
-    await db?.end();
+    await clients.close();
   }
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { PurchaseState, PurchaseStatus, Rejection } from '../workflows/definitions';
+import { HOLDING_STATUSES, REFUNDABLE_STATUSES, type PurchaseRequest, PurchaseState, PurchaseStatus, Rejection } from '../vocabulary';
 import type { Db } from './db';
 
 /** The durable record of a purchase (table `purchases`). */
@@ -9,13 +9,6 @@ export interface PurchaseRecord extends PurchaseState {
   unitId?: string;
   createdAt: string;
   updatedAt: string;
-}
-
-export interface PurchaseRequest {
-  sku: string;
-  buyerId: string;
-  quantity: number;
-  unitId?: string;
 }
 
 interface PurchaseRow {
@@ -35,6 +28,7 @@ interface PurchaseRow {
   payment_intent_id: string | null;
   reason: string | null;
   rejection: Rejection | null;
+  held_by: string | null;
   refund_id: string | null;
   refund_status: string | null;
   refund_reason: string | null;
@@ -61,6 +55,7 @@ function toRecord(r: PurchaseRow): PurchaseRecord {
     paymentIntentId: r.payment_intent_id ?? undefined,
     reason: r.reason ?? undefined,
     rejection: r.rejection ?? undefined,
+    heldBy: r.held_by ?? undefined,
     refund: r.refund_status
       ? { status: r.refund_status, reason: r.refund_reason ?? '', refundId: r.refund_id ?? undefined }
       : undefined,
@@ -78,8 +73,7 @@ export function purchaseIdFor(idempotencyKey: string): string {
   return `pur_${createHash('sha256').update(idempotencyKey).digest('hex').slice(0, 24)}`;
 }
 
-export type OpenResult =
-  { created: true; record: PurchaseRecord } | { created: false; record: PurchaseRecord; sameRequest: boolean };
+export type OpenResult = { created: boolean; record: PurchaseRecord };
 
 /** Records a new purchase in `holding`, or finds the one this Idempotency-Key already made. */
 export async function openPurchase(db: Db, idempotencyKey: string, req: PurchaseRequest): Promise<OpenResult> {
@@ -97,15 +91,7 @@ export async function openPurchase(db: Db, idempotencyKey: string, req: Purchase
     [purchaseId, idempotencyKey, JSON.stringify(request), req.sku, req.buyerId, req.quantity, req.unitId ?? null],
   );
   if (rows[0]) return { created: true, record: toRecord(rows[0]) };
-  const existing = (await getPurchase(db, purchaseId))!;
-  // Field by field: jsonb does not keep the key order of the object that was stored.
-  const was = existing.request;
-  const same =
-    was.sku === request.sku &&
-    was.buyerId === request.buyerId &&
-    was.quantity === request.quantity &&
-    (was.unitId ?? null) === (request.unitId ?? null);
-  return { created: false, record: existing, sameRequest: same };
+  return { created: false, record: (await getPurchase(db, purchaseId))! };
 }
 
 export async function getPurchase(db: Db, purchaseId: string): Promise<PurchaseRecord | null> {
@@ -127,6 +113,7 @@ export async function recordPurchase(db: Db, purchaseId: string, patch: Purchase
     payment_intent_id: patch.paymentIntentId,
     reason: patch.reason,
     rejection: patch.rejection,
+    held_by: patch.heldBy,
     refund_id: patch.refund?.refundId,
     refund_status: patch.refund?.status,
     refund_reason: patch.refund?.reason,
@@ -140,12 +127,25 @@ export async function recordPurchase(db: Db, purchaseId: string, patch: Purchase
   );
 }
 
+/** Purchases still holding or awaiting payment whose record has not changed since `before`, oldest first. */
+export async function listUnsettledSince(
+  db: Db,
+  o: { before: Date; sku?: string; limit: number },
+): Promise<PurchaseRecord[]> {
+  const { rows } = await db.query<PurchaseRow>(
+    `SELECT * FROM purchases
+      WHERE status = ANY($1) AND updated_at < $2 AND ($3::text IS NULL OR sku = $3)
+      ORDER BY updated_at LIMIT $4`,
+    [HOLDING_STATUSES, o.before, o.sku ?? null, o.limit],
+  );
+  return rows.map(toRecord);
+}
+
 /** Paid orders of a SKU that took units beyond stock (the oversell allowance), oldest first. */
 export async function listOversoldOrders(db: Db, sku: string): Promise<string[]> {
   const { rows } = await db.query<{ purchase_id: string }>(
-    `SELECT purchase_id FROM purchases
-      WHERE sku = $1 AND oversold AND status IN ('confirmed', 'late_confirmed') ORDER BY created_at`,
-    [sku],
+    `SELECT purchase_id FROM purchases WHERE sku = $1 AND oversold AND status = ANY($2::text[]) ORDER BY created_at`,
+    [sku, REFUNDABLE_STATUSES],
   );
   return rows.map((r) => r.purchase_id);
 }

@@ -22,7 +22,7 @@ function supportCli(
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'api/support-cli.ts', ...args],
+      ['--import', 'tsx', 'ops/support.ts', ...args],
       {
         cwd: repoRoot,
         env: { ...process.env, TEMPORAL_NAMESPACE: 'default', TASK_QUEUE: sys.taskQueue, ...env },

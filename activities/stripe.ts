@@ -1,0 +1,178 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type Stripe from 'stripe';
+
+// The saga's Stripe steps: Checkout Sessions and refunds, each with an idempotency key derived from
+// the purchase id and the step, so a retried activity sends the same request and Stripe answers it once.
+
+export interface OpenCheckoutInput {
+  purchaseId: string;
+  sku: string;
+  buyerId: string;
+  quantity: number;
+  productName: string;
+  unitAmountCents: number;
+  currency: string;
+  holdExpiresAt: string;
+  holdSeconds: number;
+}
+
+export interface CheckoutSession {
+  sessionId: string;
+  url: string;
+  sessionExpiresAt: string;
+}
+
+export interface SessionState {
+  /** `expired` once no payment can happen any more; `complete` when the buyer paid (or a delayed payment is pending). */
+  status: 'open' | 'complete' | 'expired';
+  paymentStatus: string;
+  paymentIntentId?: string;
+}
+
+export interface RefundInput {
+  purchaseId: string;
+  paymentIntentId: string;
+  reason: string;
+  step: 'late' | 'support';
+}
+
+export interface StripeStepDeps {
+  stripe: Stripe;
+  /** Where Stripe sends the buyer after paying or giving up; `{purchaseId}` is replaced. */
+  successUrl: string;
+  cancelUrl: string;
+}
+
+/** Stripe only accepts a Checkout Session expiry between 30 minutes and 24 hours after creation. */
+const STRIPE_MIN_SESSION_SECONDS = 30 * 60;
+/** Room for creating the session (and retrying it) a while after the hold was taken. */
+const SESSION_MARGIN_SECONDS = 2 * 60;
+
+/**
+ * Maps a Stripe failure to Temporal's retry rules by status code, never by class name: network
+ * errors, 409 (a concurrent request with the same key), 429 and 5xx are retried; other 4xx mean
+ * Stripe will never accept this request and are non-retryable with type `StripeRejected`.
+ */
+export function classifyStripeError(err: unknown, what: string): Error {
+  const e = err as { statusCode?: number; code?: string; message?: string };
+  const status = e?.statusCode;
+  const details = { status, code: e?.code };
+  if (status && status >= 400 && status < 500 && status !== 409 && status !== 429) {
+    return ApplicationFailure.nonRetryable(`${what}: Stripe answered ${status}: ${e.message}`, 'StripeRejected', details);
+  }
+  // Retryable: say which step and what Stripe answered, so the Temporal UI and `sagas stuck` show it.
+  const answered = status ? `Stripe answered ${status}` : 'Stripe unreachable';
+  return ApplicationFailure.retryable(`${what}: ${answered}: ${e?.message}`, 'StripeUnavailable', details);
+}
+
+function statusOf(err: unknown): number | undefined {
+  return (err as { statusCode?: number })?.statusCode;
+}
+
+/** Runs one Stripe call, turning its failures into retryable or non-retryable activity failures. */
+async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw classifyStripeError(err, what);
+  }
+}
+
+export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepDeps) {
+  const readSession = async (sessionId: string): Promise<SessionState> => {
+    const s = await call('reading the Checkout Session', () => stripe.checkout.sessions.retrieve(sessionId));
+    const pi = typeof s.payment_intent === 'string' ? s.payment_intent : s.payment_intent?.id;
+    return {
+      status: (s.status ?? 'open') as SessionState['status'],
+      paymentStatus: s.payment_status,
+      paymentIntentId: pi ?? undefined,
+    };
+  };
+
+  return {
+    /**
+     * Opens the Stripe Checkout Session. Idempotency key `checkout-<purchaseId>`; its parameters
+     * are derived only from the hold, so a retry sends the same request. The session expires with
+     * the hold, or at Stripe's 30-minute minimum for shorter holds (the workflow then expires it).
+     * Compensation: expireCheckout.
+     */
+    async openCheckout(input: OpenCheckoutInput): Promise<CheckoutSession> {
+      const holdEnd = Math.ceil(Date.parse(input.holdExpiresAt) / 1000);
+      const holdStart = holdEnd - input.holdSeconds;
+      const expiresAt = Math.max(holdEnd, holdStart + STRIPE_MIN_SESSION_SECONDS + SESSION_MARGIN_SECONDS);
+      const fill = (url: string) => url.replace('{purchaseId}', encodeURIComponent(input.purchaseId));
+      const session = await call('opening the Checkout Session', () =>
+        stripe.checkout.sessions.create(
+          {
+            mode: 'payment',
+            line_items: [
+              {
+                quantity: input.quantity,
+                price_data: {
+                  currency: input.currency,
+                  unit_amount: input.unitAmountCents,
+                  product_data: { name: input.productName },
+                },
+              },
+            ],
+            success_url: fill(successUrl),
+            cancel_url: fill(cancelUrl),
+            expires_at: expiresAt,
+            client_reference_id: input.purchaseId,
+            metadata: { purchase_id: input.purchaseId, sku: input.sku, buyer_id: input.buyerId },
+            payment_intent_data: { metadata: { purchase_id: input.purchaseId, sku: input.sku } },
+          },
+          { idempotencyKey: `checkout-${input.purchaseId}` },
+        ),
+      );
+      // A session without a URL cannot be paid, and asking again with the same key returns the same one.
+      if (!session.url) throw ApplicationFailure.nonRetryable('Stripe returned a session without a URL', 'StripeRejected');
+      return {
+        sessionId: session.id,
+        url: session.url,
+        sessionExpiresAt: new Date(session.expires_at * 1000).toISOString(),
+      };
+    },
+
+    /**
+     * Expires the session so the buyer can no longer pay (key `expire-<purchaseId>`). Stripe
+     * refuses when the session is not open any more; then its actual state is returned: `complete`
+     * means a payment is on its way, which is not an error.
+     */
+    async expireCheckout(purchaseId: string, sessionId: string): Promise<SessionState> {
+      try {
+        const s = await stripe.checkout.sessions.expire(sessionId, {}, { idempotencyKey: `expire-${purchaseId}` });
+        return { status: 'expired', paymentStatus: s.payment_status };
+      } catch (err) {
+        if (statusOf(err) !== 400) throw classifyStripeError(err, 'expiring the Checkout Session');
+      }
+      return readSession(sessionId);
+    },
+
+    /** The PaymentIntent a completed session was paid with. */
+    async getSessionPayment(sessionId: string): Promise<SessionState> {
+      return readSession(sessionId);
+    },
+
+    /**
+     * Refunds a payment in full. Idempotency key `refund-<step>-<purchaseId>`, so each refund path
+     * refunds at most once; a payment already refunded in full counts as done.
+     */
+    async refundPayment(input: RefundInput): Promise<{ refundId?: string; status: string }> {
+      try {
+        const refund = await stripe.refunds.create(
+          {
+            payment_intent: input.paymentIntentId,
+            reason: 'requested_by_customer',
+            metadata: { purchase_id: input.purchaseId, reason: input.reason.slice(0, 450) },
+          },
+          { idempotencyKey: `refund-${input.step}-${input.purchaseId}` },
+        );
+        return { refundId: refund.id, status: refund.status ?? 'pending' };
+      } catch (err) {
+        if ((err as { code?: string })?.code === 'charge_already_refunded') return { status: 'succeeded' };
+        throw classifyStripeError(err, 'refunding the payment');
+      }
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import type { PaymentEvent, PurchaseInput, PurchaseState, PurchaseStatus } from '../vocabulary';
+import { purchaseWorkflowId } from '../vocabulary';
+import {
+  BuyerIdKey,
+  cancelUpdate,
+  checkoutReadyUpdate,
+  paymentEventSignal,
+  PurchaseStatusKey,
+  SkuKey,
+} from '../workflows/definitions';
+import type { purchaseWorkflow } from '../workflows/purchase';
+
+// The client side of the purchase saga: how the API starts it, cancels it and hands it Stripe's
+// events. Workflow ids are business ids (`purchase-<purchaseId>`), so every call is idempotent.
+
+export interface SagaClient {
+  temporal: Client;
+  taskQueue: string;
+}
+
+function searchAttributes(p: { sku: string; buyerId: string }, status: PurchaseStatus) {
+  return [
+    { key: SkuKey, value: p.sku },
+    { key: BuyerIdKey, value: p.buyerId },
+    { key: PurchaseStatusKey, value: status },
+  ];
+}
+
+/**
+ * Starts the purchase saga (or joins the one this purchase id already has) and waits until its hold
+ * is taken and its Checkout Session open, or it was refused: one round trip by update-with-start.
+ */
+export async function startPurchase(c: SagaClient, input: PurchaseInput): Promise<PurchaseState> {
+  const start = new WithStartWorkflowOperation<typeof purchaseWorkflow>('purchaseWorkflow', {
+    workflowId: purchaseWorkflowId(input.purchaseId),
+    taskQueue: c.taskQueue,
+    args: [input],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    typedSearchAttributes: searchAttributes(input, 'holding'),
+  });
+  return c.temporal.workflow.executeUpdateWithStart(checkoutReadyUpdate, { startWorkflowOperation: start });
+}
+
+/** Asks the saga to give the hold back; resolves with its state once it has (or once money is on its way). */
+export async function cancelPurchase(c: SagaClient, purchaseId: string): Promise<PurchaseState> {
+  return c.temporal.workflow.getHandle(purchaseWorkflowId(purchaseId)).executeUpdate(cancelUpdate);
+}
+
+/**
+ * Hands a verified Stripe event to its purchase's saga with signal-with-start: a running saga gets
+ * the signal; a closed one is followed up by a new run that settles the payment from the record.
+ */
+export async function deliverPaymentEvent(
+  c: SagaClient,
+  purchase: { purchaseId: string; sku: string; buyerId: string; quantity: number; status: PurchaseStatus },
+  event: PaymentEvent,
+): Promise<void> {
+  await c.temporal.workflow.signalWithStart<typeof purchaseWorkflow, [PaymentEvent]>('purchaseWorkflow', {
+    workflowId: purchaseWorkflowId(purchase.purchaseId),
+    taskQueue: c.taskQueue,
+    args: [
+      {
+        purchaseId: purchase.purchaseId,
+        sku: purchase.sku,
+        buyerId: purchase.buyerId,
+        quantity: purchase.quantity,
+        followUp: true,
+      },
+    ],
+    signal: paymentEventSignal,
+    signalArgs: [event],
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    // A follow-up run must be as findable in the Temporal UI as the first one.
+    typedSearchAttributes: searchAttributes(purchase, purchase.status),
+  });
+}

@@ -1,0 +1,85 @@
+import { Client, type Connection } from '@temporalio/client';
+import type pg from 'pg';
+import { connectTemporal, createPool } from '../config/clients';
+import { ConfigError, loadCliConfig, loadTemporalCliConfig } from '../config';
+
+/** A bad command line: the CLI prints the message and its usage, and exits 2. */
+export class UsageError extends Error {}
+
+/**
+ * Runs an operator CLI: `parse` turns argv into arguments (throwing UsageError → exit 2 with the
+ * usage; `'help'` → the usage, exit 0), then `run` returns the exit code. A configuration error
+ * exits 2 naming what is missing; anything else thrown is printed and exits 1.
+ */
+export function runCli<A>(
+  name: string,
+  usage: string,
+  parse: (argv: string[]) => A | 'help',
+  run: (args: A) => Promise<number>,
+): void {
+  const main = async (): Promise<number> => {
+    let args: A | 'help';
+    try {
+      args = parse(process.argv.slice(2));
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err;
+      console.error(`${name}: ${err.message}\n\n${usage}`);
+      return 2;
+    }
+    if (args === 'help') {
+      console.log(usage);
+      return 0;
+    }
+    return run(args);
+  };
+  main().then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      if (err instanceof ConfigError) {
+        console.error(`${name}: ${err.message}`);
+        process.exit(2);
+      }
+      console.error(`${name}: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    },
+  );
+}
+
+export interface CliClients {
+  db?: pg.Pool;
+  temporal?: Client;
+  namespace: string;
+  taskQueue: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The clients an operator CLI needs, from the same configuration as the services: Postgres
+ * (`required`, or `optional` when DATABASE_URL only adds checks) and, if asked, Temporal.
+ */
+export async function openCliClients(
+  name: string,
+  needs: { db: 'required' | 'optional'; temporal: boolean },
+): Promise<CliClients> {
+  const config = needs.db === 'required' ? loadCliConfig(process.env) : loadTemporalCliConfig(process.env);
+  const log = (line: string) => console.error(`${name}: ${line}`);
+  let connection: Connection | undefined;
+  if (needs.temporal) {
+    try {
+      connection = await connectTemporal(config.temporalAddress);
+    } catch (err) {
+      throw new Error(`cannot reach Temporal at ${config.temporalAddress} (TEMPORAL_ADDRESS): ${(err as Error).message}`);
+    }
+  }
+  const db = config.databaseUrl ? createPool(config.databaseUrl, 2, log) : undefined;
+  return {
+    db,
+    temporal: connection ? new Client({ connection, namespace: config.temporalNamespace }) : undefined,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    async close() {
+      await connection?.close();
+      await db?.end();
+    },
+  };
+}

@@ -1,0 +1,255 @@
+import { PG, constraintOf, pgCode, withTx, type Db, type Tx } from './db';
+import type { PurchaseInput } from '../vocabulary';
+import { toHold, type Hold, type HoldResult, type HoldRow, type HoldStatus } from './hold-types';
+import { appendMovements } from './ledger';
+import { getProduct } from './products';
+import { buyerCommitments, checkBuyer, pickUnits, reclaimExpired, Refusal, returnToStock, takeStock } from './stock';
+
+/**
+ * Holds, from take to sale or return. Every decrement is a conditional UPDATE guarded by
+ * `available - qty >= floor` (with a CHECK constraint behind it), every increment is one guarded
+ * state transition of one hold, and every movement is appended to `stock_movements` in the same
+ * transaction. The hold desk (hold-desk.ts) serves the same takes in batches.
+ */
+
+export async function sweepExpired(db: Db): Promise<number> {
+  const { rows } = await db.query<{ sku: string }>(
+    `SELECT DISTINCT sku FROM holds WHERE status = 'active' AND expires_at <= now()`,
+  );
+  let expired = 0;
+  for (const { sku } of rows) expired += await withTx(db, (tx) => reclaimExpired(tx, sku));
+  return expired;
+}
+
+
+/** The purchase that holds `sku` for this buyer now, if any (one at most: a unique index). */
+export async function activeHoldOf(db: Db | Tx, sku: string, buyerId: string): Promise<string | null> {
+  const { rows } = await db.query<{ purchase_id: string }>(
+    `SELECT purchase_id FROM holds WHERE sku = $1 AND buyer_id = $2 AND status = 'active'`,
+    [sku, buyerId],
+  );
+  return rows[0]?.purchase_id ?? null;
+}
+
+export async function findHold(db: Db | Tx, purchaseId: string): Promise<Hold | null> {
+  const { rows } = await db.query<HoldRow>('SELECT * FROM holds WHERE purchase_id = $1', [purchaseId]);
+  return rows[0] ? toHold(rows[0]) : null;
+}
+
+
+export async function takeHold(db: Db, req: PurchaseInput): Promise<HoldResult> {
+  const existing = await findHold(db, req.purchaseId);
+  if (existing) return { outcome: 'held', hold: existing };
+  try {
+    return await withTx(db, async (tx) => {
+      await reclaimExpired(tx, req.sku);
+      const product = await getProduct(tx, req.sku);
+      if (!product) throw new Refusal({ outcome: 'product_not_found' });
+      const refusal = checkBuyer(product, req, (await buyerCommitments(tx, req.sku, [req.buyerId])).get(req.buyerId));
+      if (refusal) throw new Refusal(refusal);
+      let unitIds: string[] | null = null;
+      if (product.hasUnits) {
+        unitIds = await pickUnits(tx, req.sku, req.purchaseId, req.quantity, req.unitId);
+        if (unitIds.length < req.quantity) {
+          throw new Refusal(req.unitId ? { outcome: 'unit_unavailable', unitId: req.unitId } : { outcome: 'sold_out' });
+        }
+      } else if (req.unitId) {
+        throw new Refusal({ outcome: 'unit_unavailable', unitId: req.unitId });
+      }
+      const alloc = await takeStock(tx, product, req.purchaseId, req.quantity);
+      const { rows } = await tx.query<HoldRow>(
+        `INSERT INTO holds (purchase_id, sku, buyer_id, quantity, bucket, oversold, unit_ids, status, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', now() + make_interval(secs => $8))
+         RETURNING *`,
+        [
+          req.purchaseId,
+          req.sku,
+          req.buyerId,
+          req.quantity,
+          alloc.bucket,
+          alloc.oversold,
+          unitIds,
+          product.holdSeconds,
+        ],
+      );
+      await appendMovements(tx, [
+        {
+          sku: req.sku,
+          purchaseId: req.purchaseId,
+          kind: 'hold',
+          available: -req.quantity,
+          held: req.quantity,
+          oversold: alloc.oversold,
+        },
+      ]);
+      return { outcome: 'held' as const, hold: toHold(rows[0]) };
+    });
+  } catch (err) {
+    if (err instanceof Refusal) {
+      // The buyer's active hold is this very purchase, taken by a concurrent call: that is the answer.
+      if (err.result.outcome === 'hold_exists' && err.result.heldBy === req.purchaseId) {
+        const hold = await findHold(db, req.purchaseId);
+        if (hold) return { outcome: 'held', hold };
+      }
+      return err.result;
+    }
+    if (pgCode(err) === PG.uniqueViolation) {
+      // A concurrent call won the race: for the same purchase, answer with its hold; for the
+      // same buyer, that is the one-active-hold rule.
+      const hold = await findHold(db, req.purchaseId);
+      if (hold) return { outcome: 'held', hold };
+      if (constraintOf(err) === 'holds_one_active_per_buyer') {
+        return { outcome: 'hold_exists', heldBy: (await activeHoldOf(db, req.sku, req.buyerId)) ?? 'unknown' };
+      }
+    }
+    throw err;
+  }
+}
+
+
+export type ReleaseResult = { released: boolean; status: HoldStatus | 'not_found' };
+
+/**
+ * Returns a hold's units to stock: `active` → `released` (or `expired`), at most once. Calling it
+ * again, or after the hold lapsed and was reclaimed, or after it was sold, changes nothing.
+ */
+export async function releaseHold(
+  db: Db,
+  purchaseId: string,
+  reason: 'release' | 'expire' = 'release',
+): Promise<ReleaseResult> {
+  return withTx(db, async (tx) => {
+    const { rows } = await tx.query<HoldRow>(
+      `UPDATE holds SET status = $2, updated_at = now() WHERE purchase_id = $1 AND status = 'active' RETURNING *`,
+      [purchaseId, reason === 'release' ? 'released' : 'expired'],
+    );
+    if (rows[0]) {
+      await returnToStock(tx, rows, reason);
+      return { released: true, status: rows[0].status };
+    }
+    const hold = await findHold(tx, purchaseId);
+    return { released: false, status: hold?.status ?? 'not_found' };
+  });
+}
+
+/**
+ * Keeps an active hold for at least `seconds` more (a delayed payment is settling). Returns the new
+ * expiry, or null when the hold is no longer active (it lapsed and went back to stock first).
+ */
+export async function extendHold(db: Db, purchaseId: string, seconds: number): Promise<string | null> {
+  const { rows } = await db.query<{ expires_at: Date }>(
+    `UPDATE holds SET expires_at = greatest(expires_at, now() + make_interval(secs => $2)), updated_at = now()
+      WHERE purchase_id = $1 AND status = 'active' AND expires_at > now() RETURNING expires_at`,
+    [purchaseId, seconds],
+  );
+  return rows[0]?.expires_at.toISOString() ?? null;
+}
+
+export type ConvertResult =
+  | { outcome: 'sold'; hold: Hold }
+  | { outcome: 'lapsed'; status: HoldStatus }
+  | { outcome: 'not_found' };
+
+/**
+ * Turns an active hold into a sale (`active` → `sold`), once. A hold already returned to stock
+ * answers `lapsed`: the caller must re-take a unit (retakeForLatePayment) instead.
+ */
+export async function convertHold(db: Db, purchaseId: string): Promise<ConvertResult> {
+  return withTx(db, async (tx) => {
+    const { rows } = await tx.query<HoldRow>(
+      `UPDATE holds SET status = 'sold', updated_at = now() WHERE purchase_id = $1 AND status = 'active' RETURNING *`,
+      [purchaseId],
+    );
+    const row = rows[0];
+    if (row) {
+      if (row.unit_ids) await tx.query(`UPDATE units SET status = 'sold' WHERE purchase_id = $1`, [purchaseId]);
+      await appendMovements(tx, [{ sku: row.sku, purchaseId, kind: 'sell', held: -row.quantity, sold: row.quantity }]);
+      return { outcome: 'sold', hold: toHold(row) };
+    }
+    const hold = await findHold(tx, purchaseId);
+    if (!hold) return { outcome: 'not_found' };
+    if (hold.status === 'sold' || hold.status === 'restocked') return { outcome: 'sold', hold };
+    return { outcome: 'lapsed', status: hold.status };
+  });
+}
+
+export type RetakeResult =
+  { outcome: 'sold'; hold: Hold } | { outcome: 'sold_out' } | { outcome: 'not_found' };
+
+/**
+ * For a payment that arrived after its hold went back to stock: takes the units again with the
+ * same conditional update and records the sale (`released|expired` → `sold`), once. Per-buyer
+ * limits are not applied again: the buyer was within them when the hold was taken.
+ */
+export async function retakeForLatePayment(db: Db, purchaseId: string): Promise<RetakeResult> {
+  try {
+    return await withTx(db, async (tx) => {
+      const locked = (await tx.query<HoldRow>('SELECT * FROM holds WHERE purchase_id = $1 FOR UPDATE', [purchaseId]))
+        .rows[0];
+      if (!locked) return { outcome: 'not_found' as const };
+      if (locked.status === 'sold' || locked.status === 'restocked') {
+        return { outcome: 'sold' as const, hold: toHold(locked) };
+      }
+      if (locked.status === 'active') {
+        // Never released: the hold itself becomes the sale.
+        await tx.query(`UPDATE holds SET status = 'sold', updated_at = now() WHERE purchase_id = $1`, [purchaseId]);
+        if (locked.unit_ids) await tx.query(`UPDATE units SET status = 'sold' WHERE purchase_id = $1`, [purchaseId]);
+        await appendMovements(tx, [
+          { sku: locked.sku, purchaseId, kind: 'sell', held: -locked.quantity, sold: locked.quantity },
+        ]);
+        return { outcome: 'sold' as const, hold: { ...toHold(locked), status: 'sold' as const } };
+      }
+      await reclaimExpired(tx, locked.sku);
+      const product = (await getProduct(tx, locked.sku))!;
+      let unitIds: string[] | null = null;
+      if (product.hasUnits) {
+        // The same seats if still free, else any.
+        unitIds = [];
+        for (const u of locked.unit_ids ?? []) unitIds.push(...(await pickUnits(tx, locked.sku, purchaseId, 1, u)));
+        if (unitIds.length < locked.quantity) {
+          unitIds.push(...(await pickUnits(tx, locked.sku, purchaseId, locked.quantity - unitIds.length)));
+        }
+        if (unitIds.length < locked.quantity) throw new Refusal({ outcome: 'sold_out' });
+        await tx.query(`UPDATE units SET status = 'sold' WHERE purchase_id = $1`, [purchaseId]);
+      }
+      const alloc = await takeStock(tx, product, purchaseId, locked.quantity);
+      const { rows } = await tx.query<HoldRow>(
+        `UPDATE holds SET status = 'sold', bucket = $2, oversold = $3, unit_ids = coalesce($4, unit_ids), updated_at = now()
+          WHERE purchase_id = $1 RETURNING *`,
+        [purchaseId, alloc.bucket, alloc.oversold, unitIds],
+      );
+      await appendMovements(tx, [
+        {
+          sku: locked.sku,
+          purchaseId,
+          kind: 'retake',
+          available: -locked.quantity,
+          sold: locked.quantity,
+          oversold: alloc.oversold,
+        },
+      ]);
+      return { outcome: 'sold' as const, hold: toHold(rows[0]) };
+    });
+  } catch (err) {
+    if (err instanceof Refusal && err.result.outcome === 'sold_out') return { outcome: 'sold_out' };
+    throw err;
+  }
+}
+
+export type RestockResult = { restocked: boolean; status: HoldStatus | 'not_found' };
+
+/** Puts a refunded sale's units back on sale (`sold` → `restocked`), at most once. */
+export async function restockSale(db: Db, purchaseId: string): Promise<RestockResult> {
+  return withTx(db, async (tx) => {
+    const { rows } = await tx.query<HoldRow>(
+      `UPDATE holds SET status = 'restocked', updated_at = now() WHERE purchase_id = $1 AND status = 'sold' RETURNING *`,
+      [purchaseId],
+    );
+    if (rows[0]) {
+      await returnToStock(tx, rows, 'refund_restock');
+      return { restocked: true, status: 'restocked' };
+    }
+    const hold = await findHold(tx, purchaseId);
+    return { restocked: false, status: hold?.status ?? 'not_found' };
+  });
+}

@@ -1,0 +1,203 @@
+import { PG, constraintOf, pgCode, withTx, type Db, type Tx } from './db';
+import { appendMovements } from './ledger';
+import type { ProductTerms } from '../vocabulary';
+
+// The catalogue: products, their bucket rows and seats, restocks, and availability as a buyer sees it.
+
+export interface Product {
+  sku: string;
+  name: string;
+  priceCents: number;
+  currency: string;
+  total: number;
+  buckets: number;
+  holdSeconds: number;
+  maxPerBuyer: number;
+  oversellAllowance: number;
+  hasUnits: boolean;
+  waitingRoom: { admitPerSecond: number; maxActive: number } | null;
+}
+
+export interface NewProduct {
+  sku: string;
+  name: string;
+  priceCents: number;
+  currency: string;
+  stock: number;
+  buckets?: number;
+  holdSeconds?: number;
+  maxPerBuyer?: number;
+  oversellAllowance?: number;
+  waitingRoom?: { admitPerSecond: number; maxActive: number } | null;
+  units?: string[];
+}
+
+export interface Availability {
+  sku: string;
+  total: number;
+  available: number;
+  held: number;
+  sold: number;
+  oversold: number;
+  soldOut: boolean;
+  /** Nothing available and no active hold that could come back: the sold-out answer is final until a restock. */
+  exhausted: boolean;
+}
+
+interface ProductRow {
+  sku: string;
+  name: string;
+  price_cents: number;
+  currency: string;
+  total: number;
+  buckets: number;
+  hold_seconds: number;
+  max_per_buyer: number;
+  oversell_allowance: number;
+  has_units: boolean;
+  waiting_room: Product['waitingRoom'];
+}
+
+function toProduct(r: ProductRow): Product {
+  return {
+    sku: r.sku,
+    name: r.name,
+    priceCents: r.price_cents,
+    currency: r.currency,
+    total: r.total,
+    buckets: r.buckets,
+    holdSeconds: r.hold_seconds,
+    maxPerBuyer: r.max_per_buyer,
+    oversellAllowance: r.oversell_allowance,
+    hasUnits: r.has_units,
+    waitingRoom: r.waiting_room,
+  };
+}
+
+/** What a purchase of this product sells at: fixed at creation, so a saga carries it instead of reading it again. */
+export function termsOf(p: Product): ProductTerms {
+  return { name: p.name, priceCents: p.priceCents, currency: p.currency, holdSeconds: p.holdSeconds, hasUnits: p.hasUnits };
+}
+
+export class ProductExistsError extends Error {
+  readonly type = 'product-exists';
+}
+
+/** Creates a product, its bucket rows (stock spread evenly) and, for seats, one row per unit. */
+export async function createProduct(db: Db, input: NewProduct): Promise<Product> {
+  const units = input.units ?? null;
+  const stock = units ? units.length : input.stock;
+  // Seats are picked row by row, so splitting their count buys nothing; allowance makes no sense either.
+  const buckets = units ? 1 : Math.max(1, input.buckets ?? 1);
+  const allowance = units ? 0 : (input.oversellAllowance ?? 0);
+  try {
+    return await withTx(db, async (tx) => {
+      const { rows } = await tx.query<ProductRow>(
+        `INSERT INTO products (sku, name, price_cents, currency, total, buckets, hold_seconds, max_per_buyer,
+                               oversell_allowance, has_units, waiting_room)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
+        [
+          input.sku,
+          input.name,
+          input.priceCents,
+          input.currency.toLowerCase(),
+          stock,
+          buckets,
+          input.holdSeconds ?? 600,
+          input.maxPerBuyer ?? 1,
+          allowance,
+          units !== null,
+          input.waitingRoom ? JSON.stringify(input.waitingRoom) : null,
+        ],
+      );
+      const split = Array.from(
+        { length: buckets },
+        (_, i) => Math.floor(stock / buckets) + (i < stock % buckets ? 1 : 0),
+      );
+      await tx.query(
+        `INSERT INTO stock_buckets (sku, bucket, available, floor)
+         SELECT $1, b, a, CASE WHEN b = 0 THEN -$4::int ELSE 0 END FROM unnest($2::int[], $3::int[]) AS v(b, a)`,
+        [input.sku, split.map((_, i) => i), split, allowance],
+      );
+      if (units) {
+        await tx.query(`INSERT INTO units (sku, unit_id) SELECT $1, u FROM unnest($2::text[]) AS u`, [
+          input.sku,
+          units,
+        ]);
+      }
+      await appendMovements(tx, [{ sku: input.sku, purchaseId: null, kind: 'create', total: stock, available: stock }]);
+      return toProduct(rows[0]);
+    });
+  } catch (err) {
+    if (pgCode(err) === PG.uniqueViolation && constraintOf(err) === 'products_pkey') {
+      throw new ProductExistsError(`product ${input.sku} already exists`);
+    }
+    throw err;
+  }
+}
+
+export async function getProduct(db: Db | Tx, sku: string): Promise<Product | null> {
+  const { rows } = await db.query<ProductRow>('SELECT * FROM products WHERE sku = $1', [sku]);
+  return rows[0] ? toProduct(rows[0]) : null;
+}
+
+/** Adds `quantity` units of a counted product to total, spread over its buckets. Null when the SKU is unknown. */
+export async function restockProduct(db: Db, sku: string, quantity: number): Promise<Product | null> {
+  return withTx(db, async (tx) => {
+    const { rows } = await tx.query<ProductRow>(
+      'UPDATE products SET total = total + $2 WHERE sku = $1 AND NOT has_units RETURNING *',
+      [sku, quantity],
+    );
+    if (!rows[0]) return null;
+    await tx.query(
+      `UPDATE stock_buckets SET available = available + $2::int / $3::int + CASE WHEN bucket < $2::int % $3::int THEN 1 ELSE 0 END
+        WHERE sku = $1`,
+      [sku, quantity, rows[0].buckets],
+    );
+    await appendMovements(tx, [{ sku, purchaseId: null, kind: 'restock', total: quantity, available: quantity }]);
+    return toProduct(rows[0]);
+  });
+}
+
+/**
+ * Stock as a buyer should see it. A hold past its `expires_at` counts as available even when no
+ * sweeper or taker has returned it yet.
+ */
+export async function getAvailability(db: Db | Tx, sku: string): Promise<Availability | null> {
+  const { rows } = await db.query<{
+    total: number;
+    oversell_allowance: number;
+    counted: number;
+    held: number;
+    lapsed: number;
+    sold: number;
+    oversold: number;
+  }>(
+    `SELECT p.total, p.oversell_allowance,
+            (SELECT coalesce(sum(available), 0)::int FROM stock_buckets WHERE sku = p.sku) AS counted,
+            coalesce(sum(h.quantity) FILTER (WHERE h.status = 'active' AND h.expires_at > now()), 0)::int AS held,
+            coalesce(sum(h.quantity) FILTER (WHERE h.status = 'active' AND h.expires_at <= now()), 0)::int AS lapsed,
+            coalesce(sum(h.quantity) FILTER (WHERE h.status = 'sold'), 0)::int AS sold,
+            coalesce(sum(h.oversold) FILTER (WHERE h.status = 'sold' OR (h.status = 'active' AND h.expires_at > now())), 0)::int AS oversold
+       FROM products p LEFT JOIN holds h ON h.sku = p.sku AND h.status IN ('active', 'sold')
+      WHERE p.sku = $1
+      GROUP BY p.sku, p.total, p.oversell_allowance`,
+    [sku],
+  );
+  const r = rows[0];
+  if (!r) return null;
+  const raw = r.counted + r.lapsed;
+  const available = Math.max(0, raw);
+  const allowanceLeft = r.oversell_allowance - r.oversold;
+  const soldOut = available + Math.max(0, allowanceLeft) <= 0;
+  return {
+    sku,
+    total: r.total,
+    available,
+    held: r.held,
+    sold: r.sold,
+    oversold: r.oversold,
+    soldOut,
+    exhausted: soldOut && r.held === 0,
+  };
+}

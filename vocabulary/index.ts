@@ -1,0 +1,171 @@
+// The project's one vocabulary: purchase statuses, refusals, the purchase request and the Stripe
+// events the saga understands. Every layer imports it; it imports nothing, so workflow code, the
+// store and the API can all share it without pulling I/O into the workflow sandbox.
+
+/** Where a purchase is. Stable: the API, the PurchaseStatus search attribute and operators' filters use these names. */
+export const PURCHASE_STATUSES = [
+  'holding',
+  'awaiting_payment',
+  'confirmed',
+  'late_confirmed',
+  'expired',
+  'payment_failed',
+  'refunded',
+  'failed',
+  /** Never held: sold out, limit, existing hold. Not a purchase to the buyer (the API answers 409/422). */
+  'rejected',
+] as const;
+export type PurchaseStatus = (typeof PURCHASE_STATUSES)[number];
+
+/** No step of the saga will change a purchase in these statuses unless money arrives. */
+export const FINAL_STATUSES = [
+  'confirmed',
+  'late_confirmed',
+  'expired',
+  'payment_failed',
+  'refunded',
+  'failed',
+  'rejected',
+] as const satisfies readonly PurchaseStatus[];
+
+/** The payment has its outcome: a sale, or a refund. */
+export const PAID_STATUSES = ['confirmed', 'late_confirmed', 'refunded'] as const satisfies readonly PurchaseStatus[];
+
+/** A saga in these statuses still owns a hold that it must convert or release. */
+export const HOLDING_STATUSES = ['holding', 'awaiting_payment'] as const satisfies readonly PurchaseStatus[];
+
+/** Paid orders that support may refund. */
+export const REFUNDABLE_STATUSES = ['confirmed', 'late_confirmed'] as const satisfies readonly PurchaseStatus[];
+
+export function isFinal(status: PurchaseStatus): boolean {
+  return (FINAL_STATUSES as readonly PurchaseStatus[]).includes(status);
+}
+export function isPaid(status: PurchaseStatus): boolean {
+  return (PAID_STATUSES as readonly PurchaseStatus[]).includes(status);
+}
+export function isRefundable(status: PurchaseStatus): boolean {
+  return (REFUNDABLE_STATUSES as readonly PurchaseStatus[]).includes(status);
+}
+
+/** Why a purchase never got a hold. */
+export const REJECTIONS = [
+  'sold_out',
+  'hold_exists',
+  'limit_exceeded',
+  'unit_unavailable',
+  'product_not_found',
+] as const;
+export type Rejection = (typeof REJECTIONS)[number];
+
+/** What a buyer asks for: the body of POST /v1/purchases once validated. */
+export interface PurchaseRequest {
+  sku: string;
+  buyerId: string;
+  quantity: number;
+  unitId?: string;
+}
+
+/** What a purchase sells at, fixed when the product is created and carried by the saga so no step reads the product again. */
+export interface ProductTerms {
+  name: string;
+  priceCents: number;
+  currency: string;
+  holdSeconds: number;
+  hasUnits: boolean;
+}
+
+/** One purchase: the request, the id it is keyed by, and (for a new saga) the terms it sells at. */
+export interface PurchaseInput extends PurchaseRequest {
+  purchaseId: string;
+  terms?: ProductTerms;
+  /**
+   * Set when a payment event reaches a purchase whose workflow already closed: the new run does
+   * no hold or checkout of its own, it settles the payment (re-take or refund) from the record.
+   */
+  followUp?: boolean;
+}
+
+export interface RefundSummary {
+  status: string;
+  reason: string;
+  refundId?: string;
+}
+
+/** The saga's view of a purchase: what the `purchaseState` query returns and the record stores. */
+export interface PurchaseState {
+  purchaseId: string;
+  sku: string;
+  buyerId: string;
+  quantity: number;
+  status: PurchaseStatus;
+  amountCents?: number;
+  currency?: string;
+  holdExpiresAt?: string;
+  checkoutUrl?: string;
+  sessionId?: string;
+  paymentIntentId?: string;
+  /** Why a purchase was refused, failed or ended the way it did. */
+  reason?: string;
+  rejection?: Rejection;
+  /** For a `hold_exists` refusal: the purchase that holds the SKU for this buyer. */
+  heldBy?: string;
+  refund?: RefundSummary;
+  oversold?: boolean;
+}
+
+/** The Stripe events the purchase saga acts on. */
+export const PAYMENT_EVENT_TYPES = [
+  'checkout.session.completed',
+  'checkout.session.async_payment_succeeded',
+  'checkout.session.async_payment_failed',
+  'checkout.session.expired',
+  'payment_intent.payment_failed',
+] as const;
+export type PaymentEventType = (typeof PAYMENT_EVENT_TYPES)[number];
+
+/** Events that bring no money: they cannot change a purchase that already has its outcome. */
+export const NO_PAYMENT_EVENT_TYPES = [
+  'checkout.session.expired',
+  'payment_intent.payment_failed',
+  'checkout.session.async_payment_failed',
+] as const satisfies readonly PaymentEventType[];
+
+export function isPaymentEventType(type: string): type is PaymentEventType {
+  return (PAYMENT_EVENT_TYPES as readonly string[]).includes(type);
+}
+export function bringsNoPayment(type: PaymentEventType): boolean {
+  return (NO_PAYMENT_EVENT_TYPES as readonly string[]).includes(type);
+}
+
+/** What Stripe told us, reduced to what the saga needs. `eventId` dedupes redeliveries. */
+export interface PaymentEvent {
+  eventId: string;
+  type: PaymentEventType;
+  sessionId?: string;
+  paymentIntentId?: string;
+  /** For checkout.session.*: the session's payment_status (`paid`, `unpaid`, `no_payment_required`). */
+  paymentStatus?: string;
+}
+
+export interface SupportRefundInput {
+  purchaseId: string;
+  reason: string;
+  restock: boolean;
+  actor: string;
+}
+
+export interface SupportRefundResult {
+  purchaseId: string;
+  outcome: 'refunded' | 'not_refundable';
+  refund?: RefundSummary;
+  restocked?: boolean;
+  detail?: string;
+}
+
+/** Workflow ids are business ids: starting the same purchase twice finds the first. */
+export function purchaseWorkflowId(purchaseId: string): string {
+  return `purchase-${purchaseId}`;
+}
+export function refundWorkflowId(purchaseId: string): string {
+  return `refund-${purchaseId}`;
+}

@@ -1,0 +1,23 @@
+import { condition } from '@temporalio/workflow';
+import { isFinal, isPaid, type PurchaseState } from '../vocabulary';
+import { acts, ASYNC_SETTLE_TIMEOUT, type PurchaseSaga } from './saga';
+
+/**
+ * A payment event for a purchase whose workflow had already closed (the webhook started this run
+ * with signal-with-start): settle it from the record so no payment is left without an outcome.
+ */
+export async function followUp(saga: PurchaseSaga): Promise<PurchaseState> {
+  const { state, fold } = saga;
+  const record = await acts.loadPurchase(saga.input.purchaseId);
+  if (!record) return state;
+  Object.assign(state, record);
+  await condition(() => saga.payment !== 'none' || fold.sessionExpired || fold.declined, '1 minute');
+  if (saga.payment === 'pending') await condition(() => fold.settled, ASYNC_SETTLE_TIMEOUT);
+  if (saga.payment === 'paid' && !isPaid(record.status)) {
+    await saga.settleLatePayment();
+  } else if (saga.payment === 'failed' && !isFinal(record.status)) {
+    await acts.releaseHold(saga.input.purchaseId, 'release');
+    await saga.setStatus('payment_failed', { reason: 'the delayed payment failed' });
+  }
+  return state;
+}
