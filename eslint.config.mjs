@@ -1,8 +1,9 @@
 // @ts-check
 // Lint: typescript-eslint's type-checked recommended rules for every TypeScript file, floating
 // promises as errors (an un-awaited activity, query or pool call is a bug here, not a style), and
-// the workflow boundary from STYLE.md: workflow code stays deterministic, so `workflows/` may import
-// only the workflow SDK, its own files and activity *types*.
+// the layering (docs/architecture.md): each folder is one layer and may import only the layers
+// below it. Workflow code stays deterministic, so `workflows/` may import only the workflow SDK,
+// the vocabulary, its own files and activity *types*.
 import { builtinModules } from 'node:module';
 import eslint from '@eslint/js';
 import { defineConfig } from 'eslint/config';
@@ -24,7 +25,43 @@ const sideEffectModules = [
 const BUILTIN = `node:.*|(?:${anyOf(nodeBuiltins)})(?:/.*)?`;
 const SIDE_EFFECT = `(?:${anyOf(sideEffectModules)})(?:/.*)?`;
 const ACTIVITIES = String.raw`\.\./activities(?:/.*)?`;
-const ALLOWED = String.raw`@temporalio/(?:workflow|common)(?:/.*)?|\./.*`;
+const ALLOWED = String.raw`@temporalio/(?:workflow|common)(?:/.*)?|\./.*|\.\./vocabulary`;
+
+/** A project folder, from any depth below another top-level folder (`../store`, `../../store/holds`). */
+const folder = (...names) => `^(?:\\.\\./)+(?:${names.join('|')})(?:/.*)?$`;
+const pkg = (...names) => `^(?:${names.map(escape).join('|')})(?:/.*)?$`;
+
+/**
+ * One layer's import rule: each entry forbids a pattern with the reason. `typesOk` lets `import type`
+ * through (a layer may name another's types without running its code).
+ */
+const layer = (files, rules, extra = {}) => ({
+  files,
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: rules.map(([regex, message, typesOk]) => ({
+          regex,
+          message,
+          ...(typesOk ? { allowTypeImports: true } : {}),
+        })),
+      },
+    ],
+    ...extra,
+  },
+});
+
+/** Routes and CLIs read and write through the store: no SQL of their own. */
+const noSql = {
+  'no-restricted-syntax': [
+    'error',
+    {
+      selector: "CallExpression[callee.property.name='query']",
+      message: 'No SQL outside store/: call a store function (store/*.ts) instead.',
+    },
+  ],
+};
 
 export default defineConfig(
   {
@@ -118,6 +155,101 @@ export default defineConfig(
       ],
     },
   },
+  layer(
+    ['vocabulary/**/*.ts'],
+    [['.*', 'vocabulary/ imports nothing: every layer, workflow code included, shares it.']],
+  ),
+  layer(
+    ['config/**/*.ts'],
+    [
+      [
+        folder('store', 'activities', 'workflows', 'client', 'api', 'worker', 'ops', 'dev'),
+        'config/ reads the environment and builds clients; it knows no layer above it.',
+      ],
+    ],
+  ),
+  layer(
+    ['store/**/*.ts'],
+    [
+      [
+        pkg('@temporalio', 'koa', '@koa', 'stripe'),
+        'store/ is the Postgres domain: it knows nothing of Temporal, HTTP or Stripe.',
+      ],
+      [
+        folder('activities', 'workflows', 'client', 'api', 'worker', 'ops', 'config', 'dev'),
+        'store/ imports only the vocabulary and its own files.',
+      ],
+    ],
+  ),
+  layer(
+    ['activities/**/*.ts'],
+    [
+      [
+        pkg('koa', '@koa', 'pg', '@temporalio/client', '@temporalio/worker', '@temporalio/workflow'),
+        'activities/ is the thin Temporal adapter over store/ and Stripe: no HTTP, no SQL client, no workflow code.',
+        true,
+      ],
+      [
+        folder('workflows', 'client', 'api', 'worker', 'ops', 'config', 'dev'),
+        'activities/ imports the store, the vocabulary and Stripe; it never reaches up to workflows, the API or the worker.',
+      ],
+    ],
+  ),
+  layer(
+    ['client/**/*.ts'],
+    [
+      [
+        pkg('koa', '@koa', 'pg', 'stripe', '@temporalio/worker', '@temporalio/activity'),
+        'client/ is the Temporal client side of the sagas.',
+        true,
+      ],
+      [
+        folder('activities', 'api', 'worker', 'ops', 'config', 'dev'),
+        'client/ imports workflow definitions, the store and the vocabulary only.',
+      ],
+    ],
+  ),
+  layer(
+    ['api/**/*.ts'],
+    [
+      [
+        pkg('pg', '@temporalio/worker', '@temporalio/activity', '@temporalio/workflow'),
+        'api/ is HTTP only: Postgres through store/, sagas through client/.',
+        true,
+      ],
+      [
+        folder('activities', 'workflows', 'worker', 'ops', 'dev'),
+        'api/ never imports activities, workflows, the worker or the CLIs: routes call store/ and client/.',
+      ],
+    ],
+    noSql,
+  ),
+  layer(
+    ['worker/**/*.ts'],
+    [
+      [pkg('koa', '@koa'), 'worker/ serves no HTTP API.'],
+      [
+        folder('api', 'client', 'ops', 'dev'),
+        'worker/ runs activities and workflows; it never imports the API, the client side or the CLIs.',
+      ],
+    ],
+  ),
+  layer(
+    ['ops/**/*.ts'],
+    [
+      [
+        pkg('koa', '@koa', '@temporalio/worker', '@temporalio/activity', '@temporalio/workflow'),
+        'ops/ CLIs talk to the store and to Temporal as a client.',
+        true,
+      ],
+      [pkg('pg'), 'ops/ reaches Postgres through store/ (types are fine).', true],
+      [
+        folder('api', 'worker', 'activities', 'dev'),
+        'ops/ CLIs share store/, client/ and config/ with the services; they never import a service.',
+      ],
+    ],
+    noSql,
+  ),
   {
     // This file and any other plain JavaScript: no type information to check against.
     files: ['**/*.{js,mjs,cjs}'],

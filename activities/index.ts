@@ -117,7 +117,12 @@ export function createActivities(deps: ActivityDeps) {
       await purchases.notifyBuyer(db, purchaseId, buyerId, kind, message);
     },
 
-    async appendAudit(purchaseId: string, actor: string, action: string, detail: Record<string, unknown>): Promise<void> {
+    async appendAudit(
+      purchaseId: string,
+      actor: string,
+      action: string,
+      detail: Record<string, unknown>,
+    ): Promise<void> {
       await purchases.appendAudit(db, purchaseId, actor, action, detail);
     },
   };

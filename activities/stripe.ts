@@ -58,7 +58,11 @@ export function classifyStripeError(err: unknown, what: string): Error {
   const status = e?.statusCode;
   const details = { status, code: e?.code };
   if (status && status >= 400 && status < 500 && status !== 409 && status !== 429) {
-    return ApplicationFailure.nonRetryable(`${what}: Stripe answered ${status}: ${e.message}`, 'StripeRejected', details);
+    return ApplicationFailure.nonRetryable(
+      `${what}: Stripe answered ${status}: ${e.message}`,
+      'StripeRejected',
+      details,
+    );
   }
   // Retryable: say which step and what Stripe answered, so the Temporal UI and `sagas stuck` show it.
   const answered = status ? `Stripe answered ${status}` : 'Stripe unreachable';
@@ -126,7 +130,8 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepD
         ),
       );
       // A session without a URL cannot be paid, and asking again with the same key returns the same one.
-      if (!session.url) throw ApplicationFailure.nonRetryable('Stripe returned a session without a URL', 'StripeRejected');
+      if (!session.url)
+        throw ApplicationFailure.nonRetryable('Stripe returned a session without a URL', 'StripeRejected');
       return {
         sessionId: session.id,
         url: session.url,

@@ -1,5 +1,6 @@
 import client from 'prom-client';
 import type { Db } from '../store/db';
+import { countByStatus } from '../store/purchases';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
@@ -33,9 +34,7 @@ export function createMetrics(db: Db) {
       labelNames: ['status'] as const,
       registers: [registry],
       async collect() {
-        const { rows } = await db.query<{ status: string; n: number }>(
-          'SELECT status, count(*)::int AS n FROM purchases GROUP BY status',
-        );
+        const rows = await countByStatus(db);
         this.reset();
         for (const r of rows) this.set({ status: r.status }, r.n);
       },

@@ -87,7 +87,10 @@ function stripe(r: Reader): StripeConfig {
     r.problems.push(`STRIPE_API_URL must look like http://host:port, got "${stripeApiUrl}"`);
   }
   return {
-    stripeSecretKey: r.need('STRIPE_SECRET_KEY', 'sk_live_/sk_test_ key, or any value with STRIPE_API_URL for the emulator'),
+    stripeSecretKey: r.need(
+      'STRIPE_SECRET_KEY',
+      'sk_live_/sk_test_ key, or any value with STRIPE_API_URL for the emulator',
+    ),
     stripeApiUrl,
   };
 }

@@ -68,7 +68,9 @@ export async function openCliClients(
     try {
       connection = await connectTemporal(config.temporalAddress);
     } catch (err) {
-      throw new Error(`cannot reach Temporal at ${config.temporalAddress} (TEMPORAL_ADDRESS): ${(err as Error).message}`);
+      throw new Error(
+        `cannot reach Temporal at ${config.temporalAddress} (TEMPORAL_ADDRESS): ${(err as Error).message}`,
+      );
     }
   }
   const db = config.databaseUrl ? createPool(config.databaseUrl, 2, log) : undefined;

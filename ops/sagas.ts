@@ -143,9 +143,6 @@ async function main(args: Args): Promise<number> {
       console.log(render(scan, args, now));
     }
     return 0;
-  } catch (err) {
-    console.error(`sagas: ${(err as Error).message}`);
-    return 1;
   } finally {
     await clients.close();
   }

@@ -103,9 +103,6 @@ async function main(args: Args): Promise<number> {
     for (const purchaseId of flagged) failures += await refundOne(purchaseId, args.reason, true);
     console.log(`${flagged.length - failures} of ${flagged.length} oversold order(s) of ${args.sku} refunded`);
     return failures ? 1 : 0;
-  } catch (err) {
-    console.error(`support: ${(err as Error).message}`);
-    return 1;
   } finally {
     await clients.close();
   }

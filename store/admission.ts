@@ -13,7 +13,12 @@ export type Admission =
   /** A new purchase, recorded in `holding`: its saga starts with these terms. */
   | { outcome: 'new'; record: PurchaseRecord; terms: ProductTerms }
   /** Refused before any hold: nothing can come of it. `purchaseId` when the refusal was recorded. */
-  | { outcome: 'refused'; reason: 'product_not_found' | 'sold_out' | 'limit_exceeded'; detail: string; purchaseId?: string }
+  | {
+      outcome: 'refused';
+      reason: 'product_not_found' | 'sold_out' | 'limit_exceeded';
+      detail: string;
+      purchaseId?: string;
+    }
   /** The request contradicts the product or an earlier use of its key. */
   | { outcome: 'invalid'; field: string; message: string };
 
@@ -81,7 +86,8 @@ export class Admissions {
       was.buyerId === req.buyerId &&
       was.quantity === req.quantity &&
       (was.unitId ?? null) === (req.unitId ?? null);
-    if (!same) return { outcome: 'invalid', field: 'Idempotency-Key', message: 'was already used for a different request' };
+    if (!same)
+      return { outcome: 'invalid', field: 'Idempotency-Key', message: 'was already used for a different request' };
     return { outcome: 'known', record };
   }
 

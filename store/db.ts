@@ -34,3 +34,8 @@ export function pgCode(err: unknown): string | undefined {
 export function constraintOf(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null && 'constraint' in err ? String(err.constraint) : undefined;
 }
+
+/** A round trip to Postgres (readiness probes). */
+export async function ping(db: Db): Promise<void> {
+  await db.query('SELECT 1');
+}

@@ -154,7 +154,11 @@ export async function takeHoldsBatch(db: Db, sku: string, reqs: PurchaseInput[],
     if (results[i]) continue;
     const hold = await findHold(db, reqs[i].purchaseId);
     const heldBy = hold ? null : await activeHoldOf(db, sku, reqs[i].buyerId);
-    results[i] = hold ? { outcome: 'held', hold } : heldBy ? { outcome: 'hold_exists', heldBy } : { outcome: 'sold_out' };
+    results[i] = hold
+      ? { outcome: 'held', hold }
+      : heldBy
+        ? { outcome: 'hold_exists', heldBy }
+        : { outcome: 'sold_out' };
   }
   return results as HoldResult[];
 }

@@ -14,7 +14,6 @@ export interface Hold {
   expiresAt: string;
 }
 
-
 export type HoldResult =
   | { outcome: 'held'; hold: Hold }
   | { outcome: 'sold_out' }

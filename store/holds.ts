@@ -21,7 +21,6 @@ export async function sweepExpired(db: Db): Promise<number> {
   return expired;
 }
 
-
 /** The purchase that holds `sku` for this buyer now, if any (one at most: a unique index). */
 export async function activeHoldOf(db: Db | Tx, sku: string, buyerId: string): Promise<string | null> {
   const { rows } = await db.query<{ purchase_id: string }>(
@@ -35,7 +34,6 @@ export async function findHold(db: Db | Tx, purchaseId: string): Promise<Hold | 
   const { rows } = await db.query<HoldRow>('SELECT * FROM holds WHERE purchase_id = $1', [purchaseId]);
   return rows[0] ? toHold(rows[0]) : null;
 }
-
 
 export async function takeHold(db: Db, req: PurchaseInput): Promise<HoldResult> {
   const existing = await findHold(db, req.purchaseId);
@@ -106,7 +104,6 @@ export async function takeHold(db: Db, req: PurchaseInput): Promise<HoldResult> 
   }
 }
 
-
 export type ReleaseResult = { released: boolean; status: HoldStatus | 'not_found' };
 
 /**
@@ -146,9 +143,7 @@ export async function extendHold(db: Db, purchaseId: string, seconds: number): P
 }
 
 export type ConvertResult =
-  | { outcome: 'sold'; hold: Hold }
-  | { outcome: 'lapsed'; status: HoldStatus }
-  | { outcome: 'not_found' };
+  { outcome: 'sold'; hold: Hold } | { outcome: 'lapsed'; status: HoldStatus } | { outcome: 'not_found' };
 
 /**
  * Turns an active hold into a sale (`active` → `sold`), once. A hold already returned to stock
@@ -173,8 +168,7 @@ export async function convertHold(db: Db, purchaseId: string): Promise<ConvertRe
   });
 }
 
-export type RetakeResult =
-  { outcome: 'sold'; hold: Hold } | { outcome: 'sold_out' } | { outcome: 'not_found' };
+export type RetakeResult = { outcome: 'sold'; hold: Hold } | { outcome: 'sold_out' } | { outcome: 'not_found' };
 
 /**
  * For a payment that arrived after its hold went back to stock: takes the units again with the

@@ -76,7 +76,13 @@ function toProduct(r: ProductRow): Product {
 
 /** What a purchase of this product sells at: fixed at creation, so a saga carries it instead of reading it again. */
 export function termsOf(p: Product): ProductTerms {
-  return { name: p.name, priceCents: p.priceCents, currency: p.currency, holdSeconds: p.holdSeconds, hasUnits: p.hasUnits };
+  return {
+    name: p.name,
+    priceCents: p.priceCents,
+    currency: p.currency,
+    holdSeconds: p.holdSeconds,
+    hasUnits: p.hasUnits,
+  };
 }
 
 export class ProductExistsError extends Error {

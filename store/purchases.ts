@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
-import { HOLDING_STATUSES, REFUNDABLE_STATUSES, type PurchaseRequest, PurchaseState, PurchaseStatus, Rejection } from '../vocabulary';
+import {
+  HOLDING_STATUSES,
+  REFUNDABLE_STATUSES,
+  type PurchaseRequest,
+  PurchaseState,
+  PurchaseStatus,
+  Rejection,
+} from '../vocabulary';
 import type { Db } from './db';
 
 /** The durable record of a purchase (table `purchases`). */
@@ -178,4 +185,12 @@ export async function notifyBuyer(
      ON CONFLICT (purchase_id, kind) DO NOTHING`,
     [purchaseId, buyerId, kind, message],
   );
+}
+
+/** How many purchases are in each status. */
+export async function countByStatus(db: Db): Promise<{ status: PurchaseStatus; n: number }[]> {
+  const { rows } = await db.query<{ status: PurchaseStatus; n: number }>(
+    'SELECT status, count(*)::int AS n FROM purchases GROUP BY status',
+  );
+  return rows;
 }

@@ -30,9 +30,12 @@ export async function reclaimExpired(tx: Tx, sku: string): Promise<number> {
   return rows[0].n;
 }
 
-
 /** Increments stock for holds that just left `active` (or `sold`, for restocks); frees their units. */
-export async function returnToStock(tx: Tx, holds: HoldRow[], kind: 'release' | 'expire' | 'refund_restock'): Promise<void> {
+export async function returnToStock(
+  tx: Tx,
+  holds: HoldRow[],
+  kind: 'release' | 'expire' | 'refund_restock',
+): Promise<void> {
   // Real units go back to the hold's bucket; units taken from the oversell allowance go back to
   // bucket 0, whose floor is the allowance, so they can only be sold again as oversold.
   const parts = holds.flatMap((h) => [
@@ -165,4 +168,3 @@ export async function takeStock(tx: Tx, product: Product, purchaseId: string, qu
   if (!taken[0]) throw new Refusal({ outcome: 'sold_out' });
   return taken[0];
 }
-

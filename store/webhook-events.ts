@@ -5,7 +5,12 @@ import type { Db } from './db';
 export type WebhookEventStatus = 'received' | 'delivered' | 'ignored';
 
 /** Records an event that concerns nothing of ours (or nothing the purchase can still act on). */
-export async function recordIgnoredEvent(db: Db, eventId: string, type: string, purchaseId: string | null): Promise<void> {
+export async function recordIgnoredEvent(
+  db: Db,
+  eventId: string,
+  type: string,
+  purchaseId: string | null,
+): Promise<void> {
   await db.query(
     `INSERT INTO webhook_events (event_id, type, purchase_id, status) VALUES ($1, $2, $3, 'ignored')
      ON CONFLICT (event_id) DO UPDATE SET status = 'ignored' WHERE webhook_events.status = 'received'`,

@@ -27,7 +27,9 @@ async function main(): Promise<void> {
       (err: Error) => log(`sweeper: ${err.message}`),
     );
   }, config.sweepIntervalMs);
-  log(`polling task queue "${config.taskQueue}" on ${config.temporalAddress} (${MAX_CONCURRENT_ACTIVITIES} activities at once)`);
+  log(
+    `polling task queue "${config.taskQueue}" on ${config.temporalAddress} (${MAX_CONCURRENT_ACTIVITIES} activities at once)`,
+  );
   try {
     // Resolves after SIGINT/SIGTERM (installed by the Temporal runtime) and the grace time.
     await worker.run();

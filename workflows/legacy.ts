@@ -33,7 +33,10 @@ export async function finishBeforeSessionFirst(
   const [ended, reason]: [PurchaseStatus, string] = saga.cancelRequested
     ? ['expired', 'cancelled by the buyer']
     : opts.declinedForGood
-      ? ['payment_failed', opts.retryAfterDecline ? 'the payment was declined and the hold lapsed' : 'the payment was declined']
+      ? [
+          'payment_failed',
+          opts.retryAfterDecline ? 'the payment was declined and the hold lapsed' : 'the payment was declined',
+        ]
       : ['expired', 'the hold lapsed before payment'];
   await saga.afterSessionClosed(closed, ended, reason);
   await saga.settleStragglers();

@@ -1,4 +1,11 @@
-import { ActivityFailure, CancellationScope, condition, isCancellation, patched, setHandler } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  patched,
+  setHandler,
+} from '@temporalio/workflow';
 import { isFinal, isPaid, type PaymentEvent, type PurchaseInput, type PurchaseState } from '../vocabulary';
 import { cancelUpdate, checkoutReadyUpdate, paymentEventSignal, purchaseStateQuery } from './definitions';
 import { followUp } from './follow-up';
@@ -83,7 +90,9 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       await compensate();
-      await saga.setStatus('failed', { reason: `could not open the Checkout Session: ${err.cause?.message ?? err.message}` });
+      await saga.setStatus('failed', {
+        reason: `could not open the Checkout Session: ${err.cause?.message ?? err.message}`,
+      });
       await saga.settleStragglers();
       return state;
     }
@@ -119,7 +128,9 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
       }
       if (!retryAfterDecline || ended()) break;
       declinesNoted = fold.declines;
-      await saga.setStatus('awaiting_payment', { reason: 'the last payment attempt was declined; the buyer may try again' });
+      await saga.setStatus('awaiting_payment', {
+        reason: 'the last payment attempt was declined; the buyer may try again',
+      });
     }
 
     // 4. Settle: a sale, a hold-until-settled, or the hold back to stock with the session closed

@@ -100,7 +100,12 @@ export class PurchaseSaga {
       reason,
       step: 'late',
     });
-    await acts.notifyBuyer(state.purchaseId, state.buyerId, 'refunded_sold_out', `Your payment was refunded. ${reason}.`);
+    await acts.notifyBuyer(
+      state.purchaseId,
+      state.buyerId,
+      'refunded_sold_out',
+      `Your payment was refunded. ${reason}.`,
+    );
     await this.setStatus('refunded', {
       paymentIntentId: state.paymentIntentId,
       reason,
@@ -196,7 +201,8 @@ export class PurchaseSaga {
     }
     if (this.payment === 'paid') return this.settleLatePayment();
     if (this.payment === 'failed') return this.setStatus('payment_failed', { reason: 'the delayed payment failed' });
-    if (this.payment === 'pending') return this.setStatus('payment_failed', { reason: 'the delayed payment never settled' });
+    if (this.payment === 'pending')
+      return this.setStatus('payment_failed', { reason: 'the delayed payment never settled' });
     await this.setStatus(ended, { reason });
   }
 }

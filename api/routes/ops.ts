@@ -1,7 +1,16 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { Router } from '@koa/router';
+import { ping } from '../../store/db';
 import type { ApiDeps } from '../deps';
 
-/** /healthz (alive), /readyz (Postgres and Temporal reachable, not draining), /metrics (Prometheus). */
+/** The HTTP contract as an OpenAPI 3.1 document, read once when the process starts. */
+const OPENAPI_DOCUMENT = fs.readFileSync(path.join(__dirname, '../../docs/openapi.json'));
+
+/**
+ * /healthz (alive), /readyz (Postgres and Temporal reachable, not draining), /metrics (Prometheus),
+ * /openapi.json (the HTTP contract, docs/openapi.json).
+ */
 export function opsRoutes(deps: ApiDeps): Router {
   const router = new Router();
   router.get('/healthz', (ctx) => {
@@ -18,7 +27,7 @@ export function opsRoutes(deps: ApiDeps): Router {
       }
     };
     await Promise.all([
-      probe('postgres', () => deps.db.query('SELECT 1')),
+      probe('postgres', () => ping(deps.db)),
       probe('temporal', () => deps.temporal.workflowService.getSystemInfo({})),
     ]);
     const ready = !deps.lifecycle.draining && Object.values(checks).every((v) => v === 'ok');
@@ -28,6 +37,10 @@ export function opsRoutes(deps: ApiDeps): Router {
   router.get('/metrics', async (ctx) => {
     ctx.type = deps.metrics.registry.contentType;
     ctx.body = await deps.metrics.registry.metrics();
+  });
+  router.get('/openapi.json', (ctx) => {
+    ctx.body = OPENAPI_DOCUMENT;
+    ctx.type = 'application/json';
   });
   return router;
 }

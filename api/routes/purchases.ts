@@ -11,7 +11,8 @@ import { validator } from '../validate';
 /** How long a cancel waits for the saga to give the hold back before answering with what it knows. */
 const CANCEL_TIMEOUT_MS = 5_000;
 
-const text = (maxLength: number) => ({ type: 'string', minLength: 1, maxLength, pattern: '^[^\\u0000-\\u001f]+$' }) as const;
+const text = (maxLength: number) =>
+  ({ type: 'string', minLength: 1, maxLength, pattern: '^[^\\u0000-\\u001f]+$' }) as const;
 
 const purchaseBody = validator<PurchaseRequest>({
   type: 'object',
@@ -70,7 +71,12 @@ function sagaAnswer(state: PurchaseState, created: boolean): { status: number; b
       case 'hold_exists':
         throw new Problem(409, 'hold-exists', `buyer ${state.buyerId} already holds ${state.sku}`, extra);
       case 'limit_exceeded':
-        throw new Problem(422, 'limit-exceeded', `buyer ${state.buyerId} would exceed the per-buyer limit of ${state.sku}`, extra);
+        throw new Problem(
+          422,
+          'limit-exceeded',
+          `buyer ${state.buyerId} would exceed the per-buyer limit of ${state.sku}`,
+          extra,
+        );
       case 'unit_unavailable':
         throw new Problem(409, 'sold-out', `that unit of ${state.sku} is taken`, extra);
       case 'product_not_found':
@@ -127,7 +133,11 @@ export function purchaseRoutes(deps: ApiDeps): Router {
     if (!isFinal(record.status)) {
       const input = { purchaseId: record.purchaseId, ...req, ...(created ? { terms: admission.terms } : {}) };
       try {
-        state = await deadline(deps.purchaseTimeoutMs, 'taking the hold and opening checkout', startPurchase(sagas, input));
+        state = await deadline(
+          deps.purchaseTimeoutMs,
+          'taking the hold and opening checkout',
+          startPurchase(sagas, input),
+        );
       } catch (err) {
         // A closed saga (REJECT_DUPLICATE) has its outcome in the record.
         const now = await getPurchase(deps.db, record.purchaseId);
@@ -148,7 +158,8 @@ export function purchaseRoutes(deps: ApiDeps): Router {
 
   router.get('/v1/purchases/:id', async (ctx) => {
     const record = await getPurchase(deps.db, ctx.params.id);
-    if (!record || record.status === 'rejected') throw new Problem(404, 'purchase-not-found', `no purchase ${ctx.params.id}`);
+    if (!record || record.status === 'rejected')
+      throw new Problem(404, 'purchase-not-found', `no purchase ${ctx.params.id}`);
     ctx.body = purchaseView(record);
   });
 

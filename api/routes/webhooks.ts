@@ -95,7 +95,13 @@ export function webhookRoutes(deps: ApiDeps): Router {
     } catch (err) {
       deps.metrics.webhookEvents.inc({ result: 'error' });
       deps.log(`webhook ${event.id}: could not hand it to purchase ${purchase.purchaseId}`, err);
-      throw new Problem(503, 'unavailable', 'could not hand the event over; Stripe will retry', {}, { 'Retry-After': '5' });
+      throw new Problem(
+        503,
+        'unavailable',
+        'could not hand the event over; Stripe will retry',
+        {},
+        { 'Retry-After': '5' },
+      );
     }
     await markEventDelivered(deps.db, event.id);
     deps.metrics.webhookEvents.inc({ result: 'delivered' });

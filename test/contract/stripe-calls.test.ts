@@ -20,17 +20,6 @@ let stripe: Stripe;
 let activities: ReturnType<typeof createStripeSteps>;
 
 /** Postgres and the hold desk are for the stock activities; touching them here is a bug in this test. */
-function unused<T>(name: string): T {
-  return new Proxy(
-    {},
-    {
-      get: (_target, key) => {
-        throw new Error(`the Stripe contract test touched ${name}.${String(key)}`);
-      },
-    },
-  ) as T;
-}
-
 test.before(async (t) => {
   // Only the build's progress is shown; stripe-mock's request log goes on after this hook has ended.
   mock = await startStripeMock((line) => {

@@ -63,9 +63,10 @@ test('a lapsed hold returns its unit, expires the session and ends expired', asy
   t.is(res.status, 201);
   const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'expired', 20_000);
   t.is(p.reason, 'the hold lapsed before payment');
-  const session = await createStripe({ stripeSecretKey: 'sk_test_emulator', stripeApiUrl: sys.emulator.url }).checkout.sessions.retrieve(
-    p.checkout_session_id,
-  );
+  const session = await createStripe({
+    stripeSecretKey: 'sk_test_emulator',
+    stripeApiUrl: sys.emulator.url,
+  }).checkout.sessions.retrieve(p.checkout_session_id);
   t.is(session.status, 'expired');
   t.like(await stock(sku), { available: 5, held: 0, sold: 0 });
   const pay = await sys.pay(p.checkout_session_id, 'succeeded');
