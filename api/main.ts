@@ -2,6 +2,7 @@ import { Client } from '@temporalio/client';
 import { connectTemporal, createPool, createStripe } from '../config/clients';
 import { ConfigError, loadApiConfig } from '../config';
 import { Admissions } from '../store/admission';
+import { Gate } from '../store/gate';
 import { migrate } from '../store/migrate';
 import { createApp } from './app';
 import type { ApiDeps } from './deps';
@@ -18,17 +19,19 @@ async function main(): Promise<void> {
   // Several processes may boot at once: migrate() serialises them on an advisory lock.
   await migrate(config.databaseUrl, log);
   const db = createPool(config.databaseUrl, 30, log);
+  const gate = new Gate(db, config.databaseUrl, { resyncMs: config.gateResyncMs, log });
+  await gate.start();
   const connection = await connectTemporal(config.temporalAddress);
   const deps: ApiDeps = {
     db,
     temporal: new Client({ connection, namespace: config.temporalNamespace }),
     taskQueue: config.taskQueue,
-    admissions: new Admissions(db),
+    admissions: new Admissions(db, gate),
     stripe: createStripe(config),
     webhookSecret: config.stripeWebhookSecret,
     adminToken: config.adminToken,
     supportToken: config.supportToken,
-    metrics: createMetrics(db),
+    metrics: createMetrics(db, gate),
     lifecycle: { draining: false },
     log: (msg, err) => console.error(msg, err ?? ''),
     purchaseTimeoutMs: config.purchaseTimeoutMs,
@@ -49,6 +52,7 @@ async function main(): Promise<void> {
     await Promise.race([closed, new Promise((r) => setTimeout(r, DRAIN_MS))]);
     server.closeAllConnections();
     await connection.close();
+    await gate.close();
     await db.end();
     process.exit(0);
   };

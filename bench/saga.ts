@@ -8,6 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import pg from 'pg';
 import { Admissions } from '../store/admission';
+import { Gate } from '../store/gate';
 import { HoldDesk } from '../store/hold-desk';
 import { createApp } from '../api/app';
 import { createMetrics } from '../api/metrics';
@@ -77,6 +78,8 @@ async function main(): Promise<void> {
   const connection = await Connection.connect({ address: stack.temporalAddress });
   const temporal = new Client({ connection, namespace: stack.temporalNamespace });
   const taskQueue = `bench-${randomUUID()}`;
+  const gate = new Gate(db, stack.databaseUrl);
+  await gate.start();
   const app = createApp({
     db,
     temporal,
@@ -85,10 +88,10 @@ async function main(): Promise<void> {
     webhookSecret: 'whsec_bench',
     adminToken: ADMIN,
     supportToken: 'bench-support',
-    metrics: createMetrics(db),
+    metrics: createMetrics(db, gate),
     lifecycle: { draining: false },
     log: (m, e) => console.error(m, e),
-    admissions: new Admissions(db),
+    admissions: new Admissions(db, gate),
     purchaseTimeoutMs: 20_000,
   });
   const server: Server = await new Promise((r) => {

@@ -27,20 +27,34 @@ function searchAttributes(p: { sku: string; buyerId: string }, status: PurchaseS
   ];
 }
 
+function startOptions(c: SagaClient, input: PurchaseInput) {
+  return {
+    workflowId: purchaseWorkflowId(input.purchaseId),
+    taskQueue: c.taskQueue,
+    args: [input] as [PurchaseInput],
+    workflowIdConflictPolicy: 'USE_EXISTING' as const,
+    workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
+    typedSearchAttributes: searchAttributes(input, 'holding'),
+  };
+}
+
 /**
  * Starts the purchase saga (or joins the one this purchase id already has) and waits until its hold
  * is taken and its Checkout Session open, or it was refused: one round trip by update-with-start.
  */
 export async function startPurchase(c: SagaClient, input: PurchaseInput): Promise<PurchaseState> {
-  const start = new WithStartWorkflowOperation<typeof purchaseWorkflow>('purchaseWorkflow', {
-    workflowId: purchaseWorkflowId(input.purchaseId),
-    taskQueue: c.taskQueue,
-    args: [input],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    typedSearchAttributes: searchAttributes(input, 'holding'),
-  });
+  const start = new WithStartWorkflowOperation<typeof purchaseWorkflow>('purchaseWorkflow', startOptions(c, input));
   return c.temporal.workflow.executeUpdateWithStart(checkoutReadyUpdate, { startWorkflowOperation: start });
+}
+
+/** Starts the purchase saga (or finds it) without waiting for its hold: the answer of `Prefer: respond-async`. */
+export async function beginPurchase(c: SagaClient, input: PurchaseInput): Promise<void> {
+  await c.temporal.workflow.start<typeof purchaseWorkflow>('purchaseWorkflow', startOptions(c, input));
+}
+
+/** Waits until a started saga has taken its hold and opened its session (or was refused). */
+export async function checkoutReady(c: SagaClient, purchaseId: string): Promise<PurchaseState> {
+  return c.temporal.workflow.getHandle(purchaseWorkflowId(purchaseId)).executeUpdate(checkoutReadyUpdate);
 }
 
 /** Asks the saga to give the hold back; resolves with its state once it has (or once money is on its way). */

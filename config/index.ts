@@ -30,6 +30,8 @@ export interface ApiConfig extends CommonConfig, StripeConfig {
   shutdownGraceMs: number;
   /** How long POST /v1/purchases waits for the hold and the Checkout Session before answering 503. */
   purchaseTimeoutMs: number;
+  /** How often the gate reads every SKU's stock again even without a notification. */
+  gateResyncMs: number;
 }
 
 export interface WorkerConfig extends CommonConfig, StripeConfig {
@@ -107,6 +109,7 @@ export function loadApiConfig(env: Env): ApiConfig {
     supportToken: r.need('SUPPORT_TOKEN', 'bearer token for support refunds'),
     shutdownGraceMs: r.int('SHUTDOWN_GRACE_MS', 5000, 0),
     purchaseTimeoutMs: r.int('PURCHASE_TIMEOUT_MS', 20_000, 100),
+    gateResyncMs: r.int('GATE_RESYNC_MS', 5_000, 100),
   });
 }
 

@@ -1,24 +1,21 @@
 import type { ProductTerms, PurchaseRequest } from '../vocabulary';
 import type { Db } from './db';
-import { getAvailability, getProduct, termsOf } from './products';
-import { getPurchase, openPurchase, purchaseIdFor, recordPurchase, type PurchaseRecord } from './purchases';
-
-/** How long a SKU seen exhausted (nothing available, nothing held) is answered sold-out from memory. */
-const SOLD_OUT_MEMORY_MS = 500;
+import type { Gate, Permit } from './gate';
+import { getProduct, termsOf } from './products';
+import { lookupForAdmission, openPurchase, purchaseIdFor, type PurchaseRecord } from './purchases';
 
 /** What may be decided about a new purchase before any saga runs. */
 export type Admission =
   /** This Idempotency-Key already made this purchase: answer from it (or join its saga). */
   | { outcome: 'known'; record: PurchaseRecord }
-  /** A new purchase, recorded in `holding`: its saga starts with these terms. */
-  | { outcome: 'new'; record: PurchaseRecord; terms: ProductTerms }
-  /** Refused before any hold: nothing can come of it. `purchaseId` when the refusal was recorded. */
-  | {
-      outcome: 'refused';
-      reason: 'product_not_found' | 'sold_out' | 'limit_exceeded';
-      detail: string;
-      purchaseId?: string;
-    }
+  /** A new purchase, recorded in `holding`: its saga starts with these terms; settle the permit once its hold step answered. */
+  | { outcome: 'new'; record: PurchaseRecord; terms: ProductTerms; permit: Permit }
+  /** Refused before any hold, and nothing written: a retry of the same key is judged afresh. */
+  | { outcome: 'refused'; reason: 'product_not_found' | 'limit_exceeded'; detail: string }
+  /** This buyer already holds the SKU (the hold `heldBy`): nothing written. */
+  | { outcome: 'hold_exists'; heldBy: string; detail: string }
+  /** No unit can be had now. `final`: nothing is held or in flight, nothing can come back. */
+  | { outcome: 'sold_out'; detail: string; final: boolean; retryAt?: Date }
   /** The request contradicts the product or an earlier use of its key. */
   | { outcome: 'invalid'; field: string; message: string };
 
@@ -29,23 +26,26 @@ interface Known {
 
 /**
  * Admits new purchases for one API process: one product read per SKU for the life of the process
- * (name, price, hold length, limits never change after creation), and a short memory of SKUs seen
- * exhausted so the crowd after the last unit costs no row. The saga still takes the hold with the
- * conditional update; this only decides who may try.
+ * (name, price, hold length, limits never change after creation), then the gate: only a buyer who
+ * can still get a unit gets a permit and a purchase row; everyone else is answered from memory and
+ * costs no row and no saga. The saga still takes the hold with the conditional update; this only
+ * decides who may try.
  */
 export class Admissions {
   private readonly products = new Map<string, Known>();
-  private readonly soldOutUntil = new Map<string, number>();
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly gate: Gate,
+  ) {}
 
   async admit(idempotencyKey: string, req: PurchaseRequest): Promise<Admission> {
     const purchaseId = purchaseIdFor(idempotencyKey);
     // A retry of a known key is answered from its purchase, before any shortcut below.
-    const known = await getPurchase(this.db, purchaseId);
+    const { record: known, heldBy } = await lookupForAdmission(this.db, purchaseId, req.sku, req.buyerId);
     if (known) return this.answerKnown(known, req);
-    if (this.isSoldOut(req.sku)) return { outcome: 'refused', reason: 'sold_out', detail: `${req.sku} is sold out` };
-
+    // One active hold per buyer and SKU: the holder is told which purchase it is, without a saga.
+    if (heldBy) return { outcome: 'hold_exists', heldBy, detail: `buyer ${req.buyerId} already holds ${req.sku}` };
     const product = await this.product(req.sku);
     if (!product) return { outcome: 'refused', reason: 'product_not_found', detail: `no product with SKU ${req.sku}` };
     if (req.quantity > product.maxPerBuyer) {
@@ -59,23 +59,31 @@ export class Admissions {
       return { outcome: 'invalid', field: 'quantity', message: 'must be 1 when unitId is given' };
     }
 
-    const opened = await openPurchase(this.db, idempotencyKey, req);
-    // A concurrent request with the same key recorded it first.
-    if (!opened.created) return this.answerKnown(opened.record, req);
-
-    const stock = await getAvailability(this.db, req.sku);
-    if (stock?.exhausted) {
-      this.soldOutUntil.set(req.sku, Date.now() + SOLD_OUT_MEMORY_MS);
-      // Recorded as refused so the same key answers the same way, without a saga.
-      await recordPurchase(this.db, purchaseId, { status: 'rejected', rejection: 'sold_out', reason: 'sold out' });
-      return { outcome: 'refused', reason: 'sold_out', detail: `${req.sku} is sold out`, purchaseId };
+    const entry = await this.gate.enter(req.sku, req.quantity);
+    if (entry.outcome === 'unknown_product') {
+      return { outcome: 'refused', reason: 'product_not_found', detail: `no product with SKU ${req.sku}` };
     }
-    return { outcome: 'new', record: opened.record, terms: product.terms };
+    if (entry.outcome === 'sold_out') {
+      const detail = entry.final
+        ? `${req.sku} is sold out`
+        : `${req.sku} is sold out for now: units are held and may come back`;
+      return { outcome: 'sold_out', detail, final: entry.final, retryAt: entry.retryAt };
+    }
+    try {
+      const opened = await openPurchase(this.db, idempotencyKey, req);
+      if (opened.created) return { outcome: 'new', record: opened.record, terms: product.terms, permit: entry.permit };
+      // A concurrent request with the same key recorded it first: that one holds the permit.
+      entry.permit.settle();
+      return this.answerKnown(opened.record, req);
+    } catch (err) {
+      entry.permit.settle();
+      throw err;
+    }
   }
 
-  /** Stock changed (a restock, a refund put back on sale): forget that the SKU looked exhausted. */
-  stockChanged(sku: string): void {
-    this.soldOutUntil.delete(sku);
+  /** Stock changed (a restock, a refund put back on sale): read it again before the next answer. */
+  async stockChanged(sku: string): Promise<void> {
+    await this.gate.stockChanged(sku);
   }
 
   private answerKnown(record: PurchaseRecord, req: PurchaseRequest): Admission {
@@ -89,14 +97,6 @@ export class Admissions {
     if (!same)
       return { outcome: 'invalid', field: 'Idempotency-Key', message: 'was already used for a different request' };
     return { outcome: 'known', record };
-  }
-
-  private isSoldOut(sku: string): boolean {
-    const until = this.soldOutUntil.get(sku);
-    if (until === undefined) return false;
-    if (until > Date.now()) return true;
-    this.soldOutUntil.delete(sku);
-    return false;
   }
 
   private async product(sku: string): Promise<Known | null> {

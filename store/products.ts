@@ -207,3 +207,27 @@ export async function getAvailability(db: Db | Tx, sku: string): Promise<Availab
     exhausted: soldOut && r.held === 0,
   };
 }
+
+/** What the gate needs of a SKU: how many units can still be had, how many are held, and when the next hold lapses. */
+export interface StockView {
+  /** Units a take could get now: real stock, the unused oversell allowance, and lapsed holds not yet reclaimed. */
+  remaining: number;
+  /** Units in active holds that have not lapsed: they may come back. */
+  held: number;
+  nextLapseAt: Date | null;
+}
+
+/** The gate's view of one SKU, from the record (two index reads); null when there is no such product. */
+export async function stockView(db: Db, sku: string): Promise<StockView | null> {
+  const { rows } = await db.query<{ room: number | null; held: number; lapsed: number; next_lapse: Date | null }>(
+    `SELECT (SELECT sum(available - floor)::int FROM stock_buckets WHERE sku = $1) AS room,
+            coalesce(sum(quantity) FILTER (WHERE expires_at > now()), 0)::int AS held,
+            coalesce(sum(quantity) FILTER (WHERE expires_at <= now()), 0)::int AS lapsed,
+            min(expires_at) FILTER (WHERE expires_at > now()) AS next_lapse
+       FROM holds WHERE sku = $1 AND status = 'active'`,
+    [sku],
+  );
+  const r = rows[0];
+  if (r.room === null) return null;
+  return { remaining: Math.max(0, r.room + r.lapsed), held: r.held, nextLapseAt: r.next_lapse };
+}

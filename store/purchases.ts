@@ -101,6 +101,25 @@ export async function openPurchase(db: Db, idempotencyKey: string, req: Purchase
   return { created: false, record: (await getPurchase(db, purchaseId))! };
 }
 
+/**
+ * What admission needs to know before the gate, in one round trip: the purchase this key already
+ * made, and the purchase (if any) that holds `sku` for this buyer now.
+ */
+export async function lookupForAdmission(
+  db: Db,
+  purchaseId: string,
+  sku: string,
+  buyerId: string,
+): Promise<{ record: PurchaseRecord | null; heldBy: string | null }> {
+  const { rows } = await db.query<PurchaseRow & { held_by_now: string | null }>(
+    `SELECT p.*, (SELECT h.purchase_id FROM holds h WHERE h.sku = $2 AND h.buyer_id = $3 AND h.status = 'active') AS held_by_now
+       FROM (SELECT 1) one LEFT JOIN purchases p ON p.purchase_id = $1`,
+    [purchaseId, sku, buyerId],
+  );
+  const r = rows[0];
+  return { record: r.purchase_id ? toRecord(r) : null, heldBy: r.held_by_now };
+}
+
 export async function getPurchase(db: Db, purchaseId: string): Promise<PurchaseRecord | null> {
   const { rows } = await db.query<PurchaseRow>('SELECT * FROM purchases WHERE purchase_id = $1', [purchaseId]);
   return rows[0] ? toRecord(rows[0]) : null;

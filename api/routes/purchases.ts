@@ -1,6 +1,6 @@
 import { Router } from '@koa/router';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { cancelPurchase, startPurchase } from '../../client/purchases';
+import { beginPurchase, cancelPurchase, checkoutReady, startPurchase } from '../../client/purchases';
 import type { Admission } from '../../store/admission';
 import { getPurchase } from '../../store/purchases';
 import { isFinal, isPaid, type PurchaseRequest, type PurchaseState } from '../../vocabulary';
@@ -49,17 +49,28 @@ export function purchaseView(p: PurchaseState) {
   };
 }
 
-/** A refusal decided before any saga ran. */
-function admissionProblem(a: Extract<Admission, { outcome: 'refused' | 'invalid' }>): Problem {
-  if (a.outcome === 'invalid') return invalid([{ field: a.field, message: a.message }]);
-  const extra = a.purchaseId ? { purchaseId: a.purchaseId } : {};
-  switch (a.reason) {
-    case 'product_not_found':
-      return new Problem(404, 'product-not-found', a.detail, extra);
-    case 'limit_exceeded':
-      return new Problem(422, 'limit-exceeded', a.detail, extra);
-    case 'sold_out':
-      return new Problem(409, 'sold-out', a.detail, extra);
+/** A refusal decided before any saga ran: nothing was written for it. */
+function admissionProblem(a: Exclude<Admission, { outcome: 'new' | 'known' }>): Problem {
+  switch (a.outcome) {
+    case 'hold_exists':
+      return new Problem(409, 'hold-exists', a.detail, { heldBy: a.heldBy });
+    case 'invalid':
+      return invalid([{ field: a.field, message: a.message }]);
+    case 'sold_out': {
+      if (a.final || !a.retryAt) return new Problem(409, 'sold-out', a.detail, { final: true });
+      const wait = Math.max(1, Math.ceil((a.retryAt.getTime() - Date.now()) / 1000));
+      return new Problem(
+        409,
+        'sold-out',
+        a.detail,
+        { final: false, retryAt: a.retryAt.toISOString() },
+        { 'Retry-After': String(wait) },
+      );
+    }
+    case 'refused':
+      return a.reason === 'product_not_found'
+        ? new Problem(404, 'product-not-found', a.detail)
+        : new Problem(422, 'limit-exceeded', a.detail);
   }
 }
 
@@ -94,6 +105,19 @@ function sagaAnswer(state: PurchaseState, created: boolean): { status: number; b
   return { status: created ? 201 : 200, body: purchaseView(state) };
 }
 
+/** The gate's answer, for the funnel metrics. */
+function gateOutcome(a: Admission): string {
+  if (a.outcome === 'sold_out') return a.final ? 'sold_out_final' : 'sold_out_retry';
+  if (a.outcome === 'new') return 'permit';
+  return a.outcome === 'known' ? 'known_key' : a.outcome;
+}
+
+/** A new saga's hold step answered: count the hold and the session it opened. */
+function countHold(deps: ApiDeps, state: PurchaseState): void {
+  if (state.status === 'rejected') deps.metrics.holdsRefused.inc({ rejection: state.rejection ?? 'unknown' });
+  else if (state.checkoutUrl) deps.metrics.sessionsOpened.inc();
+}
+
 function deadline<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout;
   return Promise.race([
@@ -120,24 +144,54 @@ export function purchaseRoutes(deps: ApiDeps): Router {
     if (key.length > 255) throw invalid([{ field: 'Idempotency-Key', message: 'must be at most 255 characters' }]);
     const req = purchaseBody(ctx.request.body);
 
+    const respondAsync = /\brespond-async\b/i.test(ctx.get('prefer'));
+
     const admission = await deps.admissions.admit(key, req);
-    if (admission.outcome === 'refused' || admission.outcome === 'invalid') {
-      if (admission.outcome === 'refused' && admission.reason === 'sold_out') {
-        deps.metrics.purchaseRequests.inc({ outcome: 'sold_out_fast' });
-      }
-      throw admissionProblem(admission);
-    }
+    deps.metrics.gateAnswers.inc({ outcome: gateOutcome(admission) });
+    if (admission.outcome !== 'new' && admission.outcome !== 'known') throw admissionProblem(admission);
     const { record } = admission;
     const created = admission.outcome === 'new';
+    const input = { purchaseId: record.purchaseId, ...req, ...(created ? { terms: admission.terms } : {}) };
+    const permit = created ? admission.permit : undefined;
+    if (created) deps.metrics.sagasStarted.inc();
+
+    if (respondAsync && !isFinal(record.status)) {
+      try {
+        await beginPurchase(sagas, input);
+      } catch (err) {
+        permit?.settle();
+        const now = await getPurchase(deps.db, record.purchaseId);
+        if (!now || !isFinal(now.status)) {
+          deps.log(`purchase ${record.purchaseId}: could not start its workflow`, err);
+          throw unavailable('the purchase service is busy; retry with the same Idempotency-Key');
+        }
+      }
+      // The permit is held until the saga's hold step has answered, in the background.
+      if (permit) {
+        deadline(deps.purchaseTimeoutMs, 'the hold', checkoutReady(sagas, record.purchaseId))
+          .then((state) => countHold(deps, state))
+          .catch(() => {})
+          .finally(() => permit.settle());
+      }
+      ctx.status = 202;
+      ctx.set('Location', `/v1/purchases/${record.purchaseId}`);
+      ctx.body = {
+        purchaseId: record.purchaseId,
+        status: record.status,
+        ...(record.holdExpiresAt ? { holdExpiresAt: record.holdExpiresAt } : {}),
+      };
+      return;
+    }
+
     let state: PurchaseState = record;
     if (!isFinal(record.status)) {
-      const input = { purchaseId: record.purchaseId, ...req, ...(created ? { terms: admission.terms } : {}) };
       try {
         state = await deadline(
           deps.purchaseTimeoutMs,
           'taking the hold and opening checkout',
           startPurchase(sagas, input),
         );
+        if (created) countHold(deps, state);
       } catch (err) {
         // A closed saga (REJECT_DUPLICATE) has its outcome in the record.
         const now = await getPurchase(deps.db, record.purchaseId);
@@ -147,10 +201,11 @@ export function purchaseRoutes(deps: ApiDeps): Router {
           deps.log(`purchase ${record.purchaseId}: could not reach its workflow`, err);
           throw unavailable('the purchase service is busy; retry with the same Idempotency-Key');
         }
+      } finally {
+        permit?.settle();
       }
     }
     const answer = sagaAnswer(state, created);
-    deps.metrics.purchaseRequests.inc({ outcome: created ? 'created' : 'replayed' });
     if (created) deps.metrics.checkoutSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
     ctx.status = answer.status;
     ctx.body = answer.body;

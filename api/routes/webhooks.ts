@@ -104,6 +104,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
       );
     }
     await markEventDelivered(deps.db, event.id);
+    deps.metrics.paymentEvents.inc({ type: mapped.payment.type });
     deps.metrics.webhookEvents.inc({ result: 'delivered' });
     ctx.body = { received: true };
   });

@@ -9,21 +9,28 @@ test.after.always(async () => {
   await sys?.close();
 });
 
-test.serial('metrics count purchases by outcome, checkout latency and webhook results', async (t) => {
-  const sku = await sys.createProduct({ stock: 1 });
-  const res = await sys.buy(sku, 'metrics-buyer');
-  t.is(res.status, 201);
-  await sys.pay(res.body.checkoutUrl.split('/').pop(), 'succeeded');
-  await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
-  const metrics = await sys.api('GET', '/metrics');
-  t.is(metrics.status, 200);
-  t.regex(metrics.headers.get('content-type') ?? '', /^text\/plain/);
-  const text = metrics.body as string;
-  t.regex(text, /flashsale_purchase_requests_total\{outcome="created"\} 1/);
-  t.regex(text, /flashsale_purchase_checkout_seconds_count 1/);
-  t.regex(text, /flashsale_webhook_events_total\{result="delivered"\} [1-9]/);
-  t.regex(text, /flashsale_purchases\{status="confirmed"\} [1-9]/);
-});
+test.serial(
+  'metrics show the funnel: gate answers, sagas, sessions, payments, the gate view and checkout latency',
+  async (t) => {
+    const sku = await sys.createProduct({ stock: 1 });
+    const res = await sys.buy(sku, 'metrics-buyer');
+    t.is(res.status, 201);
+    await sys.pay(res.body.checkoutUrl.split('/').pop(), 'succeeded');
+    await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
+    const metrics = await sys.api('GET', '/metrics');
+    t.is(metrics.status, 200);
+    t.regex(metrics.headers.get('content-type') ?? '', /^text\/plain/);
+    const text = metrics.body as string;
+    t.regex(text, /flashsale_gate_answers_total\{outcome="permit"\} 1/);
+    t.regex(text, /flashsale_sagas_started_total 1/);
+    t.regex(text, /flashsale_sessions_opened_total 1/);
+    t.regex(text, new RegExp(`flashsale_gate_remaining_units\\{sku="${sku}"\\} 0`));
+    t.regex(text, /flashsale_payment_events_total\{type="checkout.session.completed"\} 1/);
+    t.regex(text, /flashsale_purchase_checkout_seconds_count 1/);
+    t.regex(text, /flashsale_webhook_events_total\{result="delivered"\} [1-9]/);
+    t.regex(text, /flashsale_purchases\{status="confirmed"\} [1-9]/);
+  },
+);
 
 test.serial('readyz says ready with Postgres and Temporal up, and 503 while draining', async (t) => {
   t.is((await sys.api('GET', '/healthz')).status, 200);

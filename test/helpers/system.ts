@@ -13,6 +13,7 @@ import {
 import type pg from 'pg';
 import { HoldDesk } from '../../store/hold-desk';
 import { Admissions } from '../../store/admission';
+import { Gate } from '../../store/gate';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
 import { createMetrics } from '../../api/metrics';
@@ -88,9 +89,11 @@ export interface System {
  * delivers webhooks to the API.
  */
 export async function startSystem(
-  opts: { worker?: boolean; retryBaseMs?: number; purchaseTimeoutMs?: number } = {},
+  opts: { worker?: boolean; retryBaseMs?: number; purchaseTimeoutMs?: number; gateResyncMs?: number } = {},
 ): Promise<System> {
   const db = testDb(30);
+  const gate = new Gate(db, process.env.DATABASE_URL!, { resyncMs: opts.gateResyncMs });
+  await gate.start();
   const taskQueue = `test-${randomUUID()}`;
   const emulator = await startEmulator({
     port: 0,
@@ -108,11 +111,11 @@ export async function startSystem(
     webhookSecret: WEBHOOK_SECRET,
     adminToken: ADMIN_TOKEN,
     supportToken: SUPPORT_TOKEN,
-    metrics: createMetrics(db),
+    metrics: createMetrics(db, gate),
     lifecycle: { draining: false },
     log: () => {},
     purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
-    admissions: new Admissions(db),
+    admissions: new Admissions(db, gate),
   };
   const server: Server = await new Promise((resolve) => {
     const s = createApp(deps).listen(0, '127.0.0.1', () => resolve(s));
@@ -212,6 +215,7 @@ export async function startSystem(
       server.closeAllConnections();
       await emulator.close();
       await connection.close();
+      await gate.close();
       await db.end();
     },
   };

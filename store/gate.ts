@@ -1,0 +1,239 @@
+import pg from 'pg';
+import type { Db } from './db';
+import { stockView, type StockView } from './products';
+
+/** How often every SKU's view is read again even when no notification came (a lost one heals this soon). */
+const DEFAULT_RESYNC_MS = 5_000;
+/** A view older than this is read again before it refuses anyone. */
+const MAX_REFUSAL_AGE_MS = 30_000;
+/** When units are only in flight (not held), a refused buyer may try again this soon. */
+const IN_FLIGHT_RETRY_MS = 1_000;
+const RECONNECT_MS = 1_000;
+const CHANNEL = 'stock_changed';
+
+export interface GateOptions {
+  resyncMs?: number;
+  log?: (line: string) => void;
+}
+
+/** A right to start one saga for `units` of a SKU; settle it once the saga's hold step has answered. */
+export interface Permit {
+  readonly sku: string;
+  readonly units: number;
+  settle(): void;
+}
+
+export type GateAnswer =
+  | { outcome: 'permit'; permit: Permit }
+  /** Nothing to be had now. `final`: nothing is held or in flight, so nothing can come back. */
+  | { outcome: 'sold_out'; final: boolean; retryAt?: Date }
+  | { outcome: 'unknown_product' };
+
+interface InFlight {
+  units: number;
+  /** Set when the saga's hold step answered: the permit counts until a view read after that replaces it. */
+  settledAt?: number;
+}
+
+interface SkuState {
+  view: StockView | null;
+  readAt: number;
+  /** A read is running; `again` asks for one more after it (a notification arrived meanwhile). */
+  reading: Promise<void> | null;
+  again: boolean;
+  inFlight: Set<InFlight>;
+  lapseTimer?: NodeJS.Timeout;
+}
+
+/**
+ * The gate: the cheapest possible "no". Per SKU, this process keeps what Postgres says can still be
+ * had (lapsed holds counted as available) and when the next hold lapses, refreshed by `stock_changed`
+ * notifications (one read in flight per SKU), a periodic resync and a timer at the next lapse. It
+ * hands out at most as many permits as units remain, minus its own sagas in flight whose hold has
+ * not shown up in a view yet; everyone else is answered from memory. A cache, never the record: the
+ * saga still takes the hold with the conditional update, and a lost view is rebuilt from Postgres.
+ */
+export class Gate {
+  private readonly skus = new Map<string, SkuState>();
+  private readonly resyncMs: number;
+  private readonly log: (line: string) => void;
+  private listener: pg.Client | null = null;
+  private resync?: NodeJS.Timeout;
+  private reconnect?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly databaseUrl: string,
+    opts: GateOptions = {},
+  ) {
+    this.resyncMs = opts.resyncMs ?? DEFAULT_RESYNC_MS;
+    this.log = opts.log ?? (() => {});
+  }
+
+  /** Starts listening for stock changes and the periodic resync. */
+  async start(): Promise<void> {
+    await this.listen();
+    this.resync = setInterval(() => this.refreshAll(), this.resyncMs);
+    this.resync.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.resync);
+    clearTimeout(this.reconnect);
+    for (const s of this.skus.values()) clearTimeout(s.lapseTimer);
+    await this.listener?.end().catch(() => {});
+  }
+
+  /** A permit for `units` of `sku`, or the answer for everyone who cannot have one. */
+  async enter(sku: string, units: number): Promise<GateAnswer> {
+    const s = await this.state(sku);
+    if (!s.view) return { outcome: 'unknown_product' };
+    // Before a refusal: a view that is old, or that still counts permits whose holds have settled
+    // (a saga that failed gave its unit back), is read again first.
+    if (this.free(s) < units && (Date.now() - s.readAt > MAX_REFUSAL_AGE_MS || this.settledPending(s))) {
+      await this.refresh(sku);
+    }
+    const view = s.view;
+    if (this.free(s) >= units) {
+      const flight: InFlight = { units };
+      s.inFlight.add(flight);
+      const permit: Permit = {
+        sku,
+        units,
+        settle: () => {
+          if (flight.settledAt !== undefined) return;
+          flight.settledAt = Date.now();
+          // The hold (or its refusal) is committed: the next read sees it, and drops this permit.
+          this.schedule(sku);
+        },
+      };
+      return { outcome: 'permit', permit };
+    }
+    const inFlight = [...s.inFlight].some((f) => f.settledAt === undefined);
+    if (view.held === 0 && !inFlight) return { outcome: 'sold_out', final: true };
+    const retryAt = view.held > 0 && view.nextLapseAt ? view.nextLapseAt : new Date(Date.now() + IN_FLIGHT_RETRY_MS);
+    return { outcome: 'sold_out', final: false, retryAt };
+  }
+
+  /** The current view of every SKU this process has seen (for metrics). */
+  views(): { sku: string; remaining: number; held: number; inFlight: number }[] {
+    return [...this.skus.entries()]
+      .filter(([, s]) => s.view)
+      .map(([sku, s]) => ({ sku, remaining: s.view!.remaining, held: s.view!.held, inFlight: this.inFlightUnits(s) }));
+  }
+
+  /** Forget what this process believed about a SKU and read it again (a restock, a refund put back on sale). */
+  async stockChanged(sku: string): Promise<void> {
+    if (this.skus.has(sku)) await this.refresh(sku);
+  }
+
+  private settledPending(s: SkuState): boolean {
+    for (const f of s.inFlight) if (f.settledAt !== undefined) return true;
+    return false;
+  }
+
+  private free(s: SkuState): number {
+    return (s.view?.remaining ?? 0) - this.inFlightUnits(s);
+  }
+
+  private inFlightUnits(s: SkuState): number {
+    let n = 0;
+    for (const f of s.inFlight) n += f.units;
+    return n;
+  }
+
+  private async state(sku: string): Promise<SkuState> {
+    let s = this.skus.get(sku);
+    if (!s) {
+      s = { view: null, readAt: 0, reading: null, again: false, inFlight: new Set() };
+      this.skus.set(sku, s);
+      await this.refresh(sku);
+    } else if (s.readAt === 0) {
+      // The first read failed, or is still running: wait for one.
+      await this.refresh(sku);
+    }
+    return s;
+  }
+
+  /** A read of this SKU soon, coalesced with any already running. */
+  private schedule(sku: string): void {
+    this.refresh(sku).catch((err: Error) => this.log(`gate: reading ${sku} failed: ${err.message}`));
+  }
+
+  private refresh(sku: string): Promise<void> {
+    const s = this.skus.get(sku);
+    if (!s) return Promise.resolve();
+    if (s.reading) {
+      s.again = true;
+      return s.reading;
+    }
+    s.reading = (async () => {
+      try {
+        do {
+          s.again = false;
+          const startedAt = Date.now();
+          s.view = await stockView(this.db, sku);
+          s.readAt = Date.now();
+          // Permits whose hold was committed before this read began are now part of the view.
+          for (const f of s.inFlight) if (f.settledAt !== undefined && f.settledAt < startedAt) s.inFlight.delete(f);
+          this.armLapseTimer(sku, s);
+        } while (s.again);
+      } finally {
+        s.reading = null;
+      }
+    })();
+    return s.reading;
+  }
+
+  /** Expiry is checked on read, and no statement runs when a hold lapses: read again at the next lapse. */
+  private armLapseTimer(sku: string, s: SkuState): void {
+    clearTimeout(s.lapseTimer);
+    const at = s.view?.nextLapseAt;
+    if (!at || this.closed) return;
+    const delay = Math.min(Math.max(0, at.getTime() - Date.now()) + 50, 2 ** 31 - 1);
+    s.lapseTimer = setTimeout(() => this.schedule(sku), delay);
+    s.lapseTimer.unref();
+  }
+
+  private refreshAll(): void {
+    for (const sku of this.skus.keys()) this.schedule(sku);
+  }
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.databaseUrl });
+    let dropped = false;
+    const drop = (why: string) => {
+      if (dropped) return;
+      dropped = true;
+      if (!this.closed) this.log(`gate: notification connection lost (${why}); reconnecting`);
+      this.relisten(client);
+    };
+    client.on('notification', (msg) => {
+      if (msg.channel === CHANNEL && msg.payload) this.schedule(msg.payload);
+    });
+    client.on('error', (err) => drop(err.message));
+    client.on('end', () => drop('closed'));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+      this.listener = client;
+      // Notifications sent while no one listened are gone: read everything again.
+      this.refreshAll();
+    } catch (err) {
+      drop((err as Error).message);
+    }
+  }
+
+  private relisten(client: pg.Client): void {
+    if (this.closed || this.reconnect) return;
+    if (this.listener === client) this.listener = null;
+    client.end().catch(() => {});
+    this.reconnect = setTimeout(() => {
+      this.reconnect = undefined;
+      void this.listen();
+    }, RECONNECT_MS);
+    this.reconnect.unref();
+  }
+}
