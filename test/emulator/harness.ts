@@ -1,4 +1,5 @@
 import type { ExecutionContext } from 'ava';
+import fs from 'node:fs';
 import {
   type IncomingHttpHeaders,
   type IncomingMessage,
@@ -7,6 +8,8 @@ import {
   createServer,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import Stripe from 'stripe';
 
 import { type Emulator, type EmulatorOptions, startEmulator } from '../../dev/emulator/index';
@@ -192,4 +195,36 @@ export async function pay(
     { outcome, ...extra },
   );
   return { status, session: body, problem: body };
+}
+
+/** A state file path in a fresh folder of its own, removed after the test. */
+export function tempStateFile(t: ExecutionContext, name = 'stripe-emulator.json'): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stripe-emulator-state-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return path.join(dir, name);
+}
+
+/** Waits until the receiver accepted `count` events, and answers their types in arrival order. */
+export async function acceptedTypes(harness: Harness, count: number, timeoutMs = 5000): Promise<string[]> {
+  return waitFor(
+    `${count} accepted events`,
+    () => {
+      const types = harness.receiver.accepted().map((e) => e.type);
+      return types.length >= count && types;
+    },
+    timeoutMs,
+  );
+}
+
+/** The PaymentIntent of a session paid through the control route with `outcome` (default succeeded). */
+export async function paidIntent(
+  harness: Harness,
+  outcome = 'succeeded',
+  extra: Record<string, unknown> = {},
+): Promise<string> {
+  const session = await harness.stripe.checkout.sessions.create(sessionParams());
+  const paid = await pay(harness, session.id, outcome, extra);
+  if (paid.status !== 200)
+    throw new Error(`paying ${session.id} answered ${paid.status}: ${JSON.stringify(paid.problem)}`);
+  return paid.session.payment_intent as string;
 }

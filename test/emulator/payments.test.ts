@@ -240,3 +240,84 @@ test('an expired session cancels the payment intent a declined buyer left behind
   await harness.stripe.checkout.sessions.expire(session.id);
   t.is((await harness.stripe.paymentIntents.retrieve(intentId)).status, 'canceled');
 });
+
+test('a delayed payment that fails also sends payment_intent.payment_failed, as Stripe does', async (t) => {
+  const harness = await startHarness(t);
+  const { stripe, receiver } = harness;
+  const session = await stripe.checkout.sessions.create(sessionParams());
+  await pay(harness, session.id, 'async_pending');
+  await pay(harness, session.id, 'async_failed');
+
+  const types = await waitFor('three events', () => receiver.accepted().length === 3 && receiver.accepted());
+  t.deepEqual(
+    types.map((e) => e.type),
+    ['checkout.session.completed', 'payment_intent.payment_failed', 'checkout.session.async_payment_failed'],
+  );
+  const intent = receiver.accepted('payment_intent.payment_failed')[0].data.object as Stripe.PaymentIntent;
+  t.is(intent.id, (await stripe.checkout.sessions.retrieve(session.id)).payment_intent as string);
+  t.is(intent.status, 'requires_payment_method');
+  t.deepEqual(intent.metadata, { purchase_id: 'p_1' });
+  t.is(intent.last_payment_error?.code, 'insufficient_funds');
+});
+
+test('the card fingerprint given at payment is on the latest charge, retrievable with expand', async (t) => {
+  const harness = await startHarness(t);
+  const { stripe } = harness;
+  const session = await stripe.checkout.sessions.create(sessionParams());
+  const paid = await pay(harness, session.id, 'succeeded', { card: { fingerprint: 'Xt5EWLLDS7FJjR1c' } });
+  t.is(paid.status, 200);
+
+  const intent = await stripe.paymentIntents.retrieve(paid.session.payment_intent as string, {
+    expand: ['latest_charge'],
+  });
+  const charge = intent.latest_charge as Stripe.Charge;
+  t.is(charge.object, 'charge');
+  t.is(charge.payment_method_details?.type, 'card');
+  t.is(charge.payment_method_details?.card?.fingerprint, 'Xt5EWLLDS7FJjR1c');
+  t.is(charge.payment_method_details?.card?.last4, '4242');
+  t.is(charge.payment_method_details?.card?.brand, 'visa');
+  t.is((await stripe.charges.retrieve(charge.id)).payment_method_details?.card?.fingerprint, 'Xt5EWLLDS7FJjR1c');
+
+  // A delayed payment keeps the card it was started with.
+  const delayed = await stripe.checkout.sessions.create(sessionParams());
+  await pay(harness, delayed.id, 'async_pending', { card: { fingerprint: 'delayedCard01' } });
+  const settled = await pay(harness, delayed.id, 'async_succeeded');
+  const delayedIntent = await stripe.paymentIntents.retrieve(settled.session.payment_intent as string, {
+    expand: ['latest_charge'],
+  });
+  t.is((delayedIntent.latest_charge as Stripe.Charge).payment_method_details?.card?.fingerprint, 'delayedCard01');
+});
+
+test('without a card the fingerprint is the session’s own: the same on every try, another on another session', async (t) => {
+  const harness = await startHarness(t);
+  const { stripe } = harness;
+  const fingerprintOf = async (intentId: string): Promise<string> => {
+    const intent = await stripe.paymentIntents.retrieve(intentId, { expand: ['latest_charge'] });
+    return (intent.latest_charge as Stripe.Charge).payment_method_details?.card?.fingerprint ?? '';
+  };
+  const session = await stripe.checkout.sessions.create(sessionParams());
+  const declined = await pay(harness, session.id, 'declined');
+  const first = await fingerprintOf(declined.session.payment_intent as string);
+  t.regex(first, /^[A-Za-z0-9]{16}$/);
+  const paid = await pay(harness, session.id, 'succeeded');
+  t.is(await fingerprintOf(paid.session.payment_intent as string), first);
+
+  const other = await stripe.checkout.sessions.create(sessionParams());
+  const otherPaid = await pay(harness, other.id, 'succeeded');
+  t.not(await fingerprintOf(otherPaid.session.payment_intent as string), first);
+});
+
+test('a card is refused on outcomes that make no charge, and a malformed one anywhere', async (t) => {
+  const harness = await startHarness(t);
+  const session = await harness.stripe.checkout.sessions.create(sessionParams());
+  await pay(harness, session.id, 'async_pending');
+  const settling = await pay(harness, session.id, 'async_succeeded', { card: { fingerprint: 'abc' } });
+  t.is(settling.status, 400);
+  t.is(settling.problem.code, 'invalid_card');
+  const other = await harness.stripe.checkout.sessions.create(sessionParams());
+  for (const card of ['abc', { fingerprint: 42 }, { fingerPrint: 'abc' }, { fingerprint: 'has spaces' }]) {
+    const refused = await pay(harness, other.id, 'succeeded', { card });
+    t.is(refused.status, 400, JSON.stringify(card));
+    t.is(refused.problem.code, 'invalid_card');
+  }
+});

@@ -59,9 +59,12 @@ export interface System {
   apiUrl: string;
   /** The API's lifecycle flag: set `draining` to see what a shutting-down API answers. */
   lifecycle: ApiDeps['lifecycle'];
+  /** Another API instance on its own port, with its own gate, against the same Postgres and Temporal. Returns its URL. */
+  startAnotherApi(): Promise<string>;
   /** Starts a worker in this process (tests that kill workers run their own in a child process). */
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
+  /** An HTTP call to the API (`path` may be a full URL, for another API instance). */
   api(
     method: string,
     path: string,
@@ -117,10 +120,15 @@ export async function startSystem(
     purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
     admissions: new Admissions(db, gate),
   };
-  const server: Server = await new Promise((resolve) => {
-    const s = createApp(deps).listen(0, '127.0.0.1', () => resolve(s));
-  });
-  const apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const listen = async (d: ApiDeps): Promise<Server> =>
+    new Promise((resolve) => {
+      const s = createApp(d).listen(0, '127.0.0.1', () => resolve(s));
+    });
+  const urlOf = (s: Server) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+  const server = await listen(deps);
+  const apiUrl = urlOf(server);
+  // More API instances, each with its own gate (its own view, permits and notification connection).
+  const others: { server: Server; gate: Gate }[] = [];
   emulator.setWebhookUrl(`${apiUrl}/v1/webhooks/stripe`);
 
   let worker: Worker | undefined;
@@ -128,6 +136,17 @@ export async function startSystem(
   let workerConnection: NativeConnection | undefined;
 
   const system: System = {
+    async startAnotherApi() {
+      const otherGate = new Gate(db, process.env.DATABASE_URL!, { resyncMs: opts.gateResyncMs });
+      await otherGate.start();
+      const other = await listen({
+        ...deps,
+        metrics: createMetrics(db, otherGate),
+        admissions: new Admissions(db, otherGate),
+      });
+      others.push({ server: other, gate: otherGate });
+      return urlOf(other);
+    },
     db,
     temporal,
     emulator,
@@ -157,7 +176,7 @@ export async function startSystem(
       worker = undefined;
     },
     async api(method, path, body, headers = {}) {
-      const res = await fetch(`${apiUrl}${path}`, {
+      const res = await fetch(path.startsWith('http') ? path : `${apiUrl}${path}`, {
         method,
         headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
         body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
@@ -211,8 +230,12 @@ export async function startSystem(
     async close() {
       await system.stopWorker();
       await workerConnection?.close();
-      await new Promise((r) => server.close(r));
-      server.closeAllConnections();
+      for (const s of [server, ...others.map((o) => o.server)]) {
+        const closed = new Promise((r) => s.close(r));
+        s.closeAllConnections();
+        await closed;
+      }
+      for (const o of others) await o.gate.close();
       await emulator.close();
       await connection.close();
       await gate.close();

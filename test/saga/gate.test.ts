@@ -1,0 +1,192 @@
+import { randomUUID } from 'node:crypto';
+import test from 'ava';
+import { assertInvariants } from '../helpers/db';
+import { sessionOf, startSystem, type System } from '../helpers/system';
+
+// The gate in front of the saga: only buyers who can still get a unit start one; everyone else is
+// answered from memory, with no purchase row and no workflow.
+
+let sys: System;
+test.before(async () => {
+  // A short resync, so a view that missed a change heals within the test.
+  sys = await startSystem({ gateResyncMs: 1000 });
+});
+test.after.always(async () => {
+  await sys?.close();
+});
+
+interface Answer {
+  status: number;
+  body: any;
+  headers: Headers;
+}
+
+/** `n` buyers over HTTP, `inFlight` at a time, each with its own key; answers in buyer order. */
+async function crowd(sku: string, n: number, inFlight: number, prefix: string, base?: () => string): Promise<Answer[]> {
+  const answers: Answer[] = new Array(n);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < n; i = next++) {
+      const path = `${base ? base() : ''}/v1/purchases`;
+      answers[i] = await sys.api('POST', path, { sku, buyerId: `${prefix}-${i}` }, { 'idempotency-key': randomUUID() });
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+  return answers;
+}
+
+const byStatus = (answers: Answer[]) =>
+  answers.reduce<Record<string, number>>((m, a) => ({ ...m, [a.status]: (m[a.status] ?? 0) + 1 }), {});
+
+/** Workflows started for a SKU, counted through Temporal's visibility with the Sku search attribute. */
+async function sagasOf(sku: string): Promise<number> {
+  let last = -1;
+  for (let stable = 0; stable < 3;) {
+    const { count } = await sys.temporal.workflow.count(`WorkflowType="purchaseWorkflow" AND Sku="${sku}"`);
+    stable = count === last ? stable + 1 : 0;
+    last = count;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  return last;
+}
+
+async function rowsOf(sku: string): Promise<number> {
+  return (await sys.db.query('SELECT count(*)::int AS n FROM purchases WHERE sku = $1', [sku])).rows[0].n;
+}
+
+test.serial(
+  '3,000 buyers for 50 units: exactly 50 holds, everyone else sold out, no row or saga for a refused buyer',
+  async (t) => {
+    const units = 50;
+    const sku = await sys.createProduct({ stock: units, holdSeconds: 600 });
+    const answers = await crowd(sku, 3000, 100, 'c');
+    const counts = byStatus(answers);
+    t.log('answers by status', counts);
+    t.is(counts[201], units, JSON.stringify(counts));
+    t.is(counts[409], 3000 - units);
+    const refused = answers.filter((a) => a.status === 409);
+    t.true(refused.every((a) => a.body.type === 'sold-out'));
+    // Units are held, and may come back: not final, with when to try again.
+    t.true(refused.every((a) => a.body.final === false && a.body.retryAt && a.headers.get('retry-after')));
+    t.true(
+      refused.every((a) => a.body.purchaseId === undefined),
+      'a refused buyer has no purchase',
+    );
+    t.is(await rowsOf(sku), units, 'a purchase row for each winner only');
+    const sagas = await sagasOf(sku);
+    t.log(`sagas started: ${sagas}`);
+    t.true(sagas >= units && sagas <= 2 * units, `${sagas} sagas for ${units} units (one round of permits at most)`);
+    t.like((await sys.api('GET', `/v1/products/${sku}`)).body, { available: 0, held: units, soldOut: true });
+    await assertInvariants(t, sys.db, sku);
+  },
+);
+
+test.serial(
+  'holds that lapse during a crowd let exactly that many more through, and final turns true only when nothing is held',
+  async (t) => {
+    const sku = await sys.createProduct({ stock: 4, holdSeconds: 3 });
+    const first = await crowd(sku, 40, 20, 'l1');
+    t.is(byStatus(first)[201], 4);
+    const retry = first.find((a) => a.status === 409)!;
+    t.like(retry.body, { type: 'sold-out', final: false });
+    const retryAt = Date.parse(retry.body.retryAt);
+    const { rows } = await sys.db.query('SELECT max(expires_at) AS at FROM holds WHERE sku = $1', [sku]);
+    t.is(retryAt, rows[0].at.getTime(), 'the latest answers name the next lapse');
+
+    // The four holds lapse unpaid: the gate lets exactly four more buyers through.
+    await new Promise((r) => setTimeout(r, Math.max(0, rows[0].last.getTime() - Date.now()) + 500));
+    const second = await crowd(sku, 40, 20, 'l2');
+    const winners = second.filter((a) => a.status === 201);
+    t.is(winners.length, 4, JSON.stringify(byStatus(second)));
+    for (const w of winners) await sys.pay(await sessionOf(sys.db, w.body.purchaseId), 'succeeded');
+    for (const w of winners) await sys.waitForPurchase(w.body.purchaseId, (p) => p.status === 'confirmed');
+
+    // Everything sold, nothing held: sold out for good.
+    const last = await sys.buy(sku, 'too-late');
+    t.is(last.status, 409);
+    t.like(last.body, { type: 'sold-out', final: true });
+    t.is(last.headers.get('retry-after'), null);
+    await assertInvariants(t, sys.db, sku);
+  },
+);
+
+test.serial('two API instances against one Postgres sell exactly the stock between them', async (t) => {
+  const other = await sys.startAnotherApi();
+  const sku = await sys.createProduct({ stock: 30, holdSeconds: 600 });
+  let turn = 0;
+  const answers = await crowd(sku, 1000, 80, 'two', () => (turn++ % 2 ? other : ''));
+  t.is(byStatus(answers)[201], 30, JSON.stringify(byStatus(answers)));
+  // Each instance hands out permits from its own view: the slack is one round of permits per
+  // instance, and the hold step refuses the extra sagas; their rows say so.
+  const sagas = await sagasOf(sku);
+  t.log(`sagas started: ${sagas}`);
+  t.true(sagas <= 30 + 30, `${sagas} sagas: at most one round of permits per instance`);
+  t.is(await rowsOf(sku), sagas);
+  t.like((await sys.api('GET', `/v1/products/${sku}`)).body, { available: 0, held: 30 });
+  await assertInvariants(t, sys.db, sku);
+});
+
+test.serial(
+  'a view that missed a change heals within the resync period, and a unit that came back is sold again',
+  async (t) => {
+    const sku = await sys.createProduct({ stock: 1, holdSeconds: 600 });
+    const winner = await sys.buy(sku, 'first');
+    t.is(winner.status, 201);
+    await sys.pay(await sessionOf(sys.db, winner.body.purchaseId), 'succeeded');
+    await sys.waitForPurchase(winner.body.purchaseId, (p) => p.status === 'confirmed');
+    t.like((await sys.buy(sku, 'second')).body, { type: 'sold-out', final: true });
+
+    // Two units come back behind the gate's back: a restock whose notification is lost (triggers off).
+    const tx = await sys.db.connect();
+    try {
+      await tx.query('BEGIN');
+      await tx.query('SET LOCAL session_replication_role = replica');
+      await tx.query('UPDATE products SET total = total + 2 WHERE sku = $1', [sku]);
+      await tx.query('UPDATE stock_buckets SET available = available + 2 WHERE sku = $1 AND bucket = 0', [sku]);
+      await tx.query(
+        `INSERT INTO stock_movements (sku, kind, total_delta, available_delta) VALUES ($1, 'restock', 2, 2)`,
+        [sku],
+      );
+      await tx.query('COMMIT');
+    } finally {
+      tx.release();
+    }
+    // Within the resync period (1 s here) the gate reads Postgres again and lets buyers through.
+    const deadline = Date.now() + 5000;
+    let res = await sys.buy(sku, 'third');
+    while (res.status === 409 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      res = await sys.buy(sku, 'third');
+    }
+    t.is(res.status, 201, JSON.stringify(res.body));
+    t.is((await sys.buy(sku, 'fourth')).status, 201);
+    t.like((await sys.buy(sku, 'fifth')).body, { type: 'sold-out', final: false });
+    await assertInvariants(t, sys.db, sku);
+  },
+);
+
+test.serial(
+  'Prefer: respond-async answers 202 with the purchase and its Location, and the checkout URL shows on GET',
+  async (t) => {
+    const sku = await sys.createProduct({ stock: 1 });
+    const key = randomUUID();
+    const res = await sys.api(
+      'POST',
+      '/v1/purchases',
+      { sku, buyerId: 'async-amy' },
+      { 'idempotency-key': key, prefer: 'respond-async' },
+    );
+    t.is(res.status, 202);
+    t.truthy(res.body.purchaseId);
+    t.is(res.headers.get('location'), `/v1/purchases/${res.body.purchaseId}`);
+    await sys.waitForPurchase(res.body.purchaseId, (p) => p.status === 'awaiting_payment');
+    const view = await sys.api('GET', `/v1/purchases/${res.body.purchaseId}`);
+    t.like(view.body, { status: 'awaiting_payment' });
+    t.regex(view.body.checkoutUrl, /\/checkout\/cs_/);
+    // The same key again is the same purchase, never a second hold.
+    const again = await sys.buy(sku, 'async-amy', {}, key);
+    t.is(again.status, 200);
+    t.is(again.body.purchaseId, res.body.purchaseId);
+    await assertInvariants(t, sys.db, sku);
+  },
+);
