@@ -5,7 +5,7 @@ import type { HoldDesk } from '../store/hold-desk';
 import * as holds from '../store/holds';
 import { getProduct, termsOf } from '../store/products';
 import * as purchases from '../store/purchases';
-import { createStripeSteps, type StripeStepDeps } from './stripe';
+import { createStripeSteps, type CheckoutSession, type OpenCheckoutInput, type StripeStepDeps } from './stripe';
 
 export type { CheckoutSession, OpenCheckoutInput, SessionState } from './stripe';
 
@@ -48,8 +48,28 @@ export function createActivities(deps: ActivityDeps) {
   const holdOf = (outcome: string, purchaseId: string) =>
     ApplicationFailure.nonRetryable(`no hold for ${purchaseId} (${outcome})`, 'HoldNotFound');
 
+  const stripeSteps = createStripeSteps(deps);
   return {
-    ...createStripeSteps(deps),
+    ...stripeSteps,
+
+    /**
+     * Opens the Checkout Session (key `checkout-<purchaseId>`, see stripe.ts) and, when asked, writes
+     * the record in the same step: the purchase is `awaiting_payment` with its session once this returns.
+     * Compensation: expireCheckout.
+     */
+    async openCheckout(input: OpenCheckoutInput): Promise<CheckoutSession> {
+      const session = await stripeSteps.openCheckout(input);
+      if (input.record) {
+        await purchases.recordPurchase(db, input.purchaseId, {
+          ...input.record,
+          status: 'awaiting_payment',
+          sessionId: session.sessionId,
+          checkoutUrl: session.url,
+          holdExpiresAt: input.holdExpiresAt,
+        });
+      }
+      return session;
+    },
 
     /** Takes the stock hold through the hold desk (coalesced per SKU). Keyed by purchaseId; compensation: releaseHold. */
     async takeHold(input: PurchaseInput): Promise<TakeHoldOutput> {

@@ -10,7 +10,7 @@ import { isFinal, isPaid, type PaymentEvent, type PurchaseInput, type PurchaseSt
 import { cancelUpdate, checkoutReadyUpdate, paymentEventSignal, purchaseStateQuery } from './definitions';
 import { followUp } from './follow-up';
 import { cancelsWithoutSettling, finishBeforeSessionFirst } from './legacy';
-import { acts, checkoutActs, PurchaseSaga, stripeActs } from './saga';
+import { acts, checkoutActs, localActs, PurchaseSaga, stripeActs } from './saga';
 
 /**
  * One purchase, from hold to outcome. Takes the hold (compensation: release), opens the Checkout
@@ -49,8 +49,11 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
   };
 
   try {
+    // v4: the hold is a local activity and opening the session writes the record, so a purchase
+    // reaches its checkout URL in two workflow tasks and one activity task.
+    const lean = patched('local-hold-checkout-records');
     // 1. The hold
-    const hold = await acts.takeHold({
+    const hold = await (lean ? localActs : acts).takeHold({
       purchaseId: input.purchaseId,
       sku: input.sku,
       buyerId: input.buyerId,
@@ -86,6 +89,9 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
         currency: hold.currency,
         holdExpiresAt: hold.holdExpiresAt,
         holdSeconds: hold.holdSeconds,
+        ...(lean
+          ? { record: { amountCents: hold.amountCents, currency: hold.currency, oversold: hold.oversold } }
+          : {}),
       });
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
@@ -98,14 +104,16 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     }
     const sessionId = session.sessionId;
     compensations.push(() => stripeActs.expireCheckout(input.purchaseId, sessionId));
-    await saga.setStatus('awaiting_payment', {
+    const opened = {
       sessionId,
       checkoutUrl: session.url,
       holdExpiresAt: hold.holdExpiresAt,
       amountCents: hold.amountCents,
       currency: hold.currency,
       oversold: hold.oversold,
-    });
+    };
+    if (lean) saga.markStatus('awaiting_payment', opened);
+    else await saga.setStatus('awaiting_payment', opened);
 
     // 3. Wait for the payment or the hold timer, whichever comes first
     const holdEnd = Date.parse(hold.holdExpiresAt);
