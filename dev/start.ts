@@ -56,8 +56,9 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
 
+  const dataDir = path.resolve(env.FLASH_SALE_DATA_DIR || path.join(root, '.data'));
   stack = await startStack({
-    dataDir: env.FLASH_SALE_DATA_DIR || path.join(root, '.data'),
+    dataDir,
     persistent: true,
     log,
     temporal: { port: Number(env.TEMPORAL_PORT || 7233), uiPort: Number(env.TEMPORAL_UI_PORT || 8233) },
@@ -78,6 +79,9 @@ async function main(): Promise<void> {
         STRIPE_EMULATOR_PORT: emulatorPort,
         STRIPE_WEBHOOK_SECRET: local.STRIPE_WEBHOOK_SECRET,
         STRIPE_EMULATOR_WEBHOOK_URL: `http://127.0.0.1:${port}/v1/webhooks/stripe`,
+        // Sessions, payments and events outlive a restart, like Postgres and Temporal in the same folder.
+        STRIPE_EMULATOR_STATE_FILE: env.STRIPE_EMULATOR_STATE_FILE || path.join(dataDir, 'stripe-emulator.json'),
+        STRIPE_EMULATOR: '1',
       }),
     );
   }

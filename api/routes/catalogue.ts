@@ -106,7 +106,7 @@ export function catalogueRoutes(deps: ApiDeps): Router {
       if (err instanceof ProductExistsError) throw new Problem(409, 'product-exists', err.message);
       throw err;
     }
-    deps.admissions.stockChanged(input.sku);
+    await deps.admissions.stockChanged(input.sku);
     ctx.status = 201;
     ctx.body = await productView(deps, input.sku);
   });
@@ -119,7 +119,7 @@ export function catalogueRoutes(deps: ApiDeps): Router {
       throw invalid([{ field: 'quantity', message: 'a product of distinct units is restocked by its refunded units' }]);
     }
     await restockProduct(deps.db, ctx.params.sku, quantity);
-    deps.admissions.stockChanged(ctx.params.sku);
+    await deps.admissions.stockChanged(ctx.params.sku);
     ctx.body = await productView(deps, ctx.params.sku);
   });
 

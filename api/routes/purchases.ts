@@ -92,8 +92,17 @@ function sagaAnswer(state: PurchaseState, created: boolean): { status: number; b
         throw new Problem(409, 'sold-out', `that unit of ${state.sku} is taken`, extra);
       case 'product_not_found':
         throw new Problem(404, 'product-not-found', `no product with SKU ${state.sku}`, extra);
-      default:
-        throw new Problem(409, 'sold-out', `${state.sku} is sold out`, extra);
+      default: {
+        // The hold step found nothing free: units may still be held by others and come back.
+        const retryAt = new Date(Date.now() + 1000).toISOString();
+        throw new Problem(
+          409,
+          'sold-out',
+          `${state.sku} is sold out`,
+          { ...extra, final: false, retryAt },
+          { 'Retry-After': '1' },
+        );
+      }
     }
   }
   if (state.status === 'failed' && !state.checkoutUrl) {

@@ -28,7 +28,7 @@ export function supportRoutes(deps: ApiDeps): Router {
     });
     if (answer.outcome === 'not_found') throw new Problem(404, 'purchase-not-found', `no purchase ${ctx.params.id}`);
     if (answer.outcome === 'not_refundable') throw new Problem(409, 'not-refundable', answer.detail);
-    if (answer.restocked) deps.admissions.stockChanged(answer.sku);
+    if (answer.restocked) await deps.admissions.stockChanged(answer.sku);
     ctx.status = 202;
     ctx.body = {
       purchaseId: answer.purchaseId,

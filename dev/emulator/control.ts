@@ -1,10 +1,12 @@
 import { Router } from '@koa/router';
 import type Koa from 'koa';
 
-import { BodyTooLargeError, readText } from './body';
+import { BodyTooLargeError, optionalBoolean, optionalInteger, readJson } from './body';
+import { moneyControlRoutes } from './control-money';
 import { Problem } from './errors';
 import type { FaultInjector, FaultSpec } from './faults';
 import type { IdempotencyStore } from './idempotency';
+import { CHARGING_OUTCOMES, type PayOptions } from './payments';
 import { type EmulatorStore, PAY_OUTCOMES, type PayOutcome } from './store';
 import type { WebhookDispatcher, WebhookSettings } from './webhooks';
 
@@ -15,8 +17,6 @@ export interface ControlDeps {
   idempotency: IdempotencyStore;
   url: () => string;
 }
-
-type Json = Record<string, unknown>;
 
 /** Answers control-route failures as RFC 9457 problem details. */
 export function problemDetails(log: (line: string) => void): Koa.Middleware {
@@ -54,7 +54,7 @@ export function controlRoutes(deps: ControlDeps): Router {
   /**
    * The buyer's outcome for a session: `succeeded`, `declined`, `async_pending`, then `async_succeeded` or
    * `async_failed`. Sends the events Stripe would send. `force: true` lets `succeeded` complete an expired
-   * session, simulating a payment that raced the expiry.
+   * session, simulating a payment that raced the expiry. `card: {fingerprint}` names the buyer's card.
    */
   router.post('/sessions/:id/pay', async (ctx) => {
     const body = await readJson(ctx);
@@ -66,7 +66,14 @@ export function controlRoutes(deps: ControlDeps): Router {
     if (force && outcome !== 'succeeded') {
       throw new Problem(400, 'invalid_force', 'force applies only to outcome succeeded.');
     }
-    ctx.body = store.pay(ctx.params.id, outcome as PayOutcome, { force });
+    const options: PayOptions = { force };
+    if (body.card !== undefined) {
+      if (!CHARGING_OUTCOMES.includes(outcome as PayOutcome)) {
+        throw new Problem(400, 'invalid_card', `card applies only to outcomes ${CHARGING_OUTCOMES.join(', ')}.`);
+      }
+      options.card = readCard(body.card);
+    }
+    ctx.body = store.pay(ctx.params.id, outcome as PayOutcome, options);
   });
 
   /** The session lapses now, as if its `expires_at` had passed (event `checkout.session.expired`). */
@@ -150,6 +157,8 @@ export function controlRoutes(deps: ControlDeps): Router {
     };
   });
 
+  moneyControlRoutes(router, store);
+
   /** Forgets all objects, events, deliveries, faults and idempotency keys; the webhook URL stays. */
   router.post('/reset', (ctx) => {
     store.reset();
@@ -162,33 +171,18 @@ export function controlRoutes(deps: ControlDeps): Router {
   return router;
 }
 
-async function readJson(ctx: Koa.Context): Promise<Json> {
-  const text = await readText(ctx.req, 64 * 1024);
-  if (text.trim() === '') return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new Problem(400, 'invalid_json', 'The request body is not valid JSON.');
+function readCard(value: unknown): NonNullable<PayOptions['card']> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Problem(400, 'invalid_card', 'card must be an object such as {"fingerprint": "Xt5EWLLDS7FJjR1c"}.');
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new Problem(400, 'invalid_json', 'The request body must be a JSON object.');
+  const card = value as Record<string, unknown>;
+  const unknown = Object.keys(card).filter((key) => key !== 'fingerprint');
+  if (unknown.length > 0) {
+    throw new Problem(400, 'invalid_card', `card accepts only fingerprint, not ${unknown.join(', ')}.`);
   }
-  return parsed as Json;
-}
-
-function optionalInteger(body: Json, key: string, min: number, max: number): number | undefined {
-  const value = body[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new Problem(400, `invalid_${key}`, `${key} must be an integer from ${min} to ${max}.`);
+  if (card.fingerprint === undefined || card.fingerprint === null) return {};
+  if (typeof card.fingerprint !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(card.fingerprint)) {
+    throw new Problem(400, 'invalid_card', 'card.fingerprint must be 1 to 64 letters, digits, _ or -.');
   }
-  return value;
-}
-
-function optionalBoolean(body: Json, key: string): boolean | undefined {
-  const value = body[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'boolean') throw new Problem(400, `invalid_${key}`, `${key} must be true or false.`);
-  return value;
+  return { fingerprint: card.fingerprint };
 }

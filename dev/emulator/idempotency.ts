@@ -13,6 +13,9 @@ interface Entry {
   response: StoredResponse | null;
 }
 
+/** The finished entries (in-progress ones are not worth keeping: their request died with the process). */
+export type IdempotencySnapshot = Array<{ id: string } & Entry & { response: StoredResponse }>;
+
 export type IdempotencyOutcome =
   | { kind: 'replay'; response: StoredResponse }
   | { kind: 'proceed'; save: (response: StoredResponse) => void; abandon: () => void };
@@ -54,6 +57,21 @@ export class IdempotencyStore {
 
   clear(): void {
     this.entries.clear();
+  }
+
+  snapshot(): IdempotencySnapshot {
+    this.prune();
+    const out: IdempotencySnapshot = [];
+    for (const [id, entry] of this.entries) if (entry.response) out.push({ id, ...entry, response: entry.response });
+    return out;
+  }
+
+  restore(snapshot: IdempotencySnapshot): void {
+    this.entries.clear();
+    for (const { id, endpoint, fingerprint, createdAt, response } of snapshot) {
+      this.entries.set(id, { endpoint, fingerprint, createdAt, response });
+    }
+    this.prune();
   }
 
   private prune(): void {

@@ -15,6 +15,7 @@ export const newId = {
   paymentIntent: (): string => `pi_${randomToken(24)}`,
   charge: (): string => `ch_${randomToken(24)}`,
   refund: (): string => `re_${randomToken(24)}`,
+  dispute: (): string => `dp_${randomToken(24)}`,
   event: (): string => `evt_${randomToken(24)}`,
   paymentMethod: (): string => `pm_${randomToken(24)}`,
   request: (): string => `req_${randomToken(14)}`,

@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import Stripe from 'stripe';
 
 import { createStripeApi } from './api';
@@ -9,6 +10,8 @@ import { Problem } from './errors';
 import { FaultInjector } from './faults';
 import { IdempotencyStore } from './idempotency';
 import { checkoutPageRoutes } from './page';
+import { StateWriter, readStateFile } from './persist';
+import type { NewRefundStatus } from './state';
 import { EmulatorStore } from './store';
 import { WebhookDispatcher } from './webhooks';
 
@@ -35,6 +38,16 @@ export interface EmulatorOptions {
   expirySweepMs?: number;
   /** Base of the hosted page URLs in `session.url`, when buyers reach the emulator by another address. */
   publicUrl?: string;
+  /**
+   * A JSON file the account is kept in (sessions, payment intents, charges, refunds, disputes, events,
+   * idempotency records, webhook deliveries): loaded at start, rewritten shortly after each change and
+   * on close. Unfinished deliveries resume. Without one, everything lives in memory.
+   */
+  stateFile?: string;
+  /** How long after a change the state file is written (changes in between join it). Default 100. */
+  stateWriteDelayMs?: number;
+  /** Status of a new refund: `succeeded` at once (default) or `pending` until settled; see `/_emulator/settings`. */
+  refundStatus?: NewRefundStatus;
   log?: (line: string) => void;
 }
 
@@ -43,19 +56,27 @@ export interface Emulator {
   url: string;
   port: number;
   setWebhookUrl(url: string): void;
-  /** Stops the server, timers and pending deliveries. */
+  /** The state file in use, if any. */
+  stateFile: string | null;
+  /** Stops the server, timers and pending deliveries, then writes the state file. */
   close(): Promise<void>;
 }
 
 /**
  * Starts the payments emulator: the Stripe API subset under `/v1` (what stripe-node talks to), the hosted
- * checkout page under `/checkout`, and the `/_emulator` control routes. All state lives in memory.
+ * checkout page under `/checkout`, and the `/_emulator` control routes. State lives in memory and, with
+ * `stateFile`, in that file across restarts.
  */
 export async function startEmulator(opts: EmulatorOptions): Promise<Emulator> {
   if (!opts.webhookSecret) throw new Error('startEmulator: webhookSecret is required to sign webhooks.');
   const log = opts.log ?? (() => undefined);
   const host = opts.host ?? '127.0.0.1';
   let baseUrl = '';
+  const stateFile = opts.stateFile ? path.resolve(opts.stateFile) : null;
+  // Read before anything starts: a state file that cannot be used stops the emulator here.
+  const saved = stateFile ? readStateFile(stateFile) : null;
+  let writer: StateWriter | null = null;
+  const changed = (): void => writer?.schedule();
 
   const webhooks = new WebhookDispatcher({
     url: opts.webhookUrl ?? null,
@@ -64,15 +85,33 @@ export async function startEmulator(opts: EmulatorOptions): Promise<Emulator> {
     maxAttempts: opts.maxDeliveryAttempts ?? 8,
     timeoutMs: opts.deliveryTimeoutMs ?? 10_000,
     log,
+    onChange: changed,
   });
   const store = new EmulatorStore({
     now: opts.now ?? Date.now,
     apiVersion: Stripe.API_VERSION,
     checkoutBaseUrl: () => (opts.publicUrl ?? baseUrl).replace(/\/$/, ''),
-    onEvent: (event) => webhooks.enqueue(event),
+    onEvent: (event) => {
+      webhooks.enqueue(event);
+      changed();
+    },
+    refundStatus: opts.refundStatus,
   });
   const faults = new FaultInjector();
   const idempotency = new IdempotencyStore(opts.now ?? Date.now);
+  if (saved) {
+    store.restore(saved.account);
+    idempotency.restore(saved.idempotency);
+    log(`state loaded from ${stateFile}: ${store.account.sessions.size} sessions, ${store.listEvents().length} events`);
+  }
+  if (stateFile) {
+    writer = new StateWriter(
+      stateFile,
+      opts.stateWriteDelayMs ?? 100,
+      () => ({ account: store.snapshot(), idempotency: idempotency.snapshot(), deliveries: webhooks.snapshot() }),
+      log,
+    );
+  }
   const shutdown = new AbortController();
 
   const api = createStripeApi({
@@ -94,13 +133,22 @@ export async function startEmulator(opts: EmulatorOptions): Promise<Emulator> {
   const apiHandler = api.callback();
   const siteHandler = site.callback();
   const server = createServer((req, res) => {
-    const path = req.url ?? '/';
-    const toApi = path === '/v1' || path.startsWith('/v1/') || path.startsWith('/v1?');
+    const target = req.url ?? '/';
+    const toApi = target === '/v1' || target.startsWith('/v1/') || target.startsWith('/v1?');
+    // Reads change nothing worth a write (a session lapsing on read sends an event, which does).
+    if (writer && req.method !== 'GET' && req.method !== 'HEAD') res.once('finish', changed);
     void (toApi ? apiHandler : siteHandler)(req, res);
   });
   await listen(server, opts.port ?? 0, host);
   const port = (server.address() as AddressInfo).port;
   baseUrl = `http://${urlHost(host)}:${port}`;
+  if (saved) {
+    // Sessions loaded from the state file send buyers to this emulator, wherever it listens now, and
+    // the deliveries left unfinished resume (now that callbacks from the receiver can be answered).
+    store.sessions.rebaseUrls();
+    const events = new Map(store.listEvents().map((event) => [event.id, event]));
+    webhooks.restore(saved.deliveries, (id) => events.get(id));
+  }
 
   const sweeper = setInterval(() => store.expireDue(), opts.expirySweepMs ?? 1000);
   sweeper.unref();
@@ -110,6 +158,7 @@ export async function startEmulator(opts: EmulatorOptions): Promise<Emulator> {
     url: baseUrl,
     port,
     setWebhookUrl: (url) => webhooks.setUrl(url),
+    stateFile,
     close: () => {
       closing ??= new Promise<void>((resolve) => {
         clearInterval(sweeper);
@@ -117,6 +166,12 @@ export async function startEmulator(opts: EmulatorOptions): Promise<Emulator> {
         webhooks.close();
         server.close(() => resolve());
         server.closeAllConnections();
+      }).then(async () => {
+        // Deliveries cut short are saved as in flight, and sent again by the next emulator on this file.
+        if (writer) {
+          writer.schedule();
+          await writer.flush();
+        }
       });
       return closing;
     },

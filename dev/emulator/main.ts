@@ -1,13 +1,23 @@
+import { devOnlyRefusal } from './dev-only';
 import { startEmulator } from './index';
+
+/** Exit code when the environment does not say this is a development machine. */
+const EXIT_NOT_DEV = 2;
 
 /** `npm run emulator`: the payments emulator for local runs, configured from the environment. */
 async function main(): Promise<void> {
+  const host = process.env.STRIPE_EMULATOR_HOST || '127.0.0.1';
+  const refusal = devOnlyRefusal(process.env, host);
+  if (refusal) {
+    console.error(`[payments-emulator] ${refusal}`);
+    process.exit(EXIT_NOT_DEV);
+  }
   const port = parsePort(process.env.STRIPE_EMULATOR_PORT, 'STRIPE_EMULATOR_PORT', 12111);
   const appPort = parsePort(process.env.PORT, 'PORT', 3000);
   const webhookSecret = process.env.STRIPE_WEBHOOK_SECRET || 'whsec_emulator_local';
   const webhookUrl = process.env.STRIPE_EMULATOR_WEBHOOK_URL || `http://127.0.0.1:${appPort}/v1/webhooks/stripe`;
-  const host = process.env.STRIPE_EMULATOR_HOST || '127.0.0.1';
   const publicUrl = process.env.STRIPE_EMULATOR_PUBLIC_URL || undefined;
+  const stateFile = process.env.STRIPE_EMULATOR_STATE_FILE || undefined;
 
   const emulator = await startEmulator({
     port,
@@ -15,10 +25,16 @@ async function main(): Promise<void> {
     webhookUrl,
     webhookSecret,
     publicUrl,
+    stateFile,
     log: (line) => console.log(`[payments-emulator] ${line}`),
   });
   console.log(`[payments-emulator] Stripe API on ${emulator.url} (stripe-node: host/port of this URL, protocol http)`);
   console.log(`[payments-emulator] webhooks to ${webhookUrl}`);
+  console.log(
+    emulator.stateFile
+      ? `[payments-emulator] state kept in ${emulator.stateFile}`
+      : '[payments-emulator] state in memory only (set STRIPE_EMULATOR_STATE_FILE to keep it across restarts)',
+  );
 
   let stopping = false;
   const stop = (signal: string): void => {

@@ -138,41 +138,100 @@ export interface PaymentIntent {
   transfer_group: null;
 }
 
+/** What the buyer's card looked like; `fingerprint` is the same for the same card number. */
+export interface CardDetails {
+  amount_authorized: number | null;
+  authorization_code: string | null;
+  brand: string;
+  checks: { address_line1_check: null; address_postal_code_check: null; cvc_check: 'pass' | 'fail' };
+  country: string;
+  electronic_commerce_indicator: null;
+  exp_month: number;
+  exp_year: number;
+  fingerprint: string;
+  funding: 'credit' | 'debit';
+  installments: null;
+  last4: string;
+  mandate: null;
+  network: string;
+  network_transaction_id: string | null;
+  regulated_status: 'unregulated';
+  three_d_secure: null;
+  transaction_link_id: null;
+  wallet: null;
+}
+
 export interface Charge {
   id: string;
   object: 'charge';
   amount: number;
   amount_captured: number;
   amount_refunded: number;
+  application: null;
+  application_fee: null;
+  application_fee_amount: null;
   balance_transaction: null;
-  billing_details: { address: null; email: string | null; name: string | null; phone: null };
+  billing_details: { address: null; email: string | null; name: string | null; phone: null; tax_id: null };
+  calculated_statement_descriptor: string | null;
   captured: boolean;
   created: number;
   currency: string;
   customer: null;
   description: string | null;
-  disputed: false;
+  disputed: boolean;
+  failure_balance_transaction: null;
   failure_code: string | null;
   failure_message: string | null;
+  fraud_details: Record<string, never>;
   livemode: false;
   metadata: Metadata;
+  on_behalf_of: null;
   outcome: {
+    advice_code: null;
+    network_advice_code: null;
+    network_decline_code: string | null;
     network_status: string;
     reason: string | null;
     risk_level: 'normal';
+    risk_score: number;
     seller_message: string;
     type: string;
   };
   paid: boolean;
   payment_intent: string | PaymentIntent;
   payment_method: string;
+  payment_method_details: { card: CardDetails; type: 'card' };
   receipt_email: string | null;
+  receipt_number: null;
   receipt_url: string | null;
   refunded: boolean;
+  review: null;
+  shipping: null;
+  source: null;
+  source_transfer: null;
+  statement_descriptor: null;
+  statement_descriptor_suffix: null;
   status: 'succeeded' | 'pending' | 'failed';
+  transfer_data: null;
+  transfer_group: null;
 }
 
 export type RefundReason = 'duplicate' | 'fraudulent' | 'requested_by_customer';
+
+/**
+ * `pending` until the card network confirms, then `succeeded`; a refund can still turn `failed` after
+ * that (Stripe's refund-fails-asynchronously case), which gives the amount back to the charge.
+ */
+export type RefundStatus = 'pending' | 'succeeded' | 'failed' | 'canceled';
+
+export type RefundFailureReason =
+  | 'charge_for_pending_refund_disputed'
+  | 'declined'
+  | 'expired_or_canceled_card'
+  | 'insufficient_funds'
+  | 'lost_or_stolen_card'
+  | 'merchant_request'
+  | 'unknown';
 
 export interface Refund {
   id: string;
@@ -182,17 +241,109 @@ export interface Refund {
   charge: string | Charge;
   created: number;
   currency: string;
+  customer: null;
+  customer_account: null;
   destination_details: {
-    card: { reference_status: 'pending'; reference_type: 'acquirer_reference_number'; type: 'refund' };
+    card: {
+      reference_status: 'pending' | 'available' | 'unavailable';
+      reference_type: 'acquirer_reference_number';
+      type: 'refund' | 'reversal';
+    };
     type: 'card';
   };
+  /** Present once the refund failed. */
+  failure_reason?: RefundFailureReason;
   metadata: Metadata;
   payment_intent: string | PaymentIntent;
+  payment_method: string;
+  /** Present while the refund is pending. */
+  pending_reason?: 'processing';
   reason: RefundReason | null;
   receipt_number: null;
   source_transfer_reversal: null;
-  status: 'succeeded';
+  status: RefundStatus;
   transfer_reversal: null;
+}
+
+export type DisputeReason =
+  | 'bank_cannot_process'
+  | 'credit_not_processed'
+  | 'customer_initiated'
+  | 'debit_not_authorized'
+  | 'duplicate'
+  | 'fraudulent'
+  | 'general'
+  | 'incorrect_account_details'
+  | 'insufficient_funds'
+  | 'product_not_received'
+  | 'product_unacceptable'
+  | 'subscription_canceled'
+  | 'unrecognized';
+
+export type DisputeStatus = 'needs_response' | 'under_review' | 'won' | 'lost';
+
+/** Evidence fields a merchant may submit; all empty until then. */
+export type DisputeEvidence = Record<
+  | 'access_activity_log'
+  | 'billing_address'
+  | 'cancellation_policy'
+  | 'cancellation_policy_disclosure'
+  | 'cancellation_rebuttal'
+  | 'customer_communication'
+  | 'customer_email_address'
+  | 'customer_name'
+  | 'customer_purchase_ip'
+  | 'customer_signature'
+  | 'duplicate_charge_documentation'
+  | 'duplicate_charge_explanation'
+  | 'duplicate_charge_id'
+  | 'product_description'
+  | 'receipt'
+  | 'refund_policy'
+  | 'refund_policy_disclosure'
+  | 'refund_refusal_explanation'
+  | 'service_date'
+  | 'service_documentation'
+  | 'shipping_address'
+  | 'shipping_carrier'
+  | 'shipping_date'
+  | 'shipping_documentation'
+  | 'shipping_tracking_number'
+  | 'uncategorized_file'
+  | 'uncategorized_text',
+  null
+> & { enhanced_evidence: Record<string, never> };
+
+export interface Dispute {
+  id: string;
+  object: 'dispute';
+  amount: number;
+  balance_transactions: [];
+  charge: string | Charge;
+  created: number;
+  currency: string;
+  enhanced_eligibility_types: [];
+  evidence: DisputeEvidence;
+  evidence_details: {
+    due_by: number | null;
+    enhanced_eligibility: Record<string, never>;
+    has_evidence: boolean;
+    past_due: boolean;
+    submission_count: number;
+    submission_method: 'not_submitted' | 'manual';
+  };
+  intended_submission_method: null;
+  is_charge_refundable: boolean;
+  livemode: false;
+  metadata: Metadata;
+  network_reason_code: string | null;
+  payment_intent: string | PaymentIntent | null;
+  payment_method_details: {
+    card: { brand: string; case_type: 'chargeback'; network: string; network_reason_code: string | null };
+    type: 'card';
+  };
+  reason: DisputeReason;
+  status: DisputeStatus;
 }
 
 export type EventType =
@@ -202,16 +353,23 @@ export type EventType =
   | 'checkout.session.async_payment_failed'
   | 'payment_intent.payment_failed'
   | 'refund.created'
-  | 'charge.refunded';
+  | 'refund.updated'
+  | 'refund.failed'
+  | 'charge.refunded'
+  | 'charge.dispute.created'
+  | 'charge.dispute.funds_withdrawn'
+  | 'charge.dispute.closed'
+  | 'charge.dispute.funds_reinstated';
 
-export type StripeObject = CheckoutSession | PaymentIntent | Charge | Refund;
+export type StripeObject = CheckoutSession | PaymentIntent | Charge | Refund | Dispute;
 
 export interface StripeEvent {
   id: string;
   object: 'event';
   api_version: string;
   created: number;
-  data: { object: StripeObject };
+  /** `previous_attributes` on `*.updated` events: the changed fields as they were before. */
+  data: { object: StripeObject; previous_attributes?: Record<string, unknown> };
   livemode: false;
   pending_webhooks: number;
   request: { id: string | null; idempotency_key: string | null };

@@ -35,6 +35,15 @@ export interface DeliveryView {
   next_attempt_at: string | null;
 }
 
+/** A delivery as the state file keeps it; the payload is re-made from the event. */
+export interface DeliverySnapshot {
+  event_id: string;
+  copy: number;
+  state: DeliveryState;
+  attempts: DeliveryAttempt[];
+  next_attempt_at: number | null;
+}
+
 interface Delivery {
   event: StripeEvent;
   copy: number;
@@ -51,6 +60,8 @@ export interface DispatcherOptions {
   maxAttempts: number;
   timeoutMs: number;
   log: (line: string) => void;
+  /** Called whenever a delivery changes state (for the state file). */
+  onChange?: () => void;
 }
 
 const DEFAULT_SETTINGS: WebhookSettings = { duplicate: 1, shuffle: false, paused: false };
@@ -121,6 +132,50 @@ export class WebhookDispatcher {
       attempts: d.attempts.map((a) => ({ ...a })),
       next_attempt_at: d.nextAttemptAt === null ? null : new Date(d.nextAttemptAt).toISOString(),
     }));
+  }
+
+  /** Every delivery, in the order they were queued. */
+  snapshot(): DeliverySnapshot[] {
+    const out: DeliverySnapshot[] = [];
+    for (const copies of this.deliveries.values()) {
+      for (const d of copies) {
+        out.push({
+          event_id: d.event.id,
+          copy: d.copy,
+          state: d.state,
+          attempts: d.attempts,
+          next_attempt_at: d.nextAttemptAt,
+        });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Takes back the deliveries of an earlier process. Those not finished resume: one that was in flight
+   * when the process stopped is sent again (at least once), a retry keeps its time.
+   */
+  restore(snapshot: DeliverySnapshot[], eventOf: (id: string) => StripeEvent | undefined): void {
+    for (const item of snapshot) {
+      const event = eventOf(item.event_id);
+      if (!event) continue;
+      const delivery: Delivery = {
+        event,
+        copy: item.copy,
+        payload: JSON.stringify(event, null, 2),
+        state: item.state === 'in_flight' ? 'pending' : item.state,
+        attempts: item.attempts ?? [],
+        nextAttemptAt: null,
+      };
+      const copies = this.deliveries.get(event.id) ?? [];
+      copies.push(delivery);
+      this.deliveries.set(event.id, copies);
+      if (delivery.state === 'pending') {
+        this.ready(delivery);
+      } else if (delivery.state === 'retrying') {
+        this.later(delivery, Math.max(0, (item.next_attempt_at ?? 0) - Date.now()));
+      }
+    }
   }
 
   /** Forgets every delivery and restores the default settings; the URL stays. */
@@ -197,6 +252,7 @@ export class WebhookDispatcher {
       this.options.log(`${label} -> ${describeResult(result)}; retrying in ${Math.round(delay)} ms`);
       this.later(delivery, delay);
     }
+    this.options.onChange?.();
     this.pump();
   }
 

@@ -36,7 +36,11 @@ async function listening(run: Run, t: { teardown: (fn: () => void) => void }): P
   t.teardown(() => run.child.kill('SIGKILL'));
   const match = await waitFor(
     'the emulator to listen',
-    () => /Stripe API on (http:\/\/[^ ]+)/.exec(run.output()) ?? (run.child.exitCode !== null ? null : undefined),
+    // The last line main prints once it is up.
+    () =>
+      (/\[payments-emulator\] state (kept in|in memory)/.test(run.output())
+        ? /Stripe API on (http:\/\/[^ ]+)/.exec(run.output())
+        : undefined) ?? (run.child.exitCode !== null ? null : undefined),
     30_000,
   );
   if (!match) throw new Error(`the emulator exited: ${run.output()}`);

@@ -131,7 +131,7 @@ test('accepting a dispute through the API closes it lost', async (t) => {
   const harness = await startHarness(t);
   const intentId = await paidIntent(harness);
   const dispute = await harness.control<Stripe.Dispute>('POST', `/_emulator/payment_intents/${intentId}/dispute`);
-  const accepted = await harness.stripe.disputes.close(dispute.body.id, { idempotencyKey: 'accept-1' });
+  const accepted = await harness.stripe.disputes.close(dispute.body.id, {}, { idempotencyKey: 'accept-1' });
   t.is(accepted.status, 'lost');
   const closed = (await acceptedTypes(harness, 4)).slice(-1);
   t.deepEqual(closed, ['charge.dispute.closed']);

@@ -62,7 +62,7 @@ test('a failed refund sends refund.updated and refund.failed and gives its amoun
   ]);
   const updated = receiver.accepted('refund.updated')[0];
   t.is((updated.data.object as Stripe.Refund).status, 'failed');
-  t.is(updated.data.previous_attributes?.status, 'succeeded');
+  t.is((updated.data.previous_attributes as Partial<Stripe.Refund>).status, 'succeeded');
   t.is((receiver.accepted('refund.failed')[0].data.object as Stripe.Refund).id, refund.id);
 
   const charge = await stripe.charges.retrieve(refund.charge as string);
