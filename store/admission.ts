@@ -71,7 +71,10 @@ export class Admissions {
     }
     try {
       const opened = await openPurchase(this.db, idempotencyKey, req);
-      if (opened.created) return { outcome: 'new', record: opened.record, terms: product.terms, permit: entry.permit };
+      if (opened.created) {
+        entry.permit.bind(purchaseId);
+        return { outcome: 'new', record: opened.record, terms: product.terms, permit: entry.permit };
+      }
       // A concurrent request with the same key recorded it first: that one holds the permit.
       entry.permit.settle();
       return this.answerKnown(opened.record, req);

@@ -20,6 +20,8 @@ export interface GateOptions {
 export interface Permit {
   readonly sku: string;
   readonly units: number;
+  /** The purchase this permit became: once its hold row exists, a view read counts it and the permit is done. */
+  bind(purchaseId: string): void;
   settle(): void;
 }
 
@@ -31,6 +33,7 @@ export type GateAnswer =
 
 interface InFlight {
   units: number;
+  purchaseId?: string;
   /** Set when the saga's hold step answered: the permit counts until a view read after that replaces it. */
   settledAt?: number;
 }
@@ -102,6 +105,9 @@ export class Gate {
       const permit: Permit = {
         sku,
         units,
+        bind: (purchaseId) => {
+          flight.purchaseId = purchaseId;
+        },
         settle: () => {
           if (flight.settledAt !== undefined) return;
           flight.settledAt = Date.now();
@@ -174,10 +180,16 @@ export class Gate {
         do {
           s.again = false;
           const startedAt = Date.now();
-          s.view = await stockView(this.db, sku);
+          const pending = [...s.inFlight].flatMap((f) => (f.purchaseId ? [f.purchaseId] : []));
+          s.view = await stockView(this.db, sku, pending);
           s.readAt = Date.now();
-          // Permits whose hold was committed before this read began are now part of the view.
-          for (const f of s.inFlight) if (f.settledAt !== undefined && f.settledAt < startedAt) s.inFlight.delete(f);
+          // Permits whose hold this read counted, or whose saga answered before it began, are now part of the view.
+          const landed = new Set(s.view?.landed ?? []);
+          for (const f of s.inFlight) {
+            if ((f.purchaseId && landed.has(f.purchaseId)) || (f.settledAt !== undefined && f.settledAt < startedAt)) {
+              s.inFlight.delete(f);
+            }
+          }
           this.armLapseTimer(sku, s);
         } while (s.again);
       } finally {

@@ -215,19 +215,28 @@ export interface StockView {
   /** Units in active holds that have not lapsed: they may come back. */
   held: number;
   nextLapseAt: Date | null;
+  /** Of the purchase ids asked about, those that have a hold row now (their take is in the figures above). */
+  landed: string[];
 }
 
 /** The gate's view of one SKU, from the record (two index reads); null when there is no such product. */
-export async function stockView(db: Db, sku: string): Promise<StockView | null> {
-  const { rows } = await db.query<{ room: number | null; held: number; lapsed: number; next_lapse: Date | null }>(
+export async function stockView(db: Db, sku: string, pending: string[] = []): Promise<StockView | null> {
+  const { rows } = await db.query<{
+    room: number | null;
+    held: number;
+    lapsed: number;
+    next_lapse: Date | null;
+    landed: string[] | null;
+  }>(
     `SELECT (SELECT sum(available - floor)::int FROM stock_buckets WHERE sku = $1) AS room,
+            (SELECT array_agg(purchase_id) FROM holds WHERE purchase_id = ANY($2::text[])) AS landed,
             coalesce(sum(quantity) FILTER (WHERE expires_at > now()), 0)::int AS held,
             coalesce(sum(quantity) FILTER (WHERE expires_at <= now()), 0)::int AS lapsed,
             min(expires_at) FILTER (WHERE expires_at > now()) AS next_lapse
        FROM holds WHERE sku = $1 AND status = 'active'`,
-    [sku],
+    [sku, pending],
   );
   const r = rows[0];
   if (r.room === null) return null;
-  return { remaining: Math.max(0, r.room + r.lapsed), held: r.held, nextLapseAt: r.next_lapse };
+  return { remaining: Math.max(0, r.room + r.lapsed), held: r.held, nextLapseAt: r.next_lapse, landed: r.landed ?? [] };
 }
