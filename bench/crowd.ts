@@ -210,7 +210,7 @@ function parseJson(text: string): Record<string, unknown> {
 }
 
 /**
- * One buyer's request, built in one place. When the API requires buyer tokens (API.md: `Authorization:
+ * One buyer's request, built in one place. When the API requires buyer tokens (the HTTP contract: `Authorization:
  * Bearer <JWT whose sub is the buyer id>`), sign one for `buyer-<n>` and add the header here.
  */
 function purchaseRequest(sku: string, n: number): { headers: Record<string, string>; body: string } {

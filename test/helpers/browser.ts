@@ -1,7 +1,7 @@
 import { accessSync, constants } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 
-/** Debian's `chromium` package; `npx playwright install` cannot download a browser here (DESIGN.md, "Browser"). */
+/** Debian's `chromium` package; `npx playwright install` cannot download a browser here. */
 export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
 
 /**
