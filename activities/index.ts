@@ -4,6 +4,7 @@ import type { Db } from '../store/db';
 import type { HoldDesk } from '../store/hold-desk';
 import * as holds from '../store/holds';
 import { getProduct, termsOf } from '../store/products';
+import * as payments from '../store/payments';
 import * as purchases from '../store/purchases';
 import { createStripeSteps, type CheckoutSession, type OpenCheckoutInput, type StripeStepDeps } from './stripe';
 
@@ -126,6 +127,14 @@ export function createActivities(deps: ActivityDeps) {
     /** Writes the saga's state to the purchase record that the API reads. */
     async recordPurchase(purchaseId: string, patch: purchases.PurchasePatch): Promise<void> {
       await purchases.recordPurchase(db, purchaseId, patch);
+    },
+
+    /** Where the refund of a stray payment stands (`stray_payments`). */
+    async recordStrayPayment(
+      sessionId: string,
+      patch: { status: payments.StrayStatus; refundId?: string; detail?: string },
+    ): Promise<void> {
+      await payments.updateStrayPayment(db, sessionId, patch);
     },
 
     async loadPurchase(purchaseId: string): Promise<PurchaseState | null> {

@@ -29,13 +29,26 @@ export interface SessionState {
   status: 'open' | 'complete' | 'expired';
   paymentStatus: string;
   paymentIntentId?: string;
+  amountCents?: number;
+  currency?: string;
 }
 
 export interface RefundInput {
   purchaseId: string;
   paymentIntentId: string;
   reason: string;
-  step: 'late' | 'support';
+  /** Which path refunds: each refunds at most once (the idempotency key names it). */
+  step: 'late' | 'support' | 'stray';
+  /** A new refund after an earlier one failed: 1, 2, ... (part of the idempotency key). */
+  attempt?: number;
+  /** For a stray payment: the foreign session whose money goes back. */
+  sessionId?: string;
+}
+
+export interface RefundState {
+  refundId?: string;
+  status: string;
+  failureReason?: string;
 }
 
 export interface StripeStepDeps {
@@ -92,6 +105,8 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepD
       status: (s.status ?? 'open') as SessionState['status'],
       paymentStatus: s.payment_status,
       paymentIntentId: pi ?? undefined,
+      amountCents: s.amount_total ?? undefined,
+      currency: s.currency ?? undefined,
     };
   };
 
@@ -162,24 +177,46 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepD
     },
 
     /**
-     * Refunds a payment in full. Idempotency key `refund-<step>-<purchaseId>`, so each refund path
-     * refunds at most once; a payment already refunded in full counts as done.
+     * Refunds a payment in full. Idempotency key `refund-<step>-<purchaseId>` (a stray payment: its
+     * session id; a retry after a failed refund: `-<attempt>`), so each refund path refunds at most
+     * once; a payment already refunded in full counts as done. The refund's metadata names the
+     * purchase and the path, so its later events reach the saga that waits for it.
      */
-    async refundPayment(input: RefundInput): Promise<{ refundId?: string; status: string }> {
+    async refundPayment(input: RefundInput): Promise<RefundState> {
+      const subject = input.step === 'stray' ? input.sessionId : input.purchaseId;
+      const key = `refund-${input.step}-${subject}${input.attempt ? `-${input.attempt}` : ''}`;
       try {
         const refund = await stripe.refunds.create(
           {
             payment_intent: input.paymentIntentId,
             reason: 'requested_by_customer',
-            metadata: { purchase_id: input.purchaseId, reason: input.reason.slice(0, 450) },
+            metadata: {
+              purchase_id: input.purchaseId,
+              refund_step: input.step,
+              ...(input.sessionId ? { session_id: input.sessionId } : {}),
+              reason: input.reason.slice(0, 450),
+            },
           },
-          { idempotencyKey: `refund-${input.step}-${input.purchaseId}` },
+          { idempotencyKey: key },
         );
-        return { refundId: refund.id, status: refund.status ?? 'pending' };
+        return refundState(refund);
       } catch (err) {
         if ((err as { code?: string })?.code === 'charge_already_refunded') return { status: 'succeeded' };
         throw classifyStripeError(err, 'refunding the payment');
       }
     },
+
+    /** Where a refund stands now (when its webhook is late). */
+    async getRefund(refundId: string): Promise<RefundState> {
+      return refundState(await call('reading the refund', () => stripe.refunds.retrieve(refundId)));
+    },
+  };
+}
+
+function refundState(refund: Stripe.Refund): RefundState {
+  return {
+    refundId: refund.id,
+    status: refund.status ?? 'pending',
+    ...(refund.failure_reason ? { failureReason: refund.failure_reason } : {}),
   };
 }

@@ -13,6 +13,8 @@ export interface ApiDeps {
   /** Used only to verify webhook signatures. */
   stripe: Stripe;
   webhookSecret: string;
+  /** True with a live-mode key (`sk_live_`/`rk_live_`): events of the other mode are refused. */
+  livemode: boolean;
   adminToken: string;
   supportToken: string;
   metrics: Metrics;

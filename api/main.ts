@@ -1,6 +1,6 @@
 import { Client } from '@temporalio/client';
 import { connectTemporal, createPool, createStripe } from '../config/clients';
-import { ConfigError, loadApiConfig } from '../config';
+import { ConfigError, isLiveKey, loadApiConfig } from '../config';
 import { Admissions } from '../store/admission';
 import { Gate } from '../store/gate';
 import { migrate } from '../store/migrate';
@@ -29,6 +29,7 @@ async function main(): Promise<void> {
     admissions: new Admissions(db, gate),
     stripe: createStripe(config),
     webhookSecret: config.stripeWebhookSecret,
+    livemode: isLiveKey(config.stripeSecretKey),
     adminToken: config.adminToken,
     supportToken: config.supportToken,
     metrics: createMetrics(db, gate),

@@ -86,6 +86,7 @@ async function main(): Promise<void> {
     taskQueue,
     stripe,
     webhookSecret: 'whsec_bench',
+    livemode: false,
     adminToken: ADMIN,
     supportToken: 'bench-support',
     metrics: createMetrics(db, gate),

@@ -1,7 +1,18 @@
-import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Db } from '../store/db';
 import { getPurchase } from '../store/purchases';
-import { isRefundable, refundWorkflowId } from '../vocabulary';
+import {
+  isRefundable,
+  purchaseWorkflowId,
+  refundWorkflowId,
+  strayPaymentWorkflowId,
+  type RefundEvent,
+  type RefundSummary,
+  type StrayPaymentInput,
+  type SupportAction,
+} from '../vocabulary';
+import { refundEventSignal, supportActionSignal } from '../workflows/definitions';
+import type { strayPaymentWorkflow } from '../workflows/stray-payment';
 import type { supportRefundWorkflow } from '../workflows/support-refund';
 
 export type SupportRefundAnswer =
@@ -18,7 +29,9 @@ export type SupportRefundAnswer =
 /**
  * Starts (or joins) the support refund saga of one purchase, workflow id `refund-<purchaseId>`, and
  * waits briefly for its outcome. Used by the support route and the support CLI alike. Calling it
- * again never refunds twice: the workflow id and the Stripe idempotency key both prevent it.
+ * again never refunds twice: the workflow id and the Stripe idempotency key both prevent it. A
+ * refund Stripe refused is answered `not_refundable` with Stripe's words (the purchase is then
+ * `needs_attention`); calling again asks the waiting saga to try once more.
  */
 export async function requestSupportRefund(
   deps: { db: Db; temporal: Client; taskQueue: string },
@@ -27,55 +40,142 @@ export async function requestSupportRefund(
 ): Promise<SupportRefundAnswer> {
   const record = await getPurchase(deps.db, input.purchaseId);
   if (!record || record.status === 'rejected') return { outcome: 'not_found' };
-  if (record.status === 'refunded' && record.refund) {
-    return { outcome: 'accepted', purchaseId: input.purchaseId, sku: record.sku, refund: record.refund };
-  }
-  if (!isRefundable(record.status)) {
+  const accepted = (refund: RefundSummary, restocked?: boolean): SupportRefundAnswer => ({
+    outcome: 'accepted',
+    purchaseId: input.purchaseId,
+    sku: record.sku,
+    refund: { status: refund.status, reason: refund.reason },
+    ...(restocked !== undefined ? { restocked } : {}),
+  });
+  if (record.status === 'refunded' && record.refund) return accepted(record.refund);
+  const workflowId = refundWorkflowId(input.purchaseId);
+  const handle = deps.temporal.workflow.getHandle<typeof supportRefundWorkflow>(workflowId);
+  if (record.status === 'needs_attention' && record.refund?.status === 'failed') {
+    // A refund of ours that Stripe refused or that failed: its saga waits for a word to try again.
+    const told = await tellSupportAction(deps.temporal, input.purchaseId, { action: 'retry', actor: input.actor });
+    if (told.length === 0) return { outcome: 'not_refundable', detail: `the refund failed: ${record.reason}` };
+  } else if (!isRefundable(record.status)) {
     return {
       outcome: 'not_refundable',
       detail: `purchase ${input.purchaseId} is ${record.status}; only paid orders are refunded`,
     };
+  } else {
+    try {
+      await deps.temporal.workflow.start<typeof supportRefundWorkflow>('supportRefundWorkflow', {
+        workflowId,
+        taskQueue: deps.taskQueue,
+        args: [input],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+      });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      // Already ran to completion: its outcome is in the record.
+      const now = await getPurchase(deps.db, input.purchaseId);
+      if (now?.refund) return accepted(now.refund);
+      throw err;
+    }
   }
-  const workflowId = refundWorkflowId(input.purchaseId);
-  try {
-    await deps.temporal.workflow.start<typeof supportRefundWorkflow>('supportRefundWorkflow', {
-      workflowId,
-      taskQueue: deps.taskQueue,
-      args: [input],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      // A refund saga that failed (Stripe refused) may be tried again; a finished one may not.
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-    });
-  } catch (err) {
-    // Already ran to completion: its outcome is in the record.
+  // The outcome, or the first word of it on the record: Stripe took the refund, or refused it.
+  const result = handle.result().then(
+    (r) => r,
+    () => null,
+  );
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    const done = await Promise.race([result, new Promise<undefined>((r) => setTimeout(() => r(undefined), 100).unref())]);
+    if (done) {
+      if (done.outcome === 'not_refundable')
+        return { outcome: 'not_refundable', detail: done.detail ?? 'not refundable' };
+      return accepted(done.refund!, done.restocked);
+    }
     const now = await getPurchase(deps.db, input.purchaseId);
-    if (now?.refund) return { outcome: 'accepted', purchaseId: input.purchaseId, sku: record.sku, refund: now.refund };
+    if (now?.updatedAt === record.updatedAt || !now?.refund) continue;
+    if (now.status === 'needs_attention')
+      return { outcome: 'not_refundable', detail: `the refund failed: ${now.reason}` };
+    if (now.status === 'refunded' && now.refund.status === 'pending') return accepted(now.refund);
+  }
+  return accepted({ status: 'pending', reason: input.reason });
+}
+
+/** The workflow that made a refund on this path, and waits for its news. */
+function refundOwner(step: 'late' | 'support' | 'stray', purchaseId: string, sessionId?: string): string {
+  if (step === 'late') return purchaseWorkflowId(purchaseId);
+  if (step === 'support') return refundWorkflowId(purchaseId);
+  return strayPaymentWorkflowId(sessionId ?? '');
+}
+
+/** Hands a refund's news to the saga that waits for it; false when that saga is no longer running. */
+export async function deliverRefundNews(
+  temporal: Client,
+  owner: { step: 'late' | 'support' | 'stray'; purchaseId: string; sessionId?: string },
+  news: RefundEvent,
+): Promise<boolean> {
+  try {
+    await temporal.workflow
+      .getHandle(refundOwner(owner.step, owner.purchaseId, owner.sessionId))
+      .signal(refundEventSignal, news);
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
     throw err;
   }
-  const handle = deps.temporal.workflow.getHandle<typeof supportRefundWorkflow>(workflowId);
-  let result;
-  try {
-    result = await Promise.race([handle.result(), new Promise<null>((r) => setTimeout(() => r(null), waitMs).unref())]);
-  } catch (err) {
-    if (!(err instanceof WorkflowFailedError)) throw err;
-    // Stripe refused the refund (a disputed charge, say): say why; calling again retries it.
-    const cause = (err.cause?.cause ?? err.cause ?? err) as Error;
-    return { outcome: 'not_refundable', detail: `the refund failed: ${cause.message}` };
+}
+
+/**
+ * Support's word to the sagas of a purchase that wait on a step Stripe refused (try again, or it was
+ * settled by hand): sent to each of its running sagas (the purchase saga, its support refund).
+ * Returns the workflow ids that got it.
+ */
+export async function tellSupportAction(
+  temporal: Client,
+  purchaseId: string,
+  action: SupportAction,
+): Promise<string[]> {
+  const told: string[] = [];
+  for (const workflowId of [purchaseWorkflowId(purchaseId), refundWorkflowId(purchaseId)]) {
+    try {
+      const handle = temporal.workflow.getHandle(workflowId);
+      if ((await handle.describe()).status.name !== 'RUNNING') continue;
+      await handle.signal(supportActionSignal, action);
+      told.push(workflowId);
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
   }
-  if (!result)
-    return {
-      outcome: 'accepted',
-      purchaseId: input.purchaseId,
-      sku: record.sku,
-      refund: { status: 'pending', reason: input.reason },
-    };
-  if (result.outcome === 'not_refundable')
-    return { outcome: 'not_refundable', detail: result.detail ?? 'not refundable' };
-  return {
-    outcome: 'accepted',
-    purchaseId: input.purchaseId,
-    sku: record.sku,
-    refund: result.refund!,
-    restocked: result.restocked,
-  };
+  return told;
+}
+
+/** Starts (or joins) the refund of money that arrived on a session that named a purchase without being its own. */
+export async function startStrayRefund(
+  c: { temporal: Client; taskQueue: string },
+  input: StrayPaymentInput,
+): Promise<void> {
+  await c.temporal.workflow.start<typeof strayPaymentWorkflow>('strayPaymentWorkflow', {
+    workflowId: strayPaymentWorkflowId(input.sessionId),
+    taskQueue: c.taskQueue,
+    args: [input],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+  });
+}
+
+/**
+ * Support's word to the refund saga of a stray payment (`stray-<sessionId>`) that waits on a refund
+ * Stripe refused or that failed. False when that saga is not running.
+ */
+export async function tellStraySupportAction(
+  temporal: Client,
+  sessionId: string,
+  action: SupportAction,
+): Promise<boolean> {
+  try {
+    const handle = temporal.workflow.getHandle(strayPaymentWorkflowId(sessionId));
+    if ((await handle.describe()).status.name !== 'RUNNING') return false;
+    await handle.signal(supportActionSignal, action);
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
 }

@@ -83,6 +83,11 @@ function common(r: Reader): CommonConfig {
   return { databaseUrl: r.need('DATABASE_URL', 'the Postgres holding stock and purchases'), ...temporal(r) };
 }
 
+/** A live-mode Stripe key: real money moves, and test-mode events are not ours. */
+export function isLiveKey(key: string): boolean {
+  return /^(sk|rk)_live_/.test(key);
+}
+
 function stripe(r: Reader): StripeConfig {
   const stripeApiUrl = r.env.STRIPE_API_URL || undefined;
   if (stripeApiUrl && !/^https?:\/\/[^/]+\/?$/.test(stripeApiUrl)) {

@@ -1,16 +1,107 @@
+import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 
-const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
+/** Where the migrations live: `NNN_name.sql`, applied in name order. */
+export const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
 // Any fixed number: serialises concurrent migrators (several API/worker processes booting at once).
 const MIGRATION_LOCK = 7_402_113;
 
 /**
- * Applies every `store/migrations/NNN_name.sql` not yet recorded in `schema_migrations`, in name
- * order, each in its own transaction. Safe to run from several processes at once.
+ * The runner will not touch a database whose applied migrations no longer match the files: an
+ * applied file was edited, or one is missing. Nothing was applied. The message is for the operator.
  */
-export async function migrate(databaseUrl: string, log: (line: string) => void = () => {}): Promise<string[]> {
+export class MigrationRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    // The entry points print the error itself: one sentence, no frames of the runner under it.
+    this.stack = `${this.name}: ${message}`;
+  }
+}
+MigrationRefused.prototype.name = 'MigrationRefused';
+
+export interface MigrateOptions {
+  /** The folder of `NNN_name.sql` files (tests point it at a copy); `store/migrations` by default. */
+  dir?: string;
+}
+
+interface MigrationFile {
+  version: string;
+  file: string;
+  sql: string;
+  checksum: string;
+}
+
+/** The checksum recorded per migration: sha256 (hex) of the file's bytes. */
+export function checksumOf(contents: string | Buffer): string {
+  return createHash('sha256').update(contents).digest('hex');
+}
+
+async function readMigrations(dir: string): Promise<MigrationFile[]> {
+  const files = (await readdir(dir)).filter((f) => f.endsWith('.sql')).sort();
+  return Promise.all(
+    files.map(async (file) => {
+      const bytes = await readFile(path.join(dir, file));
+      return { version: file.replace(/\.sql$/, ''), file, sql: bytes.toString('utf8'), checksum: checksumOf(bytes) };
+    }),
+  );
+}
+
+/** A path the operator can find: relative to where the process runs, when it is below it. */
+function shown(dir: string, file: string): string {
+  const full = path.join(dir, file);
+  const rel = path.relative(process.cwd(), full);
+  return rel.startsWith('..') || path.isAbsolute(rel) ? full : rel;
+}
+
+/**
+ * Compares what `schema_migrations` says was applied with the files: every problem in one message,
+ * or null. A row without a checksum (written by the runner before checksums were kept) is not
+ * compared here; it adopts the file's checksum afterwards.
+ */
+function refusal(dir: string, recorded: Map<string, string | null>, files: MigrationFile[]): string | null {
+  const byVersion = new Map(files.map((f) => [f.version, f]));
+  const edited: string[] = [];
+  const missing: string[] = [];
+  for (const [version, checksum] of recorded) {
+    const file = byVersion.get(version);
+    if (!file) missing.push(shown(dir, `${version}.sql`));
+    else if (checksum !== null && checksum !== file.checksum) {
+      const sums = `sha256 ${checksum.slice(0, 12)}… when applied, ${file.checksum.slice(0, 12)}… now`;
+      edited.push(`${shown(dir, file.file)} changed after it was applied to this database (${sums})`);
+    }
+  }
+  const problems: string[] = [];
+  if (edited.length) {
+    problems.push(
+      `${edited.join('; ')}. An applied migration must never be edited: ` +
+        'restore the file as it was, and put the change in a new migration',
+    );
+  }
+  if (missing.length) {
+    problems.push(
+      `${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} recorded as applied but missing on disk: ` +
+        'this database was migrated by a newer or different version of the code; run that version, or restore the file',
+    );
+  }
+  return problems.length ? `refusing to migrate: ${problems.join('. ')}.` : null;
+}
+
+/**
+ * Applies every migration not yet recorded in `schema_migrations`, in name order, each in its own
+ * transaction, recording its checksum. Before applying anything it checks the applied ones: an
+ * applied file that changed, or that is gone, throws `MigrationRefused` and nothing is written (the
+ * API, the worker, `npm run migrate` and `npm start` all refuse to start). Rows recorded before
+ * checksums were kept adopt the file's current checksum once. Safe to run from several processes
+ * at once (an advisory lock). Returns the versions it applied.
+ */
+export async function migrate(
+  databaseUrl: string,
+  log: (line: string) => void = () => {},
+  opts: MigrateOptions = {},
+): Promise<string[]> {
+  const dir = opts.dir ?? MIGRATIONS_DIR;
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   const applied: string[] = [];
@@ -19,25 +110,44 @@ export async function migrate(databaseUrl: string, log: (line: string) => void =
     await client.query(
       'CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
     );
-    const done = new Set(
-      (await client.query<{ version: string }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version),
+    // A table made by the runner before checksums were kept gains the column on the fly.
+    await client.query('ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum text');
+    const recorded = new Map(
+      (
+        await client.query<{ version: string; checksum: string | null }>(
+          'SELECT version, checksum FROM schema_migrations',
+        )
+      ).rows.map((r) => [r.version, r.checksum]),
     );
-    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => f.endsWith('.sql')).sort();
-    for (const file of files) {
-      const version = file.replace(/\.sql$/, '');
-      if (done.has(version)) continue;
-      const sql = await readFile(path.join(MIGRATIONS_DIR, file), 'utf8');
+    const files = await readMigrations(dir);
+    const refused = refusal(dir, recorded, files);
+    if (refused) throw new MigrationRefused(refused);
+
+    for (const f of files) {
+      if (!recorded.has(f.version) || recorded.get(f.version) !== null) continue;
+      await client.query('UPDATE schema_migrations SET checksum = $2 WHERE version = $1 AND checksum IS NULL', [
+        f.version,
+        f.checksum,
+      ]);
+      log(`recorded the checksum of migration ${f.version} (applied before checksums were kept)`);
+    }
+
+    for (const f of files) {
+      if (recorded.has(f.version)) continue;
       await client.query('BEGIN');
       try {
-        await client.query(sql);
-        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);
+        await client.query(f.sql);
+        await client.query('INSERT INTO schema_migrations (version, checksum) VALUES ($1, $2)', [
+          f.version,
+          f.checksum,
+        ]);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK');
-        throw new Error(`migration ${file} failed: ${(err as Error).message}`);
+        throw new Error(`migration ${f.file} failed: ${(err as Error).message}`);
       }
-      applied.push(version);
-      log(`applied migration ${version}`);
+      applied.push(f.version);
+      log(`applied migration ${f.version}`);
     }
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});

@@ -89,8 +89,32 @@ export class ProductExistsError extends Error {
   readonly type = 'product-exists';
 }
 
-/** Creates a product, its bucket rows (stock spread evenly) and, for seats, one row per unit. */
+/** Stripe's largest charge, in the smallest unit of the currency (USD $999,999.99). */
+export const MAX_CHARGE_CENTS = 99_999_999;
+
+/** The largest order one purchase of a product can be: a purchase takes at most `maxPerBuyer` units. */
+export function largestOrderCents(p: Pick<NewProduct, 'priceCents' | 'maxPerBuyer'>): number {
+  return p.priceCents * (p.maxPerBuyer ?? 1);
+}
+
+/** A product whose largest order Stripe could not charge: refused before anything is written. */
+export class OrderTooLargeError extends Error {
+  readonly type = 'order-too-large';
+}
+
+/**
+ * Creates a product, its bucket rows (stock spread evenly) and, for seats, one row per unit. Throws
+ * OrderTooLargeError, writing nothing, when its largest order exceeds what Stripe can charge: a saga
+ * would otherwise take the hold and then fail to open the session for good.
+ */
 export async function createProduct(db: Db, input: NewProduct): Promise<Product> {
+  const largest = largestOrderCents(input);
+  if (largest > MAX_CHARGE_CENTS) {
+    throw new OrderTooLargeError(
+      `${input.priceCents} × maxPerBuyer ${input.maxPerBuyer ?? 1} = ${largest} exceeds ${MAX_CHARGE_CENTS}, ` +
+        'the largest amount Stripe can charge; lower the price or maxPerBuyer',
+    );
+  }
   const units = input.units ?? null;
   const stock = units ? units.length : input.stock;
   // Seats are picked row by row, so splitting their count buys nothing; allowance makes no sense either.

@@ -27,7 +27,8 @@ interface PurchaseRow {
   quantity: number;
   unit_id: string | null;
   status: PurchaseStatus;
-  amount_cents: number | null;
+  /** bigint: node-postgres returns it as a string. */
+  amount_cents: string | number | null;
   currency: string | null;
   hold_expires_at: Date | null;
   checkout_session_id: string | null;
@@ -39,6 +40,10 @@ interface PurchaseRow {
   refund_id: string | null;
   refund_status: string | null;
   refund_reason: string | null;
+  refund_failure_reason: string | null;
+  dispute_id: string | null;
+  dispute_status: string | null;
+  dispute_reason: string | null;
   oversold: boolean;
   created_at: Date;
   updated_at: Date;
@@ -54,7 +59,8 @@ function toRecord(r: PurchaseRow): PurchaseRecord {
     quantity: r.quantity,
     unitId: r.unit_id ?? undefined,
     status: r.status,
-    amountCents: r.amount_cents ?? undefined,
+    // Order totals are bounded at product creation far below 2^53, so a Number is exact.
+    amountCents: r.amount_cents === null ? undefined : Number(r.amount_cents),
     currency: r.currency ?? undefined,
     holdExpiresAt: r.hold_expires_at?.toISOString(),
     sessionId: r.checkout_session_id ?? undefined,
@@ -64,7 +70,15 @@ function toRecord(r: PurchaseRow): PurchaseRecord {
     rejection: r.rejection ?? undefined,
     heldBy: r.held_by ?? undefined,
     refund: r.refund_status
-      ? { status: r.refund_status, reason: r.refund_reason ?? '', refundId: r.refund_id ?? undefined }
+      ? {
+          status: r.refund_status,
+          reason: r.refund_reason ?? '',
+          refundId: r.refund_id ?? undefined,
+          ...(r.refund_failure_reason ? { failureReason: r.refund_failure_reason } : {}),
+        }
+      : undefined,
+    dispute: r.dispute_id
+      ? { disputeId: r.dispute_id, status: r.dispute_status ?? '', reason: r.dispute_reason ?? '' }
       : undefined,
     oversold: r.oversold,
     createdAt: r.created_at.toISOString(),
@@ -140,17 +154,28 @@ export async function recordPurchase(db: Db, purchaseId: string, patch: Purchase
     reason: patch.reason,
     rejection: patch.rejection,
     held_by: patch.heldBy,
-    refund_id: patch.refund?.refundId,
-    refund_status: patch.refund?.status,
     refund_reason: patch.refund?.reason,
+    refund_failure_reason: patch.refund?.failureReason,
     oversold: patch.oversold,
   };
   const set = Object.entries(cols).filter(([, v]) => v !== undefined);
-  if (set.length === 0) return;
-  await db.query(
-    `UPDATE purchases SET ${set.map(([k], i) => `${k} = $${i + 2}`).join(', ')}, updated_at = now() WHERE purchase_id = $1`,
-    [purchaseId, ...set.map(([, v]) => v)],
-  );
+  const values = set.map(([, v]) => v);
+  const assignments = set.map(([k], i) => `${k} = $${i + 2}`);
+  if (patch.refund) {
+    // A refund's status only moves forward for the same refund (see refund_rank in migration 007).
+    values.push(patch.refund.refundId ?? null, patch.refund.status);
+    const [id, status] = [`$${values.length}`, `$${values.length + 1}`];
+    assignments.push(
+      `refund_id = ${id}`,
+      `refund_status = CASE WHEN refund_id IS DISTINCT FROM ${id} OR refund_rank(${status}) >= refund_rank(refund_status)
+                            THEN ${status} ELSE refund_status END`,
+    );
+  }
+  if (assignments.length === 0) return;
+  await db.query(`UPDATE purchases SET ${assignments.join(', ')}, updated_at = now() WHERE purchase_id = $1`, [
+    purchaseId,
+    ...values,
+  ]);
 }
 
 /** Purchases still holding or awaiting payment whose record has not changed since `before`, oldest first. */
@@ -212,4 +237,18 @@ export async function countByStatus(db: Db): Promise<{ status: PurchaseStatus; n
     'SELECT status, count(*)::int AS n FROM purchases GROUP BY status',
   );
   return rows;
+}
+
+/**
+ * Purchases in `needs_attention` (money waits for support), whatever their saga's state: a refund's
+ * failure can arrive after the saga closed. Oldest change first.
+ */
+export async function listNeedingAttention(db: Db, o: { sku?: string; limit: number }): Promise<PurchaseRecord[]> {
+  const { rows } = await db.query<PurchaseRow>(
+    `SELECT * FROM purchases
+      WHERE status = 'needs_attention' AND ($1::text IS NULL OR sku = $1)
+      ORDER BY updated_at LIMIT $2`,
+    [o.sku ?? null, o.limit],
+  );
+  return rows.map(toRecord);
 }

@@ -12,6 +12,11 @@ export const PURCHASE_STATUSES = [
   'payment_failed',
   'refunded',
   'failed',
+  /**
+   * Money arrived (or a refund was asked for) and Stripe refused a step that settles it: the saga
+   * keeps retrying, `sagas stuck` lists it, and support can retry or settle it by hand.
+   */
+  'needs_attention',
   /** Never held: sold out, limit, existing hold. Not a purchase to the buyer (the API answers 409/422). */
   'rejected',
 ] as const;
@@ -85,10 +90,22 @@ export interface PurchaseInput extends PurchaseRequest {
   followUp?: boolean;
 }
 
+/** Where a refund stands, as Stripe reports it (`pending` until it settles one way or the other). */
+export type RefundStatus = 'pending' | 'succeeded' | 'failed' | 'canceled' | 'requires_action';
+
 export interface RefundSummary {
   status: string;
   reason: string;
   refundId?: string;
+  /** Stripe's `failure_reason` once a refund failed. */
+  failureReason?: string;
+}
+
+/** A dispute (chargeback) the buyer's bank opened on the payment: Stripe's status and reason. */
+export interface DisputeSummary {
+  disputeId: string;
+  status: string;
+  reason: string;
 }
 
 /** The saga's view of a purchase: what the `purchaseState` query returns and the record stores. */
@@ -110,6 +127,7 @@ export interface PurchaseState {
   /** For a `hold_exists` refusal: the purchase that holds the SKU for this buyer. */
   heldBy?: string;
   refund?: RefundSummary;
+  dispute?: DisputeSummary;
   oversold?: boolean;
 }
 
@@ -145,6 +163,71 @@ export interface PaymentEvent {
   paymentIntentId?: string;
   /** For checkout.session.*: the session's payment_status (`paid`, `unpaid`, `no_payment_required`). */
   paymentStatus?: string;
+  /** The session's `amount_total` or the PaymentIntent's `amount`, in the smallest currency unit. */
+  amountCents?: number;
+  currency?: string;
+  livemode?: boolean;
+}
+
+/** The events that bring money: only these can confirm a purchase. */
+export function bringsMoney(e: Pick<PaymentEvent, 'type' | 'paymentStatus'>): boolean {
+  if (e.type === 'checkout.session.async_payment_succeeded') return true;
+  return e.type === 'checkout.session.completed' && (e.paymentStatus === 'paid' || e.paymentStatus === 'no_payment_required');
+}
+
+/** What a purchase knows of its own payment: the session it opened and the order's total. */
+export interface PaymentOwner {
+  sessionId?: string;
+  paymentIntentId?: string;
+  amountCents?: number;
+  currency?: string;
+}
+
+/**
+ * Why an event is not this purchase's own, or null when it is: its Checkout Session must be the one
+ * the purchase opened (a PaymentIntent event: the one it was paid with, once known), its amount and
+ * currency the order's, and its livemode that of the key in use. Anyone on the same Stripe account
+ * can create a session that names one of our purchases; only the purchase's own may pay for it.
+ */
+export function foreignEventReason(e: PaymentEvent, owner: PaymentOwner, livemode: boolean): string | null {
+  if (e.livemode !== undefined && e.livemode !== livemode) {
+    return `the event is ${e.livemode ? 'live' : 'test'} mode and the key in use is not`;
+  }
+  if (e.sessionId !== undefined) {
+    if (!owner.sessionId) return `session ${e.sessionId} was not opened by this purchase (it has none yet)`;
+    if (e.sessionId !== owner.sessionId) return `session ${e.sessionId} is not this purchase's (${owner.sessionId})`;
+  } else if (e.paymentIntentId && owner.paymentIntentId && e.paymentIntentId !== owner.paymentIntentId) {
+    return `payment ${e.paymentIntentId} is not this purchase's (${owner.paymentIntentId})`;
+  }
+  if (e.amountCents !== undefined && owner.amountCents !== undefined && e.amountCents !== owner.amountCents) {
+    return `amount ${e.amountCents} does not match the order's ${owner.amountCents}`;
+  }
+  if (e.currency && owner.currency && e.currency.toLowerCase() !== owner.currency.toLowerCase()) {
+    return `currency ${e.currency} does not match the order's ${owner.currency}`;
+  }
+  return null;
+}
+
+/** Stripe events about the money after a payment: refunds (ours and the Dashboard's) and disputes. */
+export const MONEY_EVENT_TYPES = [
+  'refund.created',
+  'refund.updated',
+  'refund.failed',
+  'charge.refunded',
+  'charge.dispute.created',
+  'charge.dispute.updated',
+  'charge.dispute.closed',
+] as const;
+export type MoneyEventType = (typeof MONEY_EVENT_TYPES)[number];
+export function isMoneyEventType(type: string): type is MoneyEventType {
+  return (MONEY_EVENT_TYPES as readonly string[]).includes(type);
+}
+
+/** A refund's news, as the refund workflows wait for it (signal `refundEvent`). */
+export interface RefundEvent {
+  refundId: string;
+  status: string;
+  failureReason?: string;
 }
 
 export interface SupportRefundInput {
@@ -169,3 +252,26 @@ export function purchaseWorkflowId(purchaseId: string): string {
 export function refundWorkflowId(purchaseId: string): string {
   return `refund-${purchaseId}`;
 }
+/** Money that arrived on a Checkout Session naming one of our purchases but not opened by it. */
+export function strayPaymentWorkflowId(sessionId: string): string {
+  return `stray-${sessionId}`;
+}
+
+/** A paid Checkout Session that named one of our purchases but is not its own. */
+export interface StrayPaymentInput {
+  sessionId: string;
+  claimedPurchase: string;
+  paymentIntentId?: string;
+  why: string;
+}
+export interface StrayPaymentResult {
+  sessionId: string;
+  outcome: 'refunded' | 'settled_by_hand' | 'needs_attention';
+}
+
+/** What support can tell a saga that waits on a Stripe step Stripe keeps refusing. */
+export type SupportAction =
+  /** Try the step again now. */
+  | { action: 'retry'; actor: string }
+  /** The step was done by hand (say, a refund by bank transfer): stop trying and record it. */
+  | { action: 'settled'; actor: string; note: string };

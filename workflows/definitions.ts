@@ -1,6 +1,6 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { PaymentEvent, PurchaseState } from '../vocabulary';
+import type { PaymentEvent, PurchaseState, RefundEvent, SupportAction } from '../vocabulary';
 
 // The messages and search attributes of the purchase saga: what the API, the CLIs and the Temporal
 // UI use to talk to it and find it. Names are stable; recorded histories replay against them.
@@ -8,6 +8,10 @@ import type { PaymentEvent, PurchaseState } from '../vocabulary';
 export const paymentEventSignal = defineSignal<[PaymentEvent]>('paymentEvent');
 /** Kept for sagas started before the cancel update: a signal they may still receive. */
 export const cancelSignal = defineSignal<[]>('cancel');
+/** A refund's news from Stripe's webhook, for the saga that made the refund and waits for it to settle. */
+export const refundEventSignal = defineSignal<[RefundEvent]>('refundEvent');
+/** Support's word to a saga waiting on a step Stripe keeps refusing: try again now, or it was settled by hand. */
+export const supportActionSignal = defineSignal<[SupportAction]>('supportAction');
 export const purchaseStateQuery = defineQuery<PurchaseState>('purchaseState');
 /** Returns once the hold is taken and the Checkout Session is open (or the purchase was refused or failed). */
 export const checkoutReadyUpdate = defineUpdate<PurchaseState>('checkoutReady');

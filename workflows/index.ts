@@ -1,2 +1,3 @@
 export { purchaseWorkflow } from './purchase';
 export { supportRefundWorkflow } from './support-refund';
+export { strayPaymentWorkflow } from './stray-payment';

@@ -6,7 +6,14 @@ import {
   patched,
   setHandler,
 } from '@temporalio/workflow';
-import { isFinal, isPaid, type PaymentEvent, type PurchaseInput, type PurchaseState } from '../vocabulary';
+import {
+  foreignEventReason,
+  isFinal,
+  isPaid,
+  type PaymentEvent,
+  type PurchaseInput,
+  type PurchaseState,
+} from '../vocabulary';
 import { cancelUpdate, checkoutReadyUpdate, paymentEventSignal, purchaseStateQuery } from './definitions';
 import { followUp } from './follow-up';
 import { cancelsWithoutSettling, finishBeforeSessionFirst } from './legacy';
@@ -35,6 +42,9 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     return state;
   });
   setHandler(paymentEventSignal, (e: PaymentEvent) => {
+    // The webhook refuses events that are not this purchase's own; one that reaches the saga some
+    // other way is ignored too (a follow-up run checks once its record is loaded).
+    if (state.sessionId && foreignEventReason(e, state, e.livemode ?? false)) return;
     if (fold.apply(e) && e.paymentIntentId) state.paymentIntentId = e.paymentIntentId;
   });
 

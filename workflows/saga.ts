@@ -1,52 +1,17 @@
-import {
-  ApplicationFailure,
-  condition,
-  proxyActivities,
-  proxyLocalActivities,
-  upsertSearchAttributes,
-} from '@temporalio/workflow';
+import { condition, patched, upsertSearchAttributes } from '@temporalio/workflow';
 import { isPaid, type PurchaseInput, type PurchaseState, type PurchaseStatus } from '../vocabulary';
-import type { Activities, SessionState } from '../activities';
+import type { SessionState } from '../activities';
+import { attended, SupportDesk, type Attended } from './attended';
 import { HoldExpiresAtKey, PurchaseStatusKey } from './definitions';
 import { afterClose, endOfWait, unpaidEnding, type SettleStep } from './end-of-wait';
 import { PaymentFold, type Payment } from './payment-fold';
+import { acts, stripeActs } from './proxies';
+import { refundToTheEnd, type RefundNews } from './refunds';
 
-// Postgres and bookkeeping steps: retried until they succeed (transient faults heal; a fault that
-// does not heal shows up in the Temporal UI as a pending activity with its last failure).
-export const acts = proxyActivities<Activities>({
-  // Short: these are single transactions; a worker that died mid-call is noticed this soon.
-  startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '20 seconds' },
-});
+export { acts, checkoutActs, localActs, stripeActs } from './proxies';
 
-// The hold, as a local activity: it runs in the workflow task that scheduled it (no round trip
-// through the server), and the hold desk still coalesces it with the other sagas of this worker.
-export const localActs = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '20 seconds' },
-});
-
-// Opening the session: a few quick retries for transient Stripe faults (with the same idempotency
-// key, so one session at most), then give up and compensate rather than keep a buyer's unit forever.
-export const checkoutActs = proxyActivities<Activities>({
-  startToCloseTimeout: '20 seconds',
-  retry: {
-    initialInterval: '200 milliseconds',
-    backoffCoefficient: 2,
-    maximumInterval: '3 seconds',
-    maximumAttempts: 6,
-    nonRetryableErrorTypes: ['StripeRejected'],
-  },
-});
-
-// Stripe calls after the session is open (expire, refund): they must happen, so they are retried
-// until they do, even when Stripe refuses (a refund of a disputed charge, say): a saga that gave up
-// would keep a buyer's money silently, while one that keeps retrying shows up in
-// `npm run sagas -- stuck` with Stripe's answer, for support to resolve.
-export const stripeActs = proxyActivities<Activities>({
-  startToCloseTimeout: '20 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+/** v7: before declaring a delayed payment that never settled failed, the saga reads Stripe. */
+const READ_BEFORE_GIVING_UP_PATCH = 'read-stripe-before-giving-up';
 
 /** How long a session that was completed with a delayed payment method may take to settle. */
 export const ASYNC_SETTLE_TIMEOUT = '7 days';
@@ -63,6 +28,8 @@ const PAID_EVENT_GRACE = '1 minute';
 export class PurchaseSaga {
   readonly state: PurchaseState;
   readonly fold = new PaymentFold();
+  /** Support's retries and by-hand settlements, and refunds' news. */
+  readonly desk = new SupportDesk().listen();
   cancelRequested = false;
 
   constructor(readonly input: PurchaseInput) {
@@ -94,11 +61,22 @@ export class PurchaseSaga {
     ]);
   }
 
+  /** Runs a Stripe step that must happen: a refusal moves the purchase to `needs_attention` and is tried again. */
+  attend<T>(what: string, call: () => Promise<T>, interrupt?: () => boolean): Promise<Attended<T>> {
+    return attended(what, call, {
+      desk: this.desk,
+      interrupt,
+      flag: (reason) => this.setStatus('needs_attention', { reason }),
+    });
+  }
+
   /** A paid session whose hold is gone: re-take a unit, or refund at once and tell the buyer why. */
   async settleLatePayment(): Promise<void> {
     const { state } = this;
     if (!state.paymentIntentId && state.sessionId) {
-      state.paymentIntentId = (await acts.getSessionPayment(state.sessionId)).paymentIntentId;
+      const sessionId = state.sessionId;
+      const read = await this.attend('reading the paid session', () => acts.getSessionPayment(sessionId));
+      if (read.outcome === 'done') state.paymentIntentId = read.value.paymentIntentId;
     }
     const retake = await acts.retakeForLatePayment(state.purchaseId);
     if (retake.outcome === 'sold') {
@@ -110,31 +88,69 @@ export class PurchaseSaga {
       return;
     }
     const reason = 'sold out: the payment arrived after the hold lapsed and no unit was left';
-    if (!state.paymentIntentId)
-      throw ApplicationFailure.nonRetryable('paid session without a PaymentIntent', 'NoPayment');
-    const refund = await stripeActs.refundPayment({
-      purchaseId: state.purchaseId,
-      paymentIntentId: state.paymentIntentId,
-      reason,
-      step: 'late',
+    const paymentIntentId = state.paymentIntentId;
+    if (!paymentIntentId) {
+      // Stripe will not say what paid the session: support refunds it by hand and settles it here.
+      await this.setStatus('needs_attention', { reason: `${reason}; the paid session names no PaymentIntent` });
+      await condition(() => this.desk.settled !== undefined);
+      return this.recordLateRefund(reason, { phase: 'by_hand', ...this.desk.settled! });
+    }
+    await refundToTheEnd({
+      desk: this.desk,
+      create: (attempt) =>
+        stripeActs.refundPayment({ purchaseId: state.purchaseId, paymentIntentId, reason, step: 'late', attempt }),
+      record: (news) => this.recordLateRefund(reason, news),
     });
-    await acts.notifyBuyer(
-      state.purchaseId,
-      state.buyerId,
-      'refunded_sold_out',
-      `Your payment was refunded. ${reason}.`,
-    );
-    await this.setStatus('refunded', {
-      paymentIntentId: state.paymentIntentId,
-      reason,
-      refund: { status: refund.status, reason, refundId: refund.refundId },
-    });
+  }
+
+  /** Each step of a late payment's refund, on the record. */
+  private async recordLateRefund(reason: string, news: RefundNews): Promise<void> {
+    const { state } = this;
+    switch (news.phase) {
+      case 'created':
+        await acts.notifyBuyer(
+          state.purchaseId,
+          state.buyerId,
+          'refunded_sold_out',
+          `Your payment was refunded. ${reason}.`,
+        );
+        return this.setStatus('refunded', {
+          paymentIntentId: state.paymentIntentId,
+          reason,
+          refund: { status: news.refund.status, reason, refundId: news.refund.refundId },
+        });
+      case 'succeeded':
+        return this.setStatus('refunded', {
+          reason,
+          refund: { status: 'succeeded', reason, refundId: news.refund.refundId },
+        });
+      case 'failed':
+        return this.setStatus('needs_attention', {
+          reason: `${reason}; ${news.reason}`,
+          refund: {
+            status: 'failed',
+            reason,
+            refundId: news.refund.refundId,
+            failureReason: news.refund.failureReason ?? news.reason,
+          },
+        });
+      case 'by_hand':
+        return this.setStatus('refunded', {
+          reason,
+          refund: { status: 'succeeded', reason: `settled by hand by ${news.actor}: ${news.note}` },
+        });
+    }
   }
 
   /** Paid, and the hold may still be ours: the hold becomes the sale, else a late payment is settled. */
   async confirmPaid(): Promise<void> {
     if ((await acts.convertHold(this.input.purchaseId)) === 'sold') {
-      await this.setStatus('confirmed', { paymentIntentId: this.state.paymentIntentId, reason: 'paid in time' });
+      // Past the hold's end (Stripe's expire was failing, say), the unit was still ours: a late sale.
+      const late = this.state.holdExpiresAt !== undefined && Date.now() > Date.parse(this.state.holdExpiresAt);
+      await this.setStatus(late ? 'late_confirmed' : 'confirmed', {
+        paymentIntentId: this.state.paymentIntentId,
+        reason: late ? 'paid after the hold lapsed; its unit was still held' : 'paid in time',
+      });
       return;
     }
     // The hold went back to stock a moment before (its expiry passed and a taker reclaimed it).
@@ -149,6 +165,17 @@ export class PurchaseSaga {
       ...(until ? { holdExpiresAt: until } : {}),
     });
     const settled = await condition(() => this.fold.settled, ASYNC_SETTLE_TIMEOUT);
+    if (!settled && this.state.sessionId && patched(READ_BEFORE_GIVING_UP_PATCH)) {
+      // The webhook may have been lost: Stripe's word decides before the buyer's unit is given back.
+      const sessionId = this.state.sessionId;
+      const read = await this.attend('reading the session of the delayed payment', () =>
+        acts.getSessionPayment(sessionId),
+      );
+      if (read.outcome === 'done' && this.ownSession(read.value) && read.value.paymentStatus === 'paid') {
+        this.fold.payment = 'paid';
+        if (read.value.paymentIntentId) this.state.paymentIntentId = read.value.paymentIntentId;
+      }
+    }
     if (this.payment === 'paid') return this.confirmPaid();
     await acts.releaseHold(this.input.purchaseId, 'release');
     await this.setStatus('payment_failed', {
@@ -174,9 +201,9 @@ export class PurchaseSaga {
   async finish(sessionId: string): Promise<void> {
     const next = endOfWait(this.fold);
     if (next.step !== 'close-session') return this.take(next);
-    const closed: SessionState = this.fold.sessionExpired
-      ? { status: 'expired', paymentStatus: 'unpaid' }
-      : await stripeActs.expireCheckout(this.input.purchaseId, sessionId);
+    const closed = await this.closeSession(sessionId);
+    // A payment arrived while the session was being closed: settle it as if it came before the lapse.
+    if (!closed) return this.finish(sessionId);
     if (closed.paymentIntentId) this.state.paymentIntentId = closed.paymentIntentId;
     const completed = afterClose(closed, this.fold);
     if (completed) {
@@ -187,6 +214,31 @@ export class PurchaseSaga {
     await acts.releaseHold(this.input.purchaseId, ending.releaseAs);
     await this.setStatus(ending.status, { reason: ending.reason });
     await this.settleStragglers();
+  }
+
+  /**
+   * Expires the session so no payment can start any more. While Stripe keeps failing or refusing,
+   * the saga keeps listening: a payment that arrives meanwhile is settled at once (null: settle it).
+   * Support settling the step by hand means the session was closed in the Dashboard.
+   */
+  private async closeSession(sessionId: string): Promise<SessionState | null> {
+    const expired: SessionState = { status: 'expired', paymentStatus: 'unpaid' };
+    if (this.fold.sessionExpired) return expired;
+    const answer = await this.attend(
+      'expiring the Checkout Session',
+      () => stripeActs.expireCheckout(this.input.purchaseId, sessionId),
+      () => this.payment !== 'none' || this.fold.sessionExpired,
+    );
+    if (answer.outcome === 'done') return answer.value;
+    if (answer.outcome === 'settled' || this.payment === 'none') return expired;
+    return null;
+  }
+
+  /** A session read from Stripe still carries this order's amount and currency (or says nothing of them). */
+  private ownSession(s: SessionState): boolean {
+    const { amountCents, currency } = this.state;
+    if (s.amountCents !== undefined && amountCents !== undefined && s.amountCents !== amountCents) return false;
+    return !(s.currency && currency && s.currency.toLowerCase() !== currency.toLowerCase());
   }
 
   private async take(next: SettleStep): Promise<void> {

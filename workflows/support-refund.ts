@@ -1,22 +1,17 @@
-import { proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities';
 import { isRefundable, type SupportRefundInput, type SupportRefundResult } from '../vocabulary';
-
-const acts = proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: {
-    initialInterval: '500 milliseconds',
-    maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['StripeRejected'],
-  },
-});
+import { SupportDesk } from './attended';
+import { acts } from './proxies';
+import { refundToTheEnd, type RefundNews } from './refunds';
 
 /**
- * Support refunds a confirmed order: Stripe refund with key `refund-support-<purchaseId>`, then,
- * if asked, the unit goes back on sale (`sold` → `restocked`, once), with an audit trail and a
- * note to the buyer. Workflow id `refund-<purchaseId>`: a second request joins the first.
+ * Support refunds a confirmed order: Stripe refund with key `refund-support-<purchaseId>`, followed
+ * until it succeeds; then, if asked, the unit goes back on sale (`sold` → `restocked`, once), with an
+ * audit trail and a note to the buyer. A refund Stripe refuses or that fails moves the purchase to
+ * `needs_attention` and nothing goes back on sale. Workflow id `refund-<purchaseId>`: a second
+ * request joins the first.
  */
 export async function supportRefundWorkflow(input: SupportRefundInput): Promise<SupportRefundResult> {
+  const desk = new SupportDesk().listen();
   const record = await acts.loadPurchase(input.purchaseId);
   if (!record) return { purchaseId: input.purchaseId, outcome: 'not_refundable', detail: 'no such purchase' };
   if (record.status === 'refunded' && record.refund) {
@@ -29,20 +24,26 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
       detail: `a purchase in status ${record.status} has no captured payment to refund`,
     };
   }
+  const paymentIntentId = record.paymentIntentId;
   await acts.appendAudit(input.purchaseId, input.actor, 'refund_requested', {
     reason: input.reason,
     restock: input.restock,
   });
-  const refund = await acts.refundPayment({
-    purchaseId: input.purchaseId,
-    paymentIntentId: record.paymentIntentId,
-    reason: input.reason,
-    step: 'support',
+  const onRecord = (news: RefundNews) => recordSupportRefund(input, news);
+  const ended = await refundToTheEnd({
+    desk,
+    create: (attempt) =>
+      acts.refundPayment({ purchaseId: input.purchaseId, paymentIntentId, reason: input.reason, step: 'support', attempt }),
+    record: onRecord,
   });
+  // The unit goes back on sale only once the money is back with the buyer.
   const restocked = input.restock ? await acts.restockSale(input.purchaseId) : false;
-  const summary = { status: refund.status, reason: input.reason, refundId: refund.refundId };
+  const summary =
+    ended.outcome === 'by_hand'
+      ? { status: 'succeeded', reason: `${input.reason} (settled by hand: ${ended.note})` }
+      : { status: ended.refund.status, reason: input.reason, refundId: ended.refund.refundId };
   await acts.recordPurchase(input.purchaseId, { status: 'refunded', reason: input.reason, refund: summary });
-  await acts.appendAudit(input.purchaseId, input.actor, 'refunded', { refundId: refund.refundId, restocked });
+  await acts.appendAudit(input.purchaseId, input.actor, 'refunded', { refundId: summary.refundId, restocked });
   await acts.notifyBuyer(
     input.purchaseId,
     record.buyerId,
@@ -50,4 +51,34 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
     `Your order was refunded: ${input.reason}`,
   );
   return { purchaseId: input.purchaseId, outcome: 'refunded', refund: summary, restocked };
+}
+
+/** The refund's steps before it settles, on the record (the final write follows the restock). */
+async function recordSupportRefund(input: SupportRefundInput, news: RefundNews): Promise<void> {
+  const reason = input.reason;
+  switch (news.phase) {
+    case 'created':
+      // Sagas older than the rule wrote the record once, after the restock.
+      if (!news.following) return;
+      return acts.recordPurchase(input.purchaseId, {
+        status: 'refunded',
+        reason,
+        refund: { status: news.refund.status, reason, refundId: news.refund.refundId },
+      });
+    case 'failed':
+      await acts.recordPurchase(input.purchaseId, {
+        status: 'needs_attention',
+        reason: `support refund: ${news.reason}`,
+        refund: {
+          status: 'failed',
+          reason,
+          refundId: news.refund.refundId,
+          failureReason: news.refund.failureReason ?? news.reason,
+        },
+      });
+      return acts.appendAudit(input.purchaseId, 'saga', 'refund_failed', { detail: news.reason });
+    case 'succeeded':
+    case 'by_hand':
+      return;
+  }
 }

@@ -3,6 +3,7 @@ import {
   createProduct,
   getAvailability,
   getProduct,
+  OrderTooLargeError,
   ProductExistsError,
   restockProduct,
   type NewProduct,
@@ -82,7 +83,9 @@ export async function productView(deps: ApiDeps, sku: string) {
 
 /**
  * Catalogue routes. Creating and restocking need the admin token; reading is public. Each write is
- * one transaction with its ledger movement.
+ * one transaction with its ledger movement. A product whose largest order (priceCents × maxPerBuyer)
+ * is more than Stripe can charge is refused, 400 naming `priceCents`, before anything is written; a
+ * restock changes neither, so it needs no such check.
  */
 export function catalogueRoutes(deps: ApiDeps): Router {
   const router = new Router();
@@ -104,6 +107,8 @@ export function catalogueRoutes(deps: ApiDeps): Router {
       await createProduct(deps.db, input);
     } catch (err) {
       if (err instanceof ProductExistsError) throw new Problem(409, 'product-exists', err.message);
+      // The price is what a product's largest order multiplies: name it (the message names maxPerBuyer too).
+      if (err instanceof OrderTooLargeError) throw invalid([{ field: 'priceCents', message: err.message }]);
       throw err;
     }
     await deps.admissions.stockChanged(input.sku);

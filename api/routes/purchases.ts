@@ -45,6 +45,7 @@ export function purchaseView(p: PurchaseState) {
     currency: p.currency ?? null,
     ...(p.reason ? { reason: p.reason } : {}),
     ...(p.refund ? { refund: { status: p.refund.status, reason: p.refund.reason } } : {}),
+    ...(p.dispute ? { dispute: { status: p.dispute.status, reason: p.dispute.reason } } : {}),
     ...(p.oversold ? { oversold: true } : {}),
   };
 }

@@ -2,11 +2,20 @@ import { Router } from '@koa/router';
 import type Koa from 'koa';
 import type Stripe from 'stripe';
 import { deliverPaymentEvent } from '../../client/purchases';
-import { getPurchase } from '../../store/purchases';
-import { markEventDelivered, recordIgnoredEvent, recordReceivedEvent } from '../../store/webhook-events';
-import { bringsNoPayment, isFinal, isPaymentEventType, type PaymentEvent } from '../../vocabulary';
+import { startStrayRefund } from '../../client/refunds';
+import { noteStrayPayment } from '../../store/payments';
+import { appendAudit, getPurchase, type PurchaseRecord } from '../../store/purchases';
+import {
+  markEventDelivered,
+  recordIgnoredEvent,
+  recordReceivedEvent,
+  recordRejectedEvent,
+} from '../../store/webhook-events';
+import { bringsMoney, bringsNoPayment, foreignEventReason, isFinal, type PaymentEvent } from '../../vocabulary';
 import type { ApiDeps } from '../deps';
+import { recordMoneyNews } from '../money-news';
 import { Problem } from '../problem';
+import { toMoneyNews, toPaymentEvent } from '../stripe-events';
 
 const MAX_BODY = 512 * 1024;
 
@@ -21,37 +30,49 @@ async function rawBody(ctx: Koa.Context): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** Reduces a verified Stripe event to what the saga needs, and finds whose it is. */
-function toPaymentEvent(event: Stripe.Event): { purchaseId?: string; payment: PaymentEvent } | null {
-  if (!isPaymentEventType(event.type)) return null;
-  const obj = event.data.object as unknown as {
-    id: string;
-    object: string;
-    metadata?: Record<string, string> | null;
-    client_reference_id?: string | null;
-    payment_intent?: string | { id: string } | null;
-    payment_status?: string;
+const unavailable = () =>
+  new Problem(503, 'unavailable', 'could not hand the event over; Stripe will retry', {}, { 'Retry-After': '5' });
+
+/**
+ * An event that names a purchase but is not its own (another session, amount, currency or mode):
+ * recorded with why, never delivered. Money paid on a foreign session is refunded by its own saga.
+ */
+async function rejectForeign(
+  deps: ApiDeps,
+  event: Stripe.Event,
+  payment: PaymentEvent,
+  purchase: PurchaseRecord,
+  why: string,
+): Promise<void> {
+  await recordRejectedEvent(deps.db, event.id, event.type, purchase.purchaseId, why);
+  await appendAudit(deps.db, purchase.purchaseId, 'webhook', 'payment_event_rejected', {
+    eventId: event.id,
+    type: event.type,
+    why,
+  });
+  const strayMoney =
+    bringsMoney(payment) &&
+    payment.sessionId !== undefined &&
+    payment.sessionId !== purchase.sessionId &&
+    payment.livemode === deps.livemode;
+  if (!strayMoney) return;
+  const stray = {
+    sessionId: payment.sessionId!,
+    claimedPurchase: purchase.purchaseId,
+    paymentIntentId: payment.paymentIntentId,
+    why,
   };
-  const purchaseId = obj.metadata?.purchase_id ?? obj.client_reference_id ?? undefined;
-  const isSession = obj.object === 'checkout.session';
-  const pi = isSession ? obj.payment_intent : obj.id;
-  return {
-    purchaseId,
-    payment: {
-      eventId: event.id,
-      type: event.type,
-      sessionId: isSession ? obj.id : undefined,
-      paymentIntentId: typeof pi === 'string' ? pi : (pi?.id ?? undefined),
-      paymentStatus: obj.payment_status,
-    },
-  };
+  await noteStrayPayment(deps.db, { ...stray, amountCents: payment.amountCents, currency: payment.currency });
+  await startStrayRefund(deps, stray);
 }
 
 /**
  * POST /v1/webhooks/stripe. Verifies the signature over the raw body (no unverified mode), dedupes
- * on event id, and hands the event to its purchase workflow with signal-with-start: a running
- * saga gets the signal; a closed one is followed up by a new run that settles the payment. 200
- * only once Temporal has it; 5xx otherwise, so Stripe redelivers.
+ * on event id, checks the event is its purchase's own, and hands it to its purchase workflow with
+ * signal-with-start: a running saga gets the signal; a closed one is followed up by a new run that
+ * settles the payment. Refund and dispute events go on the purchase's record (and to the saga
+ * waiting for its refund). 200 only once Temporal and Postgres have it; 5xx otherwise, so Stripe
+ * redelivers.
  */
 export function webhookRoutes(deps: ApiDeps): Router {
   const router = new Router();
@@ -68,12 +89,40 @@ export function webhookRoutes(deps: ApiDeps): Router {
       throw new Problem(400, 'bad-signature', (err as Error).message);
     }
 
+    const news = toMoneyNews(event);
+    if (news) {
+      let result;
+      try {
+        result = await recordMoneyNews(deps, news);
+      } catch (err) {
+        deps.metrics.webhookEvents.inc({ result: 'error' });
+        deps.log(`webhook ${event.id}: could not record ${event.type}`, err);
+        throw unavailable();
+      }
+      deps.metrics.webhookEvents.inc({ result });
+      ctx.body = { received: true };
+      return;
+    }
+
     const mapped = toPaymentEvent(event);
     const purchase = mapped?.purchaseId ? await getPurchase(deps.db, mapped.purchaseId) : null;
     if (!mapped || !purchase) {
       await recordIgnoredEvent(deps.db, event.id, event.type, mapped?.purchaseId ?? null);
       deps.metrics.webhookEvents.inc({ result: 'ignored' });
       ctx.body = { received: true };
+      return;
+    }
+    const foreign = foreignEventReason(mapped.payment, purchase, deps.livemode);
+    if (foreign) {
+      try {
+        await rejectForeign(deps, event, mapped.payment, purchase, foreign);
+      } catch (err) {
+        deps.metrics.webhookEvents.inc({ result: 'error' });
+        deps.log(`webhook ${event.id}: could not settle a foreign event for ${purchase.purchaseId}`, err);
+        throw unavailable();
+      }
+      deps.metrics.webhookEvents.inc({ result: 'rejected' });
+      ctx.body = { received: true, rejected: foreign };
       return;
     }
     if ((await recordReceivedEvent(deps.db, event.id, event.type, purchase.purchaseId)) === 'delivered') {
@@ -95,13 +144,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
     } catch (err) {
       deps.metrics.webhookEvents.inc({ result: 'error' });
       deps.log(`webhook ${event.id}: could not hand it to purchase ${purchase.purchaseId}`, err);
-      throw new Problem(
-        503,
-        'unavailable',
-        'could not hand the event over; Stripe will retry',
-        {},
-        { 'Retry-After': '5' },
-      );
+      throw unavailable();
     }
     await markEventDelivered(deps.db, event.id);
     deps.metrics.paymentEvents.inc({ type: mapped.payment.type });

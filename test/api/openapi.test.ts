@@ -36,6 +36,7 @@ function placeholderDeps(): ApiDeps {
     adminToken: ADMIN_TOKEN,
     supportToken: SUPPORT_TOKEN,
     webhookSecret: 'whsec_openapi_test',
+    livemode: false,
     taskQueue: 'openapi-test',
     purchaseTimeoutMs: 1000,
     lifecycle: { draining: false },

@@ -112,6 +112,7 @@ export async function startSystem(
     taskQueue,
     stripe,
     webhookSecret: WEBHOOK_SECRET,
+    livemode: false,
     adminToken: ADMIN_TOKEN,
     supportToken: SUPPORT_TOKEN,
     metrics: createMetrics(db, gate),

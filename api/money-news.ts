@@ -1,0 +1,71 @@
+import { deliverRefundNews } from '../client/refunds';
+import { findPurchaseByPaymentIntent, recordDispute, recordRefundNews } from '../store/payments';
+import { appendAudit, getPurchase, recordPurchase, type PurchaseRecord } from '../store/purchases';
+import { isRefundable } from '../vocabulary';
+import type { ApiDeps } from './deps';
+import type { MoneyNews } from './stripe-events';
+
+const OUTSIDE = 'refunded outside the service (Stripe Dashboard)';
+
+/**
+ * What happened to a purchase's money after the payment, on its record: a refund's status (and the
+ * saga that made it is told), a refund made in the Dashboard, a dispute. Returns whether the event
+ * concerned one of our purchases.
+ */
+export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'recorded' | 'ignored'> {
+  if (news.kind === 'refund' && news.step === 'stray') {
+    // The refund of a stray payment: its own saga follows it; the purchase it named is not touched.
+    await deliverRefundNews(
+      deps.temporal,
+      { step: 'stray', purchaseId: news.purchaseId ?? '', sessionId: news.sessionId },
+      news,
+    );
+    return 'recorded';
+  }
+  const purchase = await purchaseOf(deps, news);
+  if (!purchase) return 'ignored';
+  const { purchaseId } = purchase;
+  switch (news.kind) {
+    case 'refund': {
+      await recordRefundNews(deps.db, purchaseId, {
+        refundId: news.refundId,
+        status: news.status,
+        failureReason: news.failureReason,
+        reason: news.step ? undefined : OUTSIDE,
+      });
+      if (!news.step) return 'recorded';
+      const told = await deliverRefundNews(deps.temporal, { step: news.step, purchaseId }, news);
+      if (!told && news.status === 'failed') {
+        // The saga that made it has ended: the failed refund goes in front of support.
+        await recordPurchase(deps.db, purchaseId, {
+          status: 'needs_attention',
+          reason: `the refund failed after its saga ended: ${news.failureReason ?? 'no reason given'}`,
+        });
+      }
+      return 'recorded';
+    }
+    case 'charge_refunded':
+      // In full, and not by one of our refunds (whose saga records its own outcome).
+      if (news.fully && isRefundable(purchase.status) && (!purchase.refund || purchase.refund.reason === OUTSIDE)) {
+        await recordPurchase(deps.db, purchaseId, {
+          status: 'refunded',
+          reason: OUTSIDE,
+          refund: { status: 'succeeded', reason: OUTSIDE },
+        });
+        await appendAudit(deps.db, purchaseId, 'stripe', 'refunded_outside', {});
+      }
+      return 'recorded';
+    case 'dispute':
+      await recordDispute(deps.db, purchaseId, news);
+      await appendAudit(deps.db, purchaseId, 'stripe', 'dispute', { disputeId: news.disputeId, status: news.status });
+      return 'recorded';
+  }
+}
+
+async function purchaseOf(deps: ApiDeps, news: MoneyNews): Promise<PurchaseRecord | null> {
+  if (news.kind === 'refund' && news.purchaseId) {
+    const named = await getPurchase(deps.db, news.purchaseId);
+    if (named) return named;
+  }
+  return news.paymentIntentId ? findPurchaseByPaymentIntent(deps.db, news.paymentIntentId) : null;
+}

@@ -1,0 +1,110 @@
+import type Stripe from 'stripe';
+import { isPaymentEventType, type PaymentEvent } from '../vocabulary';
+
+// Verified Stripe events, reduced to what the sagas need and to whom they claim to belong.
+
+type Id = string | { id: string } | null | undefined;
+const idOf = (v: Id): string | undefined => (typeof v === 'string' ? v : (v?.id ?? undefined));
+
+/** A payment event (checkout.session.*, payment_intent.payment_failed) and the purchase it names. */
+export function toPaymentEvent(event: Stripe.Event): { purchaseId?: string; payment: PaymentEvent } | null {
+  if (!isPaymentEventType(event.type)) return null;
+  const obj = event.data.object as unknown as {
+    id: string;
+    object: string;
+    metadata?: Record<string, string> | null;
+    client_reference_id?: string | null;
+    payment_intent?: Id;
+    payment_status?: string;
+    amount_total?: number | null;
+    amount?: number | null;
+    currency?: string | null;
+  };
+  const purchaseId = obj.metadata?.purchase_id ?? obj.client_reference_id ?? undefined;
+  const isSession = obj.object === 'checkout.session';
+  const amount = isSession ? obj.amount_total : obj.amount;
+  return {
+    purchaseId,
+    payment: {
+      eventId: event.id,
+      type: event.type,
+      sessionId: isSession ? obj.id : undefined,
+      paymentIntentId: isSession ? idOf(obj.payment_intent) : obj.id,
+      paymentStatus: obj.payment_status,
+      ...(typeof amount === 'number' ? { amountCents: amount } : {}),
+      ...(obj.currency ? { currency: obj.currency } : {}),
+      livemode: event.livemode,
+    },
+  };
+}
+
+/** News of a refund: ours (its metadata names the purchase and the path) or one made in the Dashboard. */
+export interface RefundNewsEvent {
+  kind: 'refund';
+  refundId: string;
+  status: string;
+  failureReason?: string;
+  paymentIntentId?: string;
+  amountCents: number;
+  purchaseId?: string;
+  step?: 'late' | 'support' | 'stray';
+  sessionId?: string;
+}
+
+/** A charge refunded in full or in part (how a Dashboard refund shows). */
+export interface ChargeRefundedEvent {
+  kind: 'charge_refunded';
+  paymentIntentId?: string;
+  fully: boolean;
+}
+
+export interface DisputeNewsEvent {
+  kind: 'dispute';
+  disputeId: string;
+  status: string;
+  reason: string;
+  paymentIntentId?: string;
+}
+
+export type MoneyNews = RefundNewsEvent | ChargeRefundedEvent | DisputeNewsEvent;
+
+/** refund.*, charge.refunded and charge.dispute.* events, reduced; null for any other type. */
+export function toMoneyNews(event: Stripe.Event): MoneyNews | null {
+  const obj = event.data.object as unknown as {
+    id: string;
+    metadata?: Record<string, string> | null;
+    status?: string | null;
+    failure_reason?: string | null;
+    reason?: string | null;
+    payment_intent?: Id;
+    amount?: number | null;
+    refunded?: boolean;
+  };
+  if (event.type.startsWith('refund.')) {
+    const step = obj.metadata?.refund_step;
+    return {
+      kind: 'refund',
+      refundId: obj.id,
+      status: obj.status ?? 'pending',
+      ...(obj.failure_reason ? { failureReason: obj.failure_reason } : {}),
+      paymentIntentId: idOf(obj.payment_intent),
+      amountCents: Number(obj.amount ?? 0),
+      purchaseId: obj.metadata?.purchase_id,
+      step: step === 'late' || step === 'support' || step === 'stray' ? step : undefined,
+      sessionId: obj.metadata?.session_id,
+    };
+  }
+  if (event.type === 'charge.refunded') {
+    return { kind: 'charge_refunded', paymentIntentId: idOf(obj.payment_intent), fully: obj.refunded === true };
+  }
+  if (event.type.startsWith('charge.dispute.')) {
+    return {
+      kind: 'dispute',
+      disputeId: obj.id,
+      status: obj.status ?? '',
+      reason: obj.reason ?? '',
+      paymentIntentId: idOf(obj.payment_intent),
+    };
+  }
+  return null;
+}

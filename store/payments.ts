@@ -1,0 +1,135 @@
+import type { DisputeSummary } from '../vocabulary';
+import type { Db } from './db';
+import { getPurchase, type PurchaseRecord } from './purchases';
+
+// What Stripe tells about a purchase's money after the payment (refunds, disputes), and money that
+// arrived on a session that named one of our purchases without being its own (`stray_payments`).
+
+/** The purchase paid with this PaymentIntent (refunds and disputes name the payment, not the purchase). */
+export async function findPurchaseByPaymentIntent(db: Db, paymentIntentId: string): Promise<PurchaseRecord | null> {
+  const { rows } = await db.query<{ purchase_id: string }>(
+    'SELECT purchase_id FROM purchases WHERE payment_intent_id = $1 ORDER BY created_at LIMIT 1',
+    [paymentIntentId],
+  );
+  return rows[0] ? getPurchase(db, rows[0].purchase_id) : null;
+}
+
+/**
+ * Records what Stripe says of a refund of this purchase: the status moves only forward for the same
+ * refund (`refund_rank`), so a redelivered or out-of-order event cannot undo a later one. A refund
+ * made outside the service (the Dashboard) is recorded when the purchase has none of its own.
+ */
+export async function recordRefundNews(
+  db: Db,
+  purchaseId: string,
+  news: { refundId?: string; status: string; failureReason?: string; reason?: string },
+): Promise<void> {
+  await db.query(
+    `UPDATE purchases
+        SET refund_status = $3,
+            refund_id = COALESCE($2, refund_id),
+            refund_failure_reason = COALESCE($4, refund_failure_reason),
+            refund_reason = COALESCE(refund_reason, $5),
+            updated_at = now()
+      WHERE purchase_id = $1
+        AND (refund_status IS NULL
+             OR (refund_id IS NOT DISTINCT FROM COALESCE($2, refund_id) AND refund_rank($3) >= refund_rank(refund_status)))`,
+    [purchaseId, news.refundId ?? null, news.status, news.failureReason ?? null, news.reason ?? null],
+  );
+}
+
+/** Records a dispute (chargeback) on the purchase: the newest status Stripe reported. */
+export async function recordDispute(db: Db, purchaseId: string, dispute: DisputeSummary): Promise<void> {
+  await db.query(
+    `UPDATE purchases SET dispute_id = $2, dispute_status = $3, dispute_reason = $4, updated_at = now()
+      WHERE purchase_id = $1`,
+    [purchaseId, dispute.disputeId, dispute.status, dispute.reason],
+  );
+}
+
+export type StrayStatus = 'refunding' | 'refunded' | 'needs_attention' | 'settled_by_hand';
+
+export interface StrayPayment {
+  sessionId: string;
+  claimedPurchase: string;
+  paymentIntentId?: string;
+  amountCents?: number;
+  currency?: string;
+  why: string;
+  status: StrayStatus;
+  refundId?: string;
+  detail?: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface StrayRow {
+  session_id: string;
+  claimed_purchase: string;
+  payment_intent_id: string | null;
+  amount_cents: string | null;
+  currency: string | null;
+  why: string;
+  status: StrayStatus;
+  refund_id: string | null;
+  detail: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toStray(r: StrayRow): StrayPayment {
+  return {
+    sessionId: r.session_id,
+    claimedPurchase: r.claimed_purchase,
+    paymentIntentId: r.payment_intent_id ?? undefined,
+    amountCents: r.amount_cents === null ? undefined : Number(r.amount_cents),
+    currency: r.currency ?? undefined,
+    why: r.why,
+    status: r.status,
+    refundId: r.refund_id ?? undefined,
+    detail: r.detail ?? undefined,
+    createdAt: r.created_at.toISOString(),
+    updatedAt: r.updated_at.toISOString(),
+  };
+}
+
+/** Notes a stray payment the first time it is seen (later events of the same session change nothing). */
+export async function noteStrayPayment(
+  db: Db,
+  s: Pick<StrayPayment, 'sessionId' | 'claimedPurchase' | 'paymentIntentId' | 'amountCents' | 'currency' | 'why'>,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO stray_payments (session_id, claimed_purchase, payment_intent_id, amount_cents, currency, why, status)
+     VALUES ($1, $2, $3, $4, $5, $6, 'refunding')
+     ON CONFLICT (session_id) DO UPDATE SET payment_intent_id = COALESCE(stray_payments.payment_intent_id, EXCLUDED.payment_intent_id)`,
+    [s.sessionId, s.claimedPurchase, s.paymentIntentId ?? null, s.amountCents ?? null, s.currency ?? null, s.why],
+  );
+}
+
+export async function updateStrayPayment(
+  db: Db,
+  sessionId: string,
+  patch: { status: StrayStatus; refundId?: string; detail?: string; paymentIntentId?: string },
+): Promise<void> {
+  await db.query(
+    `UPDATE stray_payments SET status = $2, refund_id = COALESCE($3, refund_id), detail = COALESCE($4, detail),
+            payment_intent_id = COALESCE($5, payment_intent_id), updated_at = now()
+      WHERE session_id = $1`,
+    [sessionId, patch.status, patch.refundId ?? null, patch.detail ?? null, patch.paymentIntentId ?? null],
+  );
+}
+
+export async function getStrayPayment(db: Db, sessionId: string): Promise<StrayPayment | null> {
+  const { rows } = await db.query<StrayRow>('SELECT * FROM stray_payments WHERE session_id = $1', [sessionId]);
+  return rows[0] ? toStray(rows[0]) : null;
+}
+
+/** Stray payments that name this purchase (support looks them up by purchase), oldest first. */
+export async function listStrayPayments(db: Db, o: { claimedPurchase?: string; status?: StrayStatus } = {}) {
+  const { rows } = await db.query<StrayRow>(
+    `SELECT * FROM stray_payments WHERE ($1::text IS NULL OR claimed_purchase = $1) AND ($2::text IS NULL OR status = $2)
+      ORDER BY created_at`,
+    [o.claimedPurchase ?? null, o.status ?? null],
+  );
+  return rows.map(toStray);
+}

@@ -1,0 +1,62 @@
+import test from 'ava';
+import { uniqueSku } from '../helpers/db';
+import { ADMIN_TOKEN, sessionOf, startSystem, type System } from '../helpers/system';
+
+// Stripe charges at most 99,999,999 in the smallest unit of a currency: a product whose largest
+// order (priceCents × maxPerBuyer) is more than that is refused when it is created.
+
+let sys: System;
+test.before(async () => {
+  sys = await startSystem();
+});
+test.after.always(async () => {
+  await sys?.close();
+});
+
+function create(fields: Record<string, unknown>) {
+  const sku = uniqueSku('limit');
+  const body = { sku, name: 'Gold bar', currency: 'usd', stock: 30, ...fields };
+  return sys
+    .api('POST', '/v1/products', body, { authorization: `Bearer ${ADMIN_TOKEN}` })
+    .then((res) => ({ sku, res }));
+}
+
+test('a product whose largest order Stripe cannot charge is refused with 400 naming priceCents, and nothing is written', async (t) => {
+  const { sku, res } = await create({ priceCents: 99_999_999, maxPerBuyer: 22 });
+  t.is(res.status, 400);
+  t.regex(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
+  t.is(res.body.type, 'invalid-request');
+  t.deepEqual(
+    res.body.errors.map((e: { field: string }) => e.field),
+    ['priceCents'],
+  );
+  t.regex(res.body.errors[0].message, /99999999 × maxPerBuyer 22 = 2199999978 exceeds 99999999/);
+  t.regex(res.body.detail, /^priceCents: /);
+  t.is((await sys.api('GET', `/v1/products/${sku}`)).status, 404);
+  const { rows } = await sys.db.query('SELECT count(*)::int AS n FROM stock_movements WHERE sku = $1', [sku]);
+  t.is(rows[0].n, 0);
+});
+
+test('one cent more than the largest charge is refused, the largest charge itself is accepted', async (t) => {
+  // 33,333,333 × 3 = 99,999,999; 33,333,334 × 3 = 100,000,002.
+  const over = await create({ priceCents: 33_333_334, maxPerBuyer: 3 });
+  t.is(over.res.status, 400);
+  t.is(over.res.body.errors[0].field, 'priceCents');
+  const at = await create({ priceCents: 33_333_333, maxPerBuyer: 3 });
+  t.is(at.res.status, 201, JSON.stringify(at.res.body));
+  t.like(at.res.body, { priceCents: 33_333_333, maxPerBuyer: 3 });
+  // The default per-buyer limit is 1: the largest unit price is the largest charge.
+  const single = await create({ priceCents: 99_999_999 });
+  t.is(single.res.status, 201, JSON.stringify(single.res.body));
+});
+
+test('the largest order a product allows opens a session and reads back as the exact amount', async (t) => {
+  const { sku, res } = await create({ priceCents: 33_333_333, maxPerBuyer: 3 });
+  t.is(res.status, 201);
+  const bought = await sys.buy(sku, 'whale', { quantity: 3 });
+  t.is(bought.status, 201, JSON.stringify(bought.body));
+  t.is(bought.body.amountCents, 99_999_999);
+  t.truthy(await sessionOf(sys.db, bought.body.purchaseId));
+  const got = await sys.api('GET', `/v1/purchases/${bought.body.purchaseId}`);
+  t.is(got.body.amountCents, 99_999_999);
+});

@@ -1,0 +1,261 @@
+import test from 'ava';
+import Stripe from 'stripe';
+import { createStripe } from '../../config/clients';
+import { assertInvariants } from '../helpers/db';
+import { sessionOf, startSystem, WEBHOOK_SECRET, type System } from '../helpers/system';
+
+// Only a purchase's own payment pays for it, and no Stripe answer ends a paid saga without an
+// outcome: foreign sessions, forged amounts, refused refunds and an expire endpoint that fails.
+
+let sys: System;
+test.before(async () => {
+  sys = await startSystem();
+});
+test.after.always(async () => {
+  await sys?.close();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function stock(sku: string) {
+  return (await sys.api('GET', `/v1/products/${sku}`)).body;
+}
+
+/** Refunds the emulator made whose metadata matches. */
+async function refundsWhere(match: (metadata: Record<string, string>) => boolean): Promise<number> {
+  const { body } = await sys.emulatorCall('GET', '/_emulator/events?type=refund.created');
+  const events = body.data as { event: { data: { object: { metadata?: Record<string, string> } } } }[];
+  return events.filter((e) => match(e.event.data.object.metadata ?? {})).length;
+}
+const ownRefunds = (purchaseId: string) =>
+  refundsWhere((m) => m.purchase_id === purchaseId && m.refund_step !== 'stray');
+
+/** Posts a signed event to the API's webhook, as Stripe would (the test knows the endpoint secret). */
+async function postEvent(type: string, object: Record<string, unknown>, livemode = false) {
+  const payload = JSON.stringify({
+    id: `evt_forged_${Math.random().toString(36).slice(2)}`,
+    object: 'event',
+    api_version: '2024-06-20',
+    created: Math.floor(Date.now() / 1000),
+    livemode,
+    type,
+    data: { object },
+  });
+  const header = Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
+  return sys.api('POST', '/v1/webhooks/stripe', payload, {
+    'content-type': 'application/json',
+    'stripe-signature': header,
+  });
+}
+
+async function buyAwaiting(sku: string, buyer: string) {
+  const res = await sys.buy(sku, buyer);
+  if (res.status !== 201) throw new Error(`buy: ${res.status} ${JSON.stringify(res.body)}`);
+  return { purchaseId: res.body.purchaseId as string, sessionId: await sessionOf(sys.db, res.body.purchaseId) };
+}
+
+test('a paid foreign session naming a purchase confirms nothing, is refunded once, and the real session still pays', async (t) => {
+  const sku = await sys.createProduct({ priceCents: 12_000 });
+  const { purchaseId, sessionId } = await buyAwaiting(sku, 'fay');
+  // Another app on the same Stripe account creates a 1-cent session that claims the purchase.
+  const other = createStripe({ stripeSecretKey: 'sk_test_another_app', stripeApiUrl: sys.emulator.url });
+  const foreign = await other.checkout.sessions.create({
+    mode: 'payment',
+    line_items: [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 1, product_data: { name: 'x' } } }],
+    success_url: 'https://example.com/ok',
+    client_reference_id: purchaseId,
+    metadata: { purchase_id: purchaseId },
+    payment_intent_data: { metadata: { purchase_id: purchaseId } },
+  });
+  t.is((await sys.pay(foreign.id, 'succeeded')).status, 200);
+
+  const deadline = Date.now() + 15_000;
+  let stray;
+  while (Date.now() < deadline) {
+    const { rows } = await sys.db.query('SELECT * FROM stray_payments WHERE session_id = $1', [foreign.id]);
+    stray = rows[0];
+    if (stray?.status === 'refunded') break;
+    await sleep(100);
+  }
+  t.like(stray, { claimed_purchase: purchaseId, status: 'refunded', amount_cents: '1' });
+  t.regex(stray.why, /is not this purchase's/);
+  t.is((await sys.api('GET', `/v1/purchases/${purchaseId}`)).body.status, 'awaiting_payment');
+  const { rows: rejected } = await sys.db.query(
+    `SELECT type, why FROM webhook_events WHERE purchase_id = $1 AND status = 'rejected'`,
+    [purchaseId],
+  );
+  t.true(rejected.some((r) => r.type === 'checkout.session.completed'));
+  for (let i = 0; ; i++) {
+    const { rows } = await sys.db.query(
+      `SELECT 1 FROM audit_log WHERE purchase_id = $1 AND action = 'stray_payment_refunded'`,
+      [purchaseId],
+    );
+    if (rows.length === 1) break;
+    if (i > 100) {
+      t.fail('the stray payment refund was never audited on the purchase it claimed');
+      break;
+    }
+    await sleep(100);
+  }
+
+  await sys.pay(sessionId, 'succeeded');
+  await sys.waitForPurchase(purchaseId, (r) => r.status === 'confirmed');
+  await sleep(500); // any redelivery of the foreign session's events
+  t.is(await refundsWhere((m) => m.session_id === foreign.id), 1);
+  t.is(await ownRefunds(purchaseId), 0);
+  t.like(await stock(sku), { sold: 1, held: 0 });
+  await assertInvariants(t, sys.db, sku);
+});
+
+test('an event on the purchase own session with another amount, currency or mode is refused and flagged', async (t) => {
+  const sku = await sys.createProduct({ priceCents: 12_000 });
+  const { purchaseId, sessionId } = await buyAwaiting(sku, 'gus');
+  const paid = {
+    id: sessionId,
+    object: 'checkout.session',
+    metadata: { purchase_id: purchaseId },
+    client_reference_id: purchaseId,
+    payment_status: 'paid',
+    status: 'complete',
+    payment_intent: 'pi_forged',
+    amount_total: 12_000,
+    currency: 'usd',
+  };
+  const cases: [Record<string, unknown>, boolean, RegExp][] = [
+    [{ ...paid, amount_total: 1 }, false, /amount 1 does not match the order's 12000/],
+    [{ ...paid, currency: 'eur' }, false, /currency eur does not match/],
+    [paid, true, /live mode/],
+    [{ ...paid, id: 'cs_test_someone_else' }, false, /not this purchase's/],
+  ];
+  for (const [object, livemode, why] of cases) {
+    const res = await postEvent('checkout.session.completed', object, livemode);
+    t.is(res.status, 200, JSON.stringify(res.body));
+    t.regex(res.body.rejected, why);
+  }
+  await sleep(1000);
+  const view = await sys.api('GET', `/v1/purchases/${purchaseId}`);
+  t.is(view.body.status, 'awaiting_payment');
+  const { rows } = await sys.db.query(
+    `SELECT count(*)::int AS n FROM audit_log WHERE purchase_id = $1 AND action = 'payment_event_rejected'`,
+    [purchaseId],
+  );
+  t.is(rows[0].n, 4);
+  t.like(await stock(sku), { sold: 0, held: 1 });
+  // The real payment still confirms.
+  await sys.pay(sessionId, 'succeeded');
+  await sys.waitForPurchase(purchaseId, (r) => r.status === 'confirmed');
+  await assertInvariants(t, sys.db, sku);
+});
+
+/** A lapsed purchase whose unit another buyer then bought: its payment can only be refunded. */
+async function lateWithStockGone(buyer: string) {
+  const sku = await sys.createProduct({ holdSeconds: 2, stock: 1 });
+  const late = await buyAwaiting(sku, buyer);
+  await sys.waitForPurchase(late.purchaseId, (r) => r.status === 'expired', 20_000);
+  const winner = await buyAwaiting(sku, `${buyer}-winner`);
+  await sys.pay(winner.sessionId, 'succeeded');
+  await sys.waitForPurchase(winner.purchaseId, (r) => r.status === 'confirmed');
+  return { sku, ...late };
+}
+
+test.serial('a late payment whose refund Stripe refuses once is refunded on the retry', async (t) => {
+  const late = await lateWithStockGone('hal');
+  await sys.emulatorCall('POST', '/_emulator/faults', { path: '/v1/refunds', method: 'POST', status: 400, count: 1 });
+  await sys.pay(late.sessionId, 'succeeded', { force: true });
+  const flagged = await sys.waitForPurchase(late.purchaseId, (r) => r.status === 'needs_attention');
+  t.regex(flagged.reason, /refunding the payment: Stripe answered 400/);
+  const p = await sys.waitForPurchase(late.purchaseId, (r) => r.status === 'refunded', 20_000);
+  t.is(p.refund_status, 'succeeded');
+  t.is(await ownRefunds(late.purchaseId), 1);
+  await assertInvariants(t, sys.db, late.sku);
+});
+
+test.serial(
+  'a late payment whose refund Stripe always refuses stays needs_attention with the money never kept silently',
+  async (t) => {
+    const late = await lateWithStockGone('ida');
+    await sys.emulatorCall('POST', '/_emulator/faults', {
+      path: '/v1/refunds',
+      method: 'POST',
+      status: 402,
+      count: 1000,
+    });
+    try {
+      await sys.pay(late.sessionId, 'succeeded', { force: true });
+      const flagged = await sys.waitForPurchase(late.purchaseId, (r) => r.status === 'needs_attention');
+      t.regex(flagged.reason, /Stripe answered 402/);
+      await sleep(6000); // a retry on the saga's own schedule, refused again
+      const still = await sys.api('GET', `/v1/purchases/${late.purchaseId}`);
+      t.is(still.body.status, 'needs_attention');
+      const wf = await sys.temporal.workflow.getHandle(`purchase-${late.purchaseId}`).describe();
+      t.is(wf.status.name, 'RUNNING');
+    } finally {
+      await sys.emulatorCall('DELETE', '/_emulator/faults');
+    }
+    // Stripe accepts again: the saga's next try refunds, once.
+    const p = await sys.waitForPurchase(late.purchaseId, (r) => r.status === 'refunded', 30_000);
+    t.is(p.refund_status, 'succeeded');
+    t.is(await ownRefunds(late.purchaseId), 1);
+    await assertInvariants(t, sys.db, late.sku);
+  },
+);
+
+/** Makes every expire call on this session fail with `status` until the faults are cleared. */
+async function expireFails(sessionId: string, status: number) {
+  await sys.emulatorCall('POST', '/_emulator/faults', {
+    path: `/v1/checkout/sessions/${sessionId}/expire`,
+    method: 'POST',
+    status,
+    count: 10_000,
+  });
+}
+
+test.serial(
+  'with expire failing for good after the lapse, a payment is late_confirmed within 10 s while the unit is free',
+  async (t) => {
+    const sku = await sys.createProduct({ holdSeconds: 2, stock: 1 });
+    const { purchaseId, sessionId } = await buyAwaiting(sku, 'jan');
+    await expireFails(sessionId, 500);
+    try {
+      await sleep(3500); // the hold lapsed; the saga keeps retrying expire
+      t.is((await sys.api('GET', `/v1/purchases/${purchaseId}`)).body.status, 'awaiting_payment');
+      const paidAt = Date.now();
+      await sys.pay(sessionId, 'succeeded');
+      const p = await sys.waitForPurchase(purchaseId, (r) => r.status === 'late_confirmed', 10_000);
+      t.true(Date.now() - paidAt < 10_000);
+      t.regex(p.reason, /paid after the hold lapsed/);
+    } finally {
+      await sys.emulatorCall('DELETE', '/_emulator/faults');
+    }
+    t.like(await stock(sku), { sold: 1, held: 0, available: 0 });
+    await assertInvariants(t, sys.db, sku);
+  },
+);
+
+test.serial(
+  'with expire refused (404) after the lapse and the unit sold to another, the payment is refunded within 10 s',
+  async (t) => {
+    const sku = await sys.createProduct({ holdSeconds: 2, stock: 1 });
+    const first = await buyAwaiting(sku, 'kim');
+    await expireFails(first.sessionId, 404);
+    try {
+      const flagged = await sys.waitForPurchase(first.purchaseId, (r) => r.status === 'needs_attention', 15_000);
+      t.regex(flagged.reason, /expiring the Checkout Session: Stripe answered 404/);
+      // The lapsed unit is back on sale (expiry is checked on read) and the next buyer takes it.
+      const next = await buyAwaiting(sku, 'kim-next');
+      await sys.pay(next.sessionId, 'succeeded');
+      await sys.waitForPurchase(next.purchaseId, (r) => r.status === 'confirmed');
+      // The first buyer pays on the session Stripe never let us expire.
+      const paidAt = Date.now();
+      await sys.pay(first.sessionId, 'succeeded');
+      const p = await sys.waitForPurchase(first.purchaseId, (r) => r.status === 'refunded', 10_000);
+      t.true(Date.now() - paidAt < 10_000);
+      t.regex(p.reason, /sold out/);
+    } finally {
+      await sys.emulatorCall('DELETE', '/_emulator/faults');
+    }
+    t.is(await ownRefunds(first.purchaseId), 1);
+    t.like(await stock(sku), { sold: 1, held: 0, available: 0 });
+    await assertInvariants(t, sys.db, sku);
+  },
+);

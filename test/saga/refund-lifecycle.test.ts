@@ -1,0 +1,135 @@
+import test from 'ava';
+import { assertInvariants } from '../helpers/db';
+import { sessionOf, startSystem, SUPPORT_TOKEN, type System } from '../helpers/system';
+
+// A refund is followed to its end: the unit goes back on sale only once the refund succeeded, a
+// failed refund is shown to support, and refunds made in the Dashboard and disputes are recorded.
+// Serial: how refunds start (`/_emulator/settings`) is account-wide.
+
+let sys: System;
+test.before(async () => {
+  sys = await startSystem();
+});
+test.after.always(async () => {
+  await sys?.close();
+});
+test.afterEach.always(async () => {
+  await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'succeeded' });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const auth = { authorization: `Bearer ${SUPPORT_TOKEN}` };
+
+async function stock(sku: string) {
+  return (await sys.api('GET', `/v1/products/${sku}`)).body;
+}
+
+async function confirmedPurchase(buyer: string, overrides: Record<string, unknown> = {}) {
+  const sku = await sys.createProduct({ stock: 1, ...overrides });
+  const res = await sys.buy(sku, buyer);
+  await sys.pay(await sessionOf(sys.db, res.body.purchaseId), 'succeeded');
+  const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
+  return { sku, purchaseId: res.body.purchaseId as string, paymentIntentId: p.payment_intent_id as string };
+}
+
+async function supportRefund(purchaseId: string, restock: boolean) {
+  return sys.api('POST', `/v1/support/purchases/${purchaseId}/refund`, { reason: 'wrong colour', restock }, auth);
+}
+
+test.serial('a pending support refund puts the unit back on sale only once it succeeds', async (t) => {
+  await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'pending' });
+  const { sku, purchaseId } = await confirmedPurchase('lea');
+  const res = await supportRefund(purchaseId, true);
+  t.is(res.status, 202, JSON.stringify(res.body));
+  t.like(res.body, { refund: { status: 'pending' } });
+  const pending = await sys.waitForPurchase(purchaseId, (r) => r.refund_id !== null);
+  await sleep(500);
+  t.like(await stock(sku), { available: 0, sold: 1 });
+
+  t.is((await sys.emulatorCall('POST', `/_emulator/refunds/${pending.refund_id}/succeed`)).status, 200);
+  const done = await sys.waitForPurchase(purchaseId, (r) => r.refund_status === 'succeeded');
+  t.is(done.status, 'refunded');
+  for (let i = 0; (await stock(sku)).available !== 1 && i < 100; i++) await sleep(100);
+  t.like(await stock(sku), { available: 1, sold: 0 });
+  await assertInvariants(t, sys.db, sku);
+});
+
+test.serial(
+  'refund.failed after a support refund: the failure is on the purchase, needs_attention, nothing restocked',
+  async (t) => {
+    await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'pending' });
+    const { sku, purchaseId } = await confirmedPurchase('max');
+    t.is((await supportRefund(purchaseId, true)).status, 202);
+    const pending = await sys.waitForPurchase(purchaseId, (r) => r.refund_id !== null);
+    await sys.emulatorCall('POST', `/_emulator/refunds/${pending.refund_id}/fail`, {
+      failure_reason: 'expired_or_canceled_card',
+    });
+    const failed = await sys.waitForPurchase(purchaseId, (r) => r.status === 'needs_attention');
+    t.is(failed.refund_status, 'failed');
+    t.is(failed.refund_failure_reason, 'expired_or_canceled_card');
+    t.regex(failed.reason, /the refund failed: expired_or_canceled_card/);
+    const view = await sys.api('GET', `/v1/purchases/${purchaseId}`);
+    t.like(view.body, { status: 'needs_attention', refund: { status: 'failed' } });
+    await sleep(500);
+    t.like(await stock(sku), { available: 0, sold: 1 });
+    // Its saga waits for support (retry, or settled by hand), in plain sight.
+    const wf = await sys.temporal.workflow.getHandle(`refund-${purchaseId}`).describe();
+    t.is(wf.status.name, 'RUNNING');
+
+    // Asking for the refund again tells the waiting saga to try again: a second refund, which succeeds.
+    await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'succeeded' });
+    const again = await supportRefund(purchaseId, true);
+    t.is(again.status, 202, JSON.stringify(again.body));
+    const done = await sys.waitForPurchase(
+      purchaseId,
+      (r) => r.status === 'refunded' && r.refund_status === 'succeeded',
+    );
+    t.not(done.refund_id, pending.refund_id);
+    for (let i = 0; (await stock(sku)).available !== 1 && i < 100; i++) await sleep(100);
+    t.like(await stock(sku), { available: 1, sold: 0 });
+    await assertInvariants(t, sys.db, sku);
+  },
+);
+
+test.serial('a late refund that fails after Stripe took it moves the purchase to needs_attention', async (t) => {
+  await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'pending' });
+  const sku = await sys.createProduct({ holdSeconds: 2, stock: 1 });
+  const late = await sys.buy(sku, 'ned');
+  await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'expired', 20_000);
+  const winner = await sys.buy(sku, 'ned-winner');
+  await sys.pay(await sessionOf(sys.db, winner.body.purchaseId), 'succeeded');
+  await sys.waitForPurchase(winner.body.purchaseId, (r) => r.status === 'confirmed');
+  await sys.pay(await sessionOf(sys.db, late.body.purchaseId), 'succeeded', { force: true });
+  const refunding = await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'refunded');
+  t.is(refunding.refund_status, 'pending');
+  await sys.emulatorCall('POST', `/_emulator/refunds/${refunding.refund_id}/fail`, {});
+  const failed = await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'needs_attention');
+  t.is(failed.refund_status, 'failed');
+  t.regex(failed.reason, /sold out.*the refund failed/);
+  await assertInvariants(t, sys.db, sku);
+});
+
+test.serial('a refund made in the Dashboard and a dispute are recorded on the purchase', async (t) => {
+  const { sku, purchaseId, paymentIntentId } = await confirmedPurchase('ora');
+  const dispute = await sys.emulatorCall('POST', `/_emulator/payment_intents/${paymentIntentId}/dispute`, {
+    reason: 'fraudulent',
+  });
+  t.is(dispute.status, 200, JSON.stringify(dispute.body));
+  const disputed = await sys.waitForPurchase(purchaseId, (r) => r.dispute_id !== null);
+  t.is(disputed.dispute_reason, 'fraudulent');
+  const view = await sys.api('GET', `/v1/purchases/${purchaseId}`);
+  t.like(view.body, { status: 'confirmed', dispute: { reason: 'fraudulent' } });
+  await sys.emulatorCall('POST', `/_emulator/disputes/${disputed.dispute_id}/close`, { outcome: 'won' });
+  await sys.waitForPurchase(purchaseId, (r) => r.dispute_status === 'won');
+
+  const other = await confirmedPurchase('pia');
+  const refunded = await sys.emulatorCall('POST', `/_emulator/payment_intents/${other.paymentIntentId}/refund`, {});
+  t.is(refunded.status, 200, JSON.stringify(refunded.body));
+  const p = await sys.waitForPurchase(other.purchaseId, (r) => r.status === 'refunded');
+  t.is(p.refund_status, 'succeeded');
+  t.regex(p.refund_reason, /outside the service/);
+  // Money came back outside the service: the sale stands in the stock count until support restocks.
+  t.like(await stock(other.sku), { sold: 1 });
+  await assertInvariants(t, sys.db, sku);
+  await assertInvariants(t, sys.db, other.sku);
+});

@@ -1,0 +1,325 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import test, { type ExecutionContext } from 'ava';
+import pg from 'pg';
+import { takeHold } from '../../store/holds';
+import { checksumOf, migrate, MigrationRefused, MIGRATIONS_DIR } from '../../store/migrate';
+import { createProduct } from '../../store/products';
+import { reconcile } from '../../store/reconcile';
+
+// Each test gets a database of its own (CREATE DATABASE on the suite's Postgres), so what it
+// migrates, breaks or upgrades touches no other test.
+
+const run = promisify(execFile);
+const repoRoot = path.resolve(__dirname, '../..');
+const OLDEST_003 = path.join(__dirname, 'fixtures', '003_hold_batch.oldest.sql');
+const FILES = fs
+  .readdirSync(MIGRATIONS_DIR)
+  .filter((f) => f.endsWith('.sql'))
+  .sort();
+const VERSIONS = FILES.map((f) => f.replace(/\.sql$/, ''));
+
+function suiteUrl(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('DATABASE_URL is not set: run the suite with `npm test`, which starts Postgres');
+  return url;
+}
+
+async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A new, empty database, dropped when the test ends. Returns its URL. */
+async function scratchDb(t: ExecutionContext): Promise<string> {
+  const name = `migrate_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  await withClient(suiteUrl(), (c) => c.query(`CREATE DATABASE ${name}`));
+  t.teardown(() => withClient(suiteUrl(), (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)));
+  const url = new URL(suiteUrl());
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** A copy of store/migrations to edit, removed when the test ends. */
+function migrationsCopy(t: ExecutionContext): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'migrations-'));
+  for (const f of FILES) fs.copyFileSync(path.join(MIGRATIONS_DIR, f), path.join(dir, f));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** What the runner before checksums did: a table of names, each file applied in a transaction. */
+async function migrateLikeTheOldRunner(url: string, files: Array<{ version: string; path: string }>): Promise<void> {
+  await withClient(url, async (c) => {
+    await c.query(
+      'CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
+    for (const f of files) {
+      await c.query('BEGIN');
+      await c.query(fs.readFileSync(f.path, 'utf8'));
+      await c.query('INSERT INTO schema_migrations (version) VALUES ($1)', [f.version]);
+      await c.query('COMMIT');
+    }
+  });
+}
+
+const current = (version: string) => ({ version, path: path.join(MIGRATIONS_DIR, `${version}.sql`) });
+const oldest003 = { version: '003_hold_batch', path: OLDEST_003 };
+
+/** Everything a migration defines: function bodies, columns, constraints, indexes, triggers. */
+async function shape(url: string) {
+  return withClient(url, async (c) => {
+    const q = async (sql: string) => (await c.query(sql)).rows;
+    return {
+      functions: await q(`SELECT p.oid::regprocedure::text AS sig, pg_get_functiondef(p.oid) AS def
+                            FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace ORDER BY 1`),
+      columns: await q(`SELECT table_name, column_name, data_type, is_nullable, column_default
+                          FROM information_schema.columns WHERE table_schema = 'public' ORDER BY 1, 2`),
+      constraints: await q(`SELECT conrelid::regclass::text AS tbl, conname, pg_get_constraintdef(oid) AS def
+                              FROM pg_constraint WHERE connamespace = 'public'::regnamespace ORDER BY 1, 2`),
+      indexes: await q(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1`),
+      triggers: await q(`SELECT tgrelid::regclass::text AS tbl, tgname, pg_get_triggerdef(oid) AS def
+                           FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1, 2`),
+    };
+  });
+}
+
+async function recorded(url: string) {
+  return withClient(
+    url,
+    async (c) => (await c.query('SELECT version, checksum, applied_at FROM schema_migrations ORDER BY version')).rows,
+  );
+}
+
+/**
+ * The allowance case the oldest `reclaim_expired` got wrong: a hold served from bucket 1 with one
+ * unit of bucket 0's allowance lapses; the real units go back to bucket 1 and the allowance unit to
+ * bucket 0. Returns the buckets' `available` after the reclaim.
+ */
+async function lapseAnOversoldHold(pool: pg.Pool, sku: string): Promise<number[]> {
+  // 5 units over 2 buckets (3 and 2), one unit of allowance (bucket 0's floor is -1).
+  await createProduct(pool, {
+    sku,
+    name: 'x',
+    priceCents: 1,
+    currency: 'usd',
+    stock: 5,
+    buckets: 2,
+    maxPerBuyer: 3,
+    oversellAllowance: 1,
+  });
+  const batch = 'SELECT outcome, bucket, oversold FROM take_holds_batch($1, $2, $3, $4, $5)';
+  expectRow(await pool.query(batch, [sku, [`${sku}-a`], ['a'], [3], 0]), { outcome: 'held', bucket: 0, oversold: 0 });
+  expectRow(await pool.query(batch, [sku, [`${sku}-b`], ['b'], [3], 1]), { outcome: 'held', bucket: 1, oversold: 1 });
+  await pool.query("UPDATE holds SET expires_at = now() - interval '1 second' WHERE purchase_id = $1", [`${sku}-b`]);
+  await pool.query('SELECT reclaim_expired($1)', [sku]);
+  const { rows } = await pool.query<{ available: number }>(
+    'SELECT available FROM stock_buckets WHERE sku = $1 ORDER BY bucket',
+    [sku],
+  );
+  return rows.map((r) => r.available);
+}
+
+function expectRow(res: pg.QueryResult, want: Record<string, unknown>): void {
+  const got = res.rows[0] as Record<string, unknown>;
+  for (const [k, v] of Object.entries(want)) {
+    if (got[k] !== v)
+      throw new Error(`take_holds_batch answered ${JSON.stringify(got)}, expected ${JSON.stringify(want)}`);
+  }
+}
+
+async function withPool<T>(url: string, fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  try {
+    return await fn(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+test('a fresh database gets every migration, each recorded with the sha256 of its file', async (t) => {
+  const url = await scratchDb(t);
+  t.deepEqual(await migrate(url), VERSIONS);
+  const rows = await recorded(url);
+  t.deepEqual(
+    rows.map((r) => [r.version, r.checksum]),
+    FILES.map((f) => [f.replace(/\.sql$/, ''), checksumOf(fs.readFileSync(path.join(MIGRATIONS_DIR, f)))]),
+  );
+  t.regex(rows[0].checksum, /^[0-9a-f]{64}$/);
+});
+
+test('running the migrations again is a no-op', async (t) => {
+  const url = await scratchDb(t);
+  await migrate(url);
+  const before = { rows: await recorded(url), shape: await shape(url) };
+  const lines: string[] = [];
+  t.deepEqual(await migrate(url, (l) => lines.push(l)), []);
+  t.deepEqual(lines, []);
+  t.deepEqual({ rows: await recorded(url), shape: await shape(url) }, before);
+});
+
+test('several runners at once apply each migration exactly once', async (t) => {
+  const url = await scratchDb(t);
+  const runs = await Promise.all([migrate(url), migrate(url), migrate(url)]);
+  t.deepEqual(runs.flat().sort(), VERSIONS);
+  t.is((await recorded(url)).length, VERSIONS.length);
+});
+
+const upgrades = test.macro(async (t, applied: Array<{ version: string; path: string }>) => {
+  const fresh = await scratchDb(t);
+  await migrate(fresh);
+  const old = await scratchDb(t);
+  await migrateLikeTheOldRunner(old, applied);
+
+  // The old shape, as an old .data/ has it: no take_stock, and the allowance unit goes to the wrong bucket.
+  await withPool(old, async (pool) => {
+    const { rows } = await pool.query("SELECT to_regprocedure('take_stock(text,integer,integer)') AS f");
+    t.is(rows[0].f, null, 'the oldest 003 has no take_stock');
+    t.deepEqual(await lapseAnOversoldHold(pool, 'before'), [-1, 3], 'the oldest reclaim_expired misplaces the unit');
+  });
+
+  const lines: string[] = [];
+  const ran = await migrate(old, (l) => lines.push(l));
+  t.deepEqual(
+    ran,
+    VERSIONS.filter((v) => !applied.some((a) => a.version === v)),
+  );
+  for (const a of applied)
+    t.true(lines.includes(`recorded the checksum of migration ${a.version} (applied before checksums were kept)`));
+  // Adopted: every row now carries the checksum of today's file, and the next run accepts them.
+  t.deepEqual(
+    (await recorded(old)).map((r) => [r.version, r.checksum]),
+    (await recorded(fresh)).map((r) => [r.version, r.checksum]),
+  );
+  t.deepEqual(await shape(old), await shape(fresh), 'functions, columns, constraints, indexes and triggers as fresh');
+  t.deepEqual(await migrate(old), []);
+
+  await withPool(old, async (pool) => {
+    t.deepEqual(await lapseAnOversoldHold(pool, 'after'), [0, 2], 'the allowance unit is back in bucket 0');
+    t.deepEqual(await reconcile(pool, 'after'), []);
+    // A hold no single bucket can serve goes through take_stock, which the old shape lacked.
+    await createProduct(pool, {
+      sku: 'wide',
+      name: 'x',
+      priceCents: 1,
+      currency: 'usd',
+      stock: 2,
+      buckets: 2,
+      maxPerBuyer: 2,
+    });
+    const held = await takeHold(pool, { purchaseId: 'wide-1', sku: 'wide', buyerId: 'a', quantity: 2 });
+    t.is(held.outcome, 'held');
+    t.deepEqual(await reconcile(pool, 'wide'), []);
+  });
+});
+
+test(
+  'a .data/ from the first hold desk (001, 002 and the oldest 003) upgrades to the shape of a fresh database',
+  upgrades,
+  [current('001_inventory'), current('002_purchases'), oldest003],
+);
+
+test('a .data/ with 001 to 005 applied and the oldest 003 upgrades to the shape of a fresh database', upgrades, [
+  current('001_inventory'),
+  current('002_purchases'),
+  oldest003,
+  current('004_held_by'),
+  current('005_stock_notify'),
+]);
+
+test('order totals are 64-bit after the upgrade', async (t) => {
+  const url = await scratchDb(t);
+  await migrateLikeTheOldRunner(url, [current('001_inventory'), current('002_purchases')]);
+  await migrate(url);
+  const type = await withClient(
+    url,
+    async (c) =>
+      (
+        await c.query(
+          "SELECT data_type FROM information_schema.columns WHERE table_name = 'purchases' AND column_name = 'amount_cents'",
+        )
+      ).rows[0].data_type,
+  );
+  t.is(type, 'bigint');
+});
+
+test('an applied migration edited afterwards makes the runner refuse, naming the file, and apply nothing', async (t) => {
+  const url = await scratchDb(t);
+  const dir = migrationsCopy(t);
+  await migrate(url, undefined, { dir });
+  fs.appendFileSync(path.join(dir, '003_hold_batch.sql'), '\n-- a fix made in place\n');
+  fs.writeFileSync(path.join(dir, '999_pending.sql'), 'CREATE TABLE must_not_exist (id int);');
+  const before = await recorded(url);
+
+  const err = await t.throwsAsync(migrate(url, undefined, { dir }), { instanceOf: MigrationRefused });
+  t.regex(err.message, /003_hold_batch\.sql changed after it was applied to this database/);
+  t.regex(err.message, /An applied migration must never be edited/);
+  t.regex(err.message, /new migration/);
+  t.notRegex(err.message, /\n/, 'one line');
+  t.deepEqual(await recorded(url), before, 'nothing recorded, nothing adopted');
+  const table = await withClient(
+    url,
+    async (c) => (await c.query("SELECT to_regclass('must_not_exist') AS r")).rows[0].r,
+  );
+  t.is(table, null, 'the pending migration was not applied');
+});
+
+test('a migration recorded as applied but missing on disk makes the runner refuse', async (t) => {
+  const url = await scratchDb(t);
+  const dir = migrationsCopy(t);
+  await migrate(url, undefined, { dir });
+  fs.rmSync(path.join(dir, '005_stock_notify.sql'));
+  const err = await t.throwsAsync(migrate(url, undefined, { dir }), { instanceOf: MigrationRefused });
+  t.regex(err.message, /005_stock_notify\.sql is recorded as applied but missing on disk/);
+  t.regex(err.message, /newer or different version of the code/);
+});
+
+/** Runs one of the project's entry points against `url`; its exit code and what it printed to stderr. */
+async function runEntryPoint(script: string, url: string): Promise<{ code: number; stderr: string }> {
+  const env = {
+    ...process.env,
+    DATABASE_URL: url,
+    STRIPE_SECRET_KEY: 'sk_test_emulator',
+    STRIPE_WEBHOOK_SECRET: 'whsec_test',
+    ADMIN_TOKEN: 'a',
+    SUPPORT_TOKEN: 's',
+    PORT: '0',
+  };
+  try {
+    await run(process.execPath, ['--import', 'tsx', path.join(repoRoot, script)], {
+      env,
+      cwd: repoRoot,
+      timeout: 60_000,
+    });
+    return { code: 0, stderr: '' };
+  } catch (err) {
+    const e = err as { code: number; stderr: string };
+    return { code: e.code, stderr: e.stderr };
+  }
+}
+
+test('npm run migrate, the worker and the API refuse to start on an edited migration, with one line', async (t) => {
+  const url = await scratchDb(t);
+  await migrate(url);
+  // As if 003 had been applied as some other text: today's file no longer matches what was applied.
+  await withClient(url, (c) =>
+    c.query("UPDATE schema_migrations SET checksum = repeat('0', 64) WHERE version = '003_hold_batch'"),
+  );
+  for (const script of ['ops/migrate.ts', 'worker/main.ts', 'api/main.ts']) {
+    const { code, stderr } = await runEntryPoint(script, url);
+    t.not(code, 0, `${script} exits non-zero`);
+    const lines = stderr.trim().split('\n');
+    t.is(lines.length, 1, `${script} prints one line: ${stderr}`);
+    t.regex(lines[0], /store\/migrations\/003_hold_batch\.sql changed after it was applied/, script);
+    t.regex(lines[0], /must never be edited/, script);
+  }
+});

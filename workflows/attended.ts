@@ -1,0 +1,129 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  patched,
+  setHandler,
+} from '@temporalio/workflow';
+import type { RefundEvent, SupportAction } from '../vocabulary';
+import { refundEventSignal, supportActionSignal } from './definitions';
+
+// Stripe steps that must happen once money is involved (expire a session, read it, refund), run so
+// that no answer of Stripe's ends a saga without an outcome: a refusal is shown to support and tried
+// again, and the saga keeps listening to its payment events while a call is being retried.
+
+/** v5: a Stripe refusal after the session is open flags the purchase and is retried instead of failing the saga. */
+export const ATTENDED_PATCH = 'stripe-refusals-attended';
+
+/** What support has said to this saga (signal `supportAction`), and the refunds' news (signal `refundEvent`). */
+export class SupportDesk {
+  retries = 0;
+  settled?: { note: string; actor: string };
+  private readonly refunds = new Map<string, RefundEvent>();
+
+  /** Registers the two signal handlers; call once at the top of a workflow. */
+  listen(): this {
+    setHandler(supportActionSignal, (a: SupportAction) => {
+      if (a.action === 'retry') this.retries++;
+      else this.settled ??= { note: a.note, actor: a.actor };
+    });
+    setHandler(refundEventSignal, (e: RefundEvent) => {
+      const known = this.refunds.get(e.refundId);
+      if (!known || refundRank(e.status) >= refundRank(known.status)) this.refunds.set(e.refundId, e);
+    });
+    return this;
+  }
+
+  refund(refundId: string): RefundEvent | undefined {
+    return this.refunds.get(refundId);
+  }
+}
+
+/** How far a refund has got; Stripe's own order (pending, then succeeded, and a failure may follow). */
+export function refundRank(status: string): number {
+  return status === 'failed' ? 2 : status === 'succeeded' || status === 'canceled' ? 1 : 0;
+}
+export function refundSettled(status: string): boolean {
+  return refundRank(status) > 0;
+}
+
+/** Stripe's message when an activity failed because Stripe refused the request for good (4xx). */
+export function refusalOf(err: unknown): string | null {
+  if (!(err instanceof ActivityFailure)) return null;
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure && cause.type === 'StripeRejected') return cause.message;
+  return null;
+}
+
+export type Attended<T> =
+  | { outcome: 'done'; value: T }
+  /** `interrupt` became true while the call ran or waited (a payment arrived): the call was cancelled. */
+  | { outcome: 'interrupted' }
+  /** Support settled the step by hand. */
+  | { outcome: 'settled'; note: string; actor: string };
+
+export interface AttendOptions {
+  desk: SupportDesk;
+  /** Shows the refusal to support: the purchase moves to `needs_attention` with Stripe's message. */
+  flag: (reason: string) => Promise<void>;
+  /** Stops waiting on the call as soon as this holds. */
+  interrupt?: () => boolean;
+}
+
+/** Backoff between tries of a refused call: 5 s doubling to 1 hour, or at once on support's retry. */
+function refusalBackoffMs(refusals: number): number {
+  return Math.min(5_000 * 2 ** Math.min(refusals, 10), 3_600_000);
+}
+
+/**
+ * Runs a Stripe step that must happen. Transient faults are retried by the activity's own policy;
+ * a refusal flags the purchase (each time) and is tried again with backoff, until it
+ * succeeds, support settles it by hand, or `interrupt` holds.
+ */
+export async function attended<T>(what: string, call: () => Promise<T>, opts: AttendOptions): Promise<Attended<T>> {
+  const { desk } = opts;
+  for (let refusals = 0; ; refusals++) {
+    if (desk.settled) return { outcome: 'settled', ...desk.settled };
+    let answer: { value: T } | { error: unknown } | 'interrupted';
+    try {
+      answer = await raceInterrupt(call, opts.interrupt);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      answer = { error: err };
+    }
+    if (answer === 'interrupted') return { outcome: 'interrupted' };
+    if ('value' in answer) return { outcome: 'done', value: answer.value };
+    const refusal = refusalOf(answer.error);
+    // Sagas that ran before this rule failed here; their histories replay that way.
+    if (!refusal || !patched(ATTENDED_PATCH)) throw answer.error;
+    await opts.flag(`${what}: ${refusal}`);
+    const retriesSeen = desk.retries;
+    await condition(
+      () => desk.retries > retriesSeen || desk.settled !== undefined || (opts.interrupt?.() ?? false),
+      refusalBackoffMs(refusals),
+    );
+    if (opts.interrupt?.()) return { outcome: 'interrupted' };
+  }
+}
+
+/** Runs `call`, and gives up on it (cancelling the activity) as soon as `interrupt` holds. */
+async function raceInterrupt<T>(call: () => Promise<T>, interrupt?: () => boolean): Promise<{ value: T } | 'interrupted'> {
+  if (!interrupt) return { value: await call() };
+  const scope = new CancellationScope();
+  const running = scope.run(call);
+  const stop = scope.run(() => condition(interrupt));
+  stop.catch(() => {}); // cancelled once the call wins
+  running.catch(() => {}); // handled below, or cancelled once the interrupt wins
+  try {
+    const first = await Promise.race([running.then((value) => ({ value })), stop.then(() => 'interrupted' as const)]);
+    if (first !== 'interrupted') return first;
+    if (patched(ATTENDED_PATCH)) return 'interrupted';
+    // A saga older than the rule awaits the call whatever happens meanwhile.
+    return { value: await running };
+  } finally {
+    // Cancels the wait for the interrupt, and the call when it is still running (the interrupt won).
+    scope.cancel();
+  }
+}

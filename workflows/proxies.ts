@@ -1,0 +1,40 @@
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+
+// How the workflows call their activities: timeouts and retry policies, one proxy per kind of step.
+
+// Postgres and bookkeeping steps: retried until they succeed (transient faults heal; a fault that
+// does not heal shows up in the Temporal UI as a pending activity with its last failure).
+export const acts = proxyActivities<Activities>({
+  // Short: these are single transactions; a worker that died mid-call is noticed this soon.
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '20 seconds' },
+});
+
+// The hold, as a local activity: it runs in the workflow task that scheduled it (no round trip
+// through the server), and the hold desk still coalesces it with the other sagas of this worker.
+export const localActs = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '20 seconds' },
+});
+
+// Opening the session: a few quick retries for transient Stripe faults (with the same idempotency
+// key, so one session at most), then give up and compensate rather than keep a buyer's unit forever.
+export const checkoutActs = proxyActivities<Activities>({
+  startToCloseTimeout: '20 seconds',
+  retry: {
+    initialInterval: '200 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '3 seconds',
+    maximumAttempts: 6,
+    nonRetryableErrorTypes: ['StripeRejected'],
+  },
+});
+
+// Stripe calls after the session is open (expire, read, refund): transient faults are retried until
+// they heal. A refusal (4xx) is not retried by the activity: the workflow flags the purchase
+// `needs_attention` with Stripe's answer and tries again on its own schedule (attended.ts).
+export const stripeActs = proxyActivities<Activities>({
+  startToCloseTimeout: '20 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});

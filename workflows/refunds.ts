@@ -1,0 +1,99 @@
+import { condition, patched } from '@temporalio/workflow';
+import type { RefundState } from '../activities/stripe';
+import { attended, refundSettled, refusalOf, type SupportDesk } from './attended';
+import { stripeActs } from './proxies';
+
+// A refund followed to its end: Stripe's answer to the create call is only its first status. The
+// refund's webhook (signal `refundEvent`) or, when that is late, a read of the refund says how it
+// ended; a failed refund is shown to support, who can have it tried again or settle it by hand.
+
+/** v6: a refund is followed to `succeeded` or `failed` instead of ending the saga at its first status. */
+export const FOLLOW_REFUNDS_PATCH = 'refunds-followed';
+
+/** How long to wait for the webhook before reading the refund, per round; the last repeats. */
+const READ_AFTER = ['1 minute', '10 minutes', '1 hour', '6 hours'] as const;
+/** A refund still pending this long is put in front of support. */
+const PENDING_TOO_LONG_MS = 30 * 24 * 3600 * 1000;
+
+export type RefundNews =
+  /** Stripe accepted the refund (its status may still be `pending`); `following`: false in sagas older than the rule. */
+  | { phase: 'created'; refund: RefundState; following: boolean }
+  /** The refund succeeded. */
+  | { phase: 'succeeded'; refund: RefundState }
+  /** The refund failed (or stays pending too long): support sees it; `reason` says why. */
+  | { phase: 'failed'; refund: RefundState; reason: string }
+  /** Support settled it by hand. */
+  | { phase: 'by_hand'; note: string; actor: string };
+
+export interface RefundPlan {
+  desk: SupportDesk;
+  /** Creates the refund; `attempt` > 0 after an earlier one failed (a new idempotency key). */
+  create: (attempt: number) => Promise<RefundState>;
+  /** Writes each step to the record; `failed` also moves the purchase to `needs_attention`. */
+  record: (news: RefundNews) => Promise<void>;
+}
+
+export type RefundEnd =
+  | { outcome: 'succeeded'; refund: RefundState }
+  | { outcome: 'by_hand'; note: string }
+  /** A saga older than the rule: the refund's first status, not followed. */
+  | { outcome: 'created'; refund: RefundState };
+
+/** Refunds, and follows the refund until its money is back with the buyer or support has settled it. */
+export async function refundToTheEnd(plan: RefundPlan): Promise<RefundEnd> {
+  const { desk } = plan;
+  for (let attempt = 0; ; attempt++) {
+    const made = await attended('refunding the payment', () => plan.create(attempt), {
+      desk,
+      flag: (reason) => plan.record({ phase: 'failed', refund: { status: 'failed', failureReason: reason }, reason }),
+    });
+    if (made.outcome !== 'done') return byHand(plan, desk);
+    // Sagas that ran before this rule ended at the refund's first status.
+    const following = patched(FOLLOW_REFUNDS_PATCH);
+    await plan.record({ phase: 'created', refund: made.value, following });
+    if (!following) return { outcome: 'created', refund: made.value };
+    const ended = await follow(desk, made.value);
+    if (ended.status === 'succeeded') {
+      await plan.record({ phase: 'succeeded', refund: ended });
+      return { outcome: 'succeeded', refund: ended };
+    }
+    const why = refundSettled(ended.status)
+      ? `the refund ${ended.status}${ended.failureReason ? `: ${ended.failureReason}` : ''}`
+      : 'the refund is still pending after 30 days';
+    await plan.record({ phase: 'failed', refund: ended, reason: why });
+    const retriesSeen = desk.retries;
+    await condition(() => desk.retries > retriesSeen || desk.settled !== undefined);
+    if (desk.settled) return byHand(plan, desk);
+  }
+}
+
+async function byHand(plan: RefundPlan, desk: SupportDesk): Promise<RefundEnd> {
+  const { note, actor } = desk.settled!;
+  await plan.record({ phase: 'by_hand', note, actor });
+  return { outcome: 'by_hand', note };
+}
+
+/** Waits for the refund's webhook, reading the refund from Stripe when it is late. */
+async function follow(desk: SupportDesk, first: RefundState): Promise<RefundState> {
+  let refund = first;
+  const refundId = first.refundId;
+  if (!refundId) return refund; // Stripe said the payment was already refunded in full
+  const started = Date.now();
+  for (let round = 0; !refundSettled(refund.status); round++) {
+    if (Date.now() - started > PENDING_TOO_LONG_MS) return refund;
+    const heard = await condition(
+      () => refundSettled(desk.refund(refundId)?.status ?? 'pending'),
+      READ_AFTER[Math.min(round, READ_AFTER.length - 1)],
+    );
+    if (heard) {
+      refund = { ...refund, ...desk.refund(refundId)! };
+      continue;
+    }
+    try {
+      refund = await stripeActs.getRefund(refundId);
+    } catch (err) {
+      if (!refusalOf(err)) throw err; // a refused read changes nothing: wait for the webhook
+    }
+  }
+  return refund;
+}

@@ -1,0 +1,76 @@
+import type { StrayPaymentInput, StrayPaymentResult } from '../vocabulary';
+import { attended, SupportDesk } from './attended';
+import { acts, stripeActs } from './proxies';
+import { refundToTheEnd, type RefundNews } from './refunds';
+
+/**
+ * Money that arrived on a Checkout Session that named one of our purchases but was not opened by it
+ * (another app on the account, a Payment Link, a forged session): it confirms nothing, and is
+ * refunded in full (key `refund-stray-<sessionId>`) and followed to its end. A refund Stripe refuses
+ * or that fails is left for support (`stray_payments.status = needs_attention`). Workflow id
+ * `stray-<sessionId>`: every event of that session joins the one run.
+ */
+export async function strayPaymentWorkflow(input: StrayPaymentInput): Promise<StrayPaymentResult> {
+  const desk = new SupportDesk().listen();
+  const flag = (detail: string) => acts.recordStrayPayment(input.sessionId, { status: 'needs_attention', detail });
+  let paymentIntentId = input.paymentIntentId;
+  if (!paymentIntentId) {
+    const read = await attendRead(desk, input.sessionId, flag);
+    paymentIntentId = read ?? undefined;
+  }
+  const reason = `not this purchase's payment: ${input.why}`;
+  if (!paymentIntentId) {
+    await flag('the paid session names no PaymentIntent: refund it by hand');
+    return { sessionId: input.sessionId, outcome: 'needs_attention' };
+  }
+  const pi = paymentIntentId;
+  const ended = await refundToTheEnd({
+    desk,
+    create: (attempt) =>
+      stripeActs.refundPayment({
+        purchaseId: input.claimedPurchase,
+        paymentIntentId: pi,
+        reason,
+        step: 'stray',
+        sessionId: input.sessionId,
+        attempt,
+      }),
+    record: (news) => recordNews(input, news),
+  });
+  await acts.appendAudit(input.claimedPurchase, 'saga', 'stray_payment_refunded', {
+    sessionId: input.sessionId,
+    paymentIntentId: pi,
+    why: input.why,
+    ...(ended.outcome === 'by_hand' ? { byHand: ended.note } : { refundId: ended.refund.refundId }),
+  });
+  return { sessionId: input.sessionId, outcome: ended.outcome === 'by_hand' ? 'settled_by_hand' : 'refunded' };
+}
+
+async function attendRead(
+  desk: SupportDesk,
+  sessionId: string,
+  flag: (detail: string) => Promise<void>,
+): Promise<string | null> {
+  const read = await attended('reading the stray session', () => acts.getSessionPayment(sessionId), { desk, flag });
+  return read.outcome === 'done' ? (read.value.paymentIntentId ?? null) : null;
+}
+
+function recordNews(input: StrayPaymentInput, news: RefundNews): Promise<void> {
+  switch (news.phase) {
+    case 'created':
+      return acts.recordStrayPayment(input.sessionId, { status: 'refunding', refundId: news.refund.refundId });
+    case 'succeeded':
+      return acts.recordStrayPayment(input.sessionId, { status: 'refunded', refundId: news.refund.refundId });
+    case 'failed':
+      return acts.recordStrayPayment(input.sessionId, {
+        status: 'needs_attention',
+        refundId: news.refund.refundId,
+        detail: news.reason,
+      });
+    case 'by_hand':
+      return acts.recordStrayPayment(input.sessionId, {
+        status: 'settled_by_hand',
+        detail: `settled by hand by ${news.actor}: ${news.note}`,
+      });
+  }
+}
