@@ -83,7 +83,10 @@ export async function requestSupportRefund(
   );
   const deadline = Date.now() + waitMs;
   while (Date.now() < deadline) {
-    const done = await Promise.race([result, new Promise<undefined>((r) => setTimeout(() => r(undefined), 100).unref())]);
+    const done = await Promise.race([
+      result,
+      new Promise<undefined>((r) => setTimeout(() => r(undefined), 100).unref()),
+    ]);
     if (done) {
       if (done.outcome === 'not_refundable')
         return { outcome: 'not_refundable', detail: done.detail ?? 'not refundable' };

@@ -172,7 +172,9 @@ export interface PaymentEvent {
 /** The events that bring money: only these can confirm a purchase. */
 export function bringsMoney(e: Pick<PaymentEvent, 'type' | 'paymentStatus'>): boolean {
   if (e.type === 'checkout.session.async_payment_succeeded') return true;
-  return e.type === 'checkout.session.completed' && (e.paymentStatus === 'paid' || e.paymentStatus === 'no_payment_required');
+  return (
+    e.type === 'checkout.session.completed' && (e.paymentStatus === 'paid' || e.paymentStatus === 'no_payment_required')
+  );
 }
 
 /** What a purchase knows of its own payment: the session it opened and the order's total. */

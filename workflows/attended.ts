@@ -109,7 +109,10 @@ export async function attended<T>(what: string, call: () => Promise<T>, opts: At
 }
 
 /** Runs `call`, and gives up on it (cancelling the activity) as soon as `interrupt` holds. */
-async function raceInterrupt<T>(call: () => Promise<T>, interrupt?: () => boolean): Promise<{ value: T } | 'interrupted'> {
+async function raceInterrupt<T>(
+  call: () => Promise<T>,
+  interrupt?: () => boolean,
+): Promise<{ value: T } | 'interrupted'> {
   if (!interrupt) return { value: await call() };
   const scope = new CancellationScope();
   const running = scope.run(call);

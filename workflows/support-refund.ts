@@ -33,7 +33,13 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
   const ended = await refundToTheEnd({
     desk,
     create: (attempt) =>
-      acts.refundPayment({ purchaseId: input.purchaseId, paymentIntentId, reason: input.reason, step: 'support', attempt }),
+      acts.refundPayment({
+        purchaseId: input.purchaseId,
+        paymentIntentId,
+        reason: input.reason,
+        step: 'support',
+        attempt,
+      }),
     record: onRecord,
   });
   // The unit goes back on sale only once the money is back with the buyer.
