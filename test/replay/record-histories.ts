@@ -6,7 +6,8 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { purchaseWorkflowId, refundWorkflowId } from '../../vocabulary';
+import { createStripe } from '../../config/clients';
+import { purchaseWorkflowId, refundWorkflowId, strayPaymentWorkflowId } from '../../vocabulary';
 import { sessionOf, startSystem, SUPPORT_TOKEN } from '../helpers/system';
 
 async function main(): Promise<void> {
@@ -84,6 +85,69 @@ async function main(): Promise<void> {
       writeFileSync(path.join(out, `lapsed-then-late-refund-run${++n}.json`), historyToJSON(history));
       console.log(`recorded lapsed-then-late-refund-run${n} (${history.events?.length} events)`);
     }
+
+    // Stripe refuses the late payment's refund once: needs_attention, then refunded on the retry.
+    const tight = await sys.createProduct({ stock: 1, holdSeconds: 1 });
+    const refused = await sys.buy(tight, 'replay-refused');
+    await sys.waitForPurchase(refused.body.purchaseId, final);
+    const taker = await sys.buy(tight, 'replay-taker');
+    await sys.pay(await sessionOf(sys.db, taker.body.purchaseId), 'succeeded');
+    await sys.waitForPurchase(taker.body.purchaseId, final);
+    await sys.emulatorCall('POST', '/_emulator/faults', { path: '/v1/refunds', method: 'POST', status: 400 });
+    await sys.pay(await sessionOf(sys.db, refused.body.purchaseId), 'succeeded', { force: true });
+    await sys.waitForPurchase(refused.body.purchaseId, (r) => r.status === 'refunded', 30_000);
+
+    // Expire keeps failing after the lapse and the buyer pays: the payment wins the race.
+    const racing = await sys.createProduct({ stock: 1, holdSeconds: 1 });
+    const raced = await sys.buy(racing, 'replay-raced');
+    const racedSession = await sessionOf(sys.db, raced.body.purchaseId);
+    await sys.emulatorCall('POST', '/_emulator/faults', {
+      path: `/v1/checkout/sessions/${racedSession}/expire`,
+      status: 500,
+      count: 1000,
+    });
+    await new Promise((r) => setTimeout(r, 2500));
+    await sys.pay(racedSession, 'succeeded');
+    await sys.waitForPurchase(raced.body.purchaseId, final);
+    await sys.emulatorCall('DELETE', '/_emulator/faults');
+
+    // A refund that starts pending and then succeeds, followed by the support refund saga.
+    await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'pending' });
+    const followed = await sys.buy(await sys.createProduct({ stock: 1 }), 'replay-followed');
+    await sys.pay(await sessionOf(sys.db, followed.body.purchaseId), 'succeeded');
+    await sys.waitForPurchase(followed.body.purchaseId, final);
+    await sys.api(
+      'POST',
+      `/v1/support/purchases/${followed.body.purchaseId}/refund`,
+      { reason: 'replay', restock: true },
+      { authorization: `Bearer ${SUPPORT_TOKEN}` },
+    );
+    const pendingRefund = await sys.waitForPurchase(followed.body.purchaseId, (r) => r.refund_id !== null);
+    await sys.emulatorCall('POST', `/_emulator/refunds/${pendingRefund.refund_id}/succeed`);
+    await sys.waitForPurchase(followed.body.purchaseId, (r) => r.refund_status === 'succeeded');
+    await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'succeeded' });
+
+    // Money on a foreign session that claims a purchase: refunded by the stray-payment saga.
+    const claimed = await sys.buy(await sys.createProduct({ stock: 1 }), 'replay-claimed');
+    const other = createStripe({ stripeSecretKey: 'sk_test_replay_other', stripeApiUrl: sys.emulator.url });
+    const foreign = await other.checkout.sessions.create({
+      mode: 'payment',
+      line_items: [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 1, product_data: { name: 'x' } } }],
+      success_url: 'https://example.com/ok',
+      metadata: { purchase_id: claimed.body.purchaseId },
+    });
+    await sys.pay(foreign.id, 'succeeded');
+    for (let i = 0; i < 200; i++) {
+      const { rows } = await sys.db.query('SELECT status FROM stray_payments WHERE session_id = $1', [foreign.id]);
+      if (rows[0]?.status === 'refunded') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await sys.temporal.workflow.getHandle(strayPaymentWorkflowId(foreign.id)).result();
+
+    await save('late-refund-refused-then-retried', purchaseWorkflowId(refused.body.purchaseId));
+    await save('expire-failing-payment-raced', purchaseWorkflowId(raced.body.purchaseId));
+    await save('support-refund-pending-then-succeeded', refundWorkflowId(followed.body.purchaseId));
+    await save('stray-payment-refunded', strayPaymentWorkflowId(foreign.id));
   } finally {
     await sys.close();
   }
