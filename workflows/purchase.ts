@@ -15,6 +15,7 @@ import {
   type PurchaseState,
 } from '../vocabulary';
 import { cancelUpdate, checkoutReadyUpdate, paymentEventSignal, purchaseStateQuery } from './definitions';
+import type { SessionState } from '../activities';
 import { followUp } from './follow-up';
 import { cancelsWithoutSettling, finishBeforeSessionFirst } from './legacy';
 import { acts, checkoutActs, localActs, PurchaseSaga, stripeActs } from './saga';
@@ -170,7 +171,12 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
         }
         if (!isPaid(state.status) && saga.payment === 'paid') return saga.confirmPaid();
         if (state.sessionId) {
-          const closed = await stripeActs.expireCheckout(input.purchaseId, state.sessionId);
+          const sessionId = state.sessionId;
+          const answer = await saga.attend('expiring the Checkout Session', () =>
+            stripeActs.expireCheckout(input.purchaseId, sessionId),
+          );
+          const closed: SessionState =
+            answer.outcome === 'done' ? answer.value : { status: 'expired', paymentStatus: 'unpaid' };
           if (closed.paymentIntentId) state.paymentIntentId = closed.paymentIntentId;
           if (closed.status === 'complete' && closed.paymentStatus === 'paid') return saga.confirmPaid();
         }
