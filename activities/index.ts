@@ -59,6 +59,11 @@ export function createActivities(deps: ActivityDeps) {
      * Compensation: expireCheckout.
      */
     async openCheckout(input: OpenCheckoutInput): Promise<CheckoutSession> {
+      // Reached after the hold lapsed (a worker was down meanwhile): a session now would sell a unit
+      // that is no longer this buyer's. The saga gives the hold back; the buyer tries again.
+      if (Date.now() >= Date.parse(input.holdExpiresAt)) {
+        throw ApplicationFailure.nonRetryable('the hold lapsed before the Checkout Session could open', 'HoldLapsed');
+      }
       const session = await stripeSteps.openCheckout(input);
       if (input.record) {
         await purchases.recordPurchase(db, input.purchaseId, {

@@ -1,42 +1,48 @@
-import { bodyParser } from '@koa/bodyparser';
 import Koa from 'koa';
+import { requireBearer } from './auth';
+import { jsonBodies } from './body';
+import { answerClientErrors } from './client-errors';
 import type { ApiDeps } from './deps';
-import { Problem, problemMiddleware } from './problem';
+import { problemMiddleware } from './problem';
+import { requestGuard } from './request-guard';
 import { catalogueRoutes } from './routes/catalogue';
 import { opsRoutes } from './routes/ops';
 import { purchaseRoutes } from './routes/purchases';
 import { supportRoutes } from './routes/support';
 import { webhookRoutes } from './routes/webhooks';
 
-/** The HTTP API (docs/openapi.json). No port is opened here: `app.callback()` serves tests and `api/main.ts` alike. */
+const WEBHOOK_PATH = '/v1/webhooks/stripe';
+
+/**
+ * The HTTP API (docs/openapi.json). No port is opened here: `app.callback()` serves tests and
+ * `api/main.ts` alike; `app.listen()` also answers what Node's parser refuses as problems.
+ */
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa({ proxy: false });
-
-  app.use(problemMiddleware(deps.log));
-  // The webhook route reads its raw body itself (the signature covers the exact bytes).
-  const json = bodyParser({
-    enableTypes: ['json'],
-    jsonLimit: '64kb',
-    encoding: 'utf-8',
-    onError: (err) => {
-      throw new Problem(400, 'invalid-request', `body: ${err.message}`, {
-        errors: [{ field: 'body', message: err.message }],
-      });
-    },
-  });
-  app.use(async (ctx, next) => {
-    if (ctx.path === '/v1/webhooks/stripe') await next();
-    else await json(ctx, next);
-  });
-  for (const router of [
+  const routers = [
     opsRoutes(deps),
     catalogueRoutes(deps),
     purchaseRoutes(deps),
     webhookRoutes(deps),
     supportRoutes(deps),
-  ]) {
+  ];
+
+  app.use(problemMiddleware(deps.log));
+  app.use(requestGuard(routers.flatMap((r) => r.stack.map((layer) => String(layer.path)))));
+  app.use(
+    jsonBodies({
+      // Only the admin may send a body as large as a product of 100,000 seats, so the token is checked first.
+      large: (ctx) => ctx.method === 'POST' && /^\/v1\/products\/?$/.test(ctx.path),
+      before: requireBearer(deps.adminToken, 'admin'),
+      // The webhook route reads its raw body itself (the signature covers the exact bytes).
+      skip: (ctx) => ctx.path === WEBHOOK_PATH,
+    }),
+  );
+  for (const router of routers) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }
+  const listen = app.listen.bind(app);
+  app.listen = ((...args: Parameters<Koa['listen']>) => answerClientErrors(listen(...args))) as Koa['listen'];
   return app;
 }

@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type Koa from 'koa';
+import { BadBuyerToken, type BuyerVerifier } from '../config/buyer-tokens';
 import { Problem } from './problem';
 
 function same(a: string, b: string): boolean {
@@ -26,4 +27,40 @@ export function requireBearer(token: string, realm: string): Koa.Middleware {
     }
     await next();
   };
+}
+
+const bearerOf = (ctx: Koa.Context): string => {
+  const header = ctx.get('authorization');
+  return header.startsWith('Bearer ') ? header.slice(7).trim() : '';
+};
+
+const noBuyer = (why: string) =>
+  new Problem(
+    401,
+    'unauthorized',
+    `this route needs a buyer token: ${why}`,
+    {},
+    { 'WWW-Authenticate': 'Bearer realm="buyer"' },
+  );
+
+/** The buyer calling a buyer route: the `sub` of a valid buyer token; 401 `unauthorized` otherwise. */
+export async function buyerOf(ctx: Koa.Context, buyers: BuyerVerifier): Promise<string> {
+  const token = bearerOf(ctx);
+  if (!token) throw noBuyer('no Authorization: Bearer header');
+  try {
+    return await buyers.verify(token);
+  } catch (err) {
+    if (err instanceof BadBuyerToken) throw noBuyer(err.message);
+    throw err;
+  }
+}
+
+/** Who reads a buyer's purchase: that buyer (by token) or support (by the support token). */
+export async function readerOf(
+  ctx: Koa.Context,
+  deps: { buyers: BuyerVerifier; supportToken: string },
+): Promise<{ support: true } | { support: false; buyerId: string }> {
+  const token = bearerOf(ctx);
+  if (token && deps.supportToken && same(token, deps.supportToken)) return { support: true };
+  return { support: false, buyerId: await buyerOf(ctx, deps.buyers) };
 }

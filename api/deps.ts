@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type Stripe from 'stripe';
+import type { BuyerVerifier } from '../config/buyer-tokens';
 import type { Admissions } from '../store/admission';
 import type { Db } from '../store/db';
 import type { Metrics } from './metrics';
@@ -15,6 +16,8 @@ export interface ApiDeps {
   webhookSecret: string;
   /** True with a live-mode key (`sk_live_`/`rk_live_`): events of the other mode are refused. */
   livemode: boolean;
+  /** Verifies buyer tokens (JWTs whose `sub` is the buyer id). */
+  buyers: BuyerVerifier;
   adminToken: string;
   supportToken: string;
   metrics: Metrics;

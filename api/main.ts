@@ -1,6 +1,7 @@
 import { Client } from '@temporalio/client';
 import { connectTemporal, createPool, createStripe } from '../config/clients';
 import { ConfigError, isLiveKey, loadApiConfig } from '../config';
+import { createBuyerVerifier } from '../config/buyer-tokens';
 import { Admissions } from '../store/admission';
 import { Gate } from '../store/gate';
 import { migrate } from '../store/migrate';
@@ -30,6 +31,7 @@ async function main(): Promise<void> {
     stripe: createStripe(config),
     webhookSecret: config.stripeWebhookSecret,
     livemode: isLiveKey(config.stripeSecretKey),
+    buyers: createBuyerVerifier(config.buyerTokens),
     adminToken: config.adminToken,
     supportToken: config.supportToken,
     metrics: createMetrics(db, gate),

@@ -4,6 +4,7 @@ import type Koa from 'koa';
 export type ProblemType =
   | 'invalid-request'
   | 'unauthorized'
+  | 'forbidden'
   | 'not-found'
   | 'product-exists'
   | 'product-not-found'
@@ -17,11 +18,14 @@ export type ProblemType =
   | 'bad-signature'
   | 'unavailable'
   | 'method-not-allowed'
+  | 'payload-too-large'
+  | 'not-implemented'
   | 'internal';
 
 const TITLES: Record<ProblemType, string> = {
   'invalid-request': 'The request is invalid',
   unauthorized: 'Missing or wrong bearer token',
+  forbidden: 'Not allowed for this caller',
   'not-found': 'No such route',
   'product-exists': 'A product with this SKU already exists',
   'product-not-found': 'No such product',
@@ -35,6 +39,8 @@ const TITLES: Record<ProblemType, string> = {
   'bad-signature': 'The webhook signature does not verify',
   unavailable: 'Temporarily unavailable',
   'method-not-allowed': 'Method not allowed on this route',
+  'payload-too-large': 'The request body is too large',
+  'not-implemented': 'This method is not implemented',
   internal: 'Internal error',
 };
 
@@ -55,7 +61,31 @@ export function invalid(errors: { field: string; message: string }[]): Problem {
   return new Problem(400, 'invalid-request', errors.map((e) => `${e.field}: ${e.message}`).join('; '), { errors });
 }
 
-/** Renders every error as application/problem+json; a 5xx never shows its internals to the client. */
+/** The problem+json body of a problem (also written by api/client-errors.ts, outside Koa). */
+export function problemBody(p: Problem): Record<string, unknown> {
+  return { type: p.type, title: TITLES[p.type], status: p.status, detail: p.message, ...p.extra };
+}
+
+/** A body that was too large to read: 413, saying the limit. */
+export function tooLarge(limit: number): Problem {
+  return new Problem(413, 'payload-too-large', `the body is larger than this route accepts (${limit} bytes)`, {
+    limit,
+  });
+}
+
+/** An error thrown by a library (http-errors: body parsing, routing) as the problem it stands for. */
+function fromHttpError(err: unknown): Problem | undefined {
+  const e = err as { status?: unknown; expose?: unknown; message?: unknown; limit?: unknown };
+  if (typeof e.status !== 'number' || e.status < 400 || e.status >= 500) return undefined;
+  if (e.status === 413) return tooLarge(typeof e.limit === 'number' ? e.limit : 0);
+  const message = e.expose && typeof e.message === 'string' ? e.message : 'is invalid';
+  return new Problem(400, 'invalid-request', `body: ${message}`, { errors: [{ field: 'body', message }] });
+}
+
+/**
+ * Renders every error as application/problem+json, and the answers Koa and the routers leave
+ * without a body (404, 405, 501) as problems too; a 5xx never shows its internals to the client.
+ */
 export function problemMiddleware(log: (msg: string, err: unknown) => void): Koa.Middleware {
   return async (ctx, next) => {
     try {
@@ -68,26 +98,21 @@ export function problemMiddleware(log: (msg: string, err: unknown) => void): Koa
           'method-not-allowed',
           `${ctx.method} is not allowed on ${ctx.path}`,
           {},
-          {
-            Allow: ctx.response.get('Allow'),
-          },
+          { Allow: ctx.response.get('Allow') },
         );
       }
+      if (ctx.status === 501 && !ctx.body)
+        throw new Problem(501, 'not-implemented', `${ctx.method} is not implemented`);
     } catch (err) {
-      let p: Problem;
-      if (err instanceof Problem) p = err;
-      else if ((err as { status?: number }).status === 413 || (err as { type?: string }).type === 'entity.too.large') {
-        p = new Problem(400, 'invalid-request', 'body: too large');
-      } else if ((err as { status?: number }).status === 400 && (err as { expose?: boolean }).expose) {
-        p = new Problem(400, 'invalid-request', `body: ${(err as Error).message}`);
-      } else {
+      let p = err instanceof Problem ? err : fromHttpError(err);
+      if (!p) {
         log(`${ctx.method} ${ctx.path} failed`, err);
         p = new Problem(500, 'internal', 'an internal error occurred; it has been logged');
       }
       ctx.status = p.status;
       ctx.set(p.headers);
       ctx.type = 'application/problem+json';
-      ctx.body = { type: p.type, title: TITLES[p.type], status: p.status, detail: p.message, ...p.extra };
+      ctx.body = problemBody(p);
     }
   };
 }

@@ -34,6 +34,7 @@ export function toPaymentEvent(event: Stripe.Event): { purchaseId?: string; paym
       ...(typeof amount === 'number' ? { amountCents: amount } : {}),
       ...(obj.currency ? { currency: obj.currency } : {}),
       livemode: event.livemode,
+      createdAt: new Date(event.created * 1000).toISOString(),
     },
   };
 }

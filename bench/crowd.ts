@@ -7,6 +7,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
+import { signBuyerToken } from '../config/buyer-tokens';
 import { reconcile } from '../store/reconcile';
 import { freePort, sleep, spawnChild, type ChildHandle } from '../dev/proc';
 import { startStack } from '../dev/stack';
@@ -31,6 +32,7 @@ import { startStack } from '../dev/stack';
 
 const HELP = `usage: npm run bench:crowd -- [--buyers N] [--units M] [--concurrency C] [--base URL --admin-token T]`;
 const ADMIN = 'bench-admin';
+const BUYER_SECRET = 'bench-buyer-token-secret-0123456789abcdef';
 const WEBHOOK_SECRET = 'whsec_bench_crowd';
 /** Longer than the API's own deadline (PURCHASE_TIMEOUT_MS, 20 s): the API should answer first. */
 const REQUEST_TIMEOUT_MS = 120_000;
@@ -209,15 +211,17 @@ function parseJson(text: string): Record<string, unknown> {
   }
 }
 
-/**
- * One buyer's request, built in one place. When the API requires buyer tokens (the HTTP contract: `Authorization:
- * Bearer <JWT whose sub is the buyer id>`), sign one for `buyer-<n>` and add the header here.
- */
-function purchaseRequest(sku: string, n: number): { headers: Record<string, string>; body: string } {
+/** One buyer's request, built in one place: buyer `buyer-<n>`, with that buyer's token. */
+function purchaseRequest(sku: string, token: string): { headers: Record<string, string>; body: string } {
   return {
-    headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-    body: JSON.stringify({ sku, buyerId: `buyer-${n}` }),
+    headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID(), authorization: `Bearer ${token}` },
+    body: JSON.stringify({ sku }),
   };
+}
+
+/** Buyer tokens for `buyer-0` … `buyer-<count-1>`, signed before the clock starts (the merchant's login issues them). */
+async function buyerTokens(secret: string, prefix: string, count: number): Promise<string[]> {
+  return Promise.all(Array.from({ length: count }, (_, n) => signBuyerToken(secret, `${prefix}-${n}`)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -309,6 +313,8 @@ function countBy<T>(xs: T[], key: (x: T) => string): Map<string, number> {
 interface Target {
   base: string;
   adminToken: string;
+  /** The HS256 secret the API verifies buyer tokens with. */
+  buyerSecret: string;
   databaseUrl?: string;
   temporalAddress?: string;
   temporalNamespace: string;
@@ -396,9 +402,11 @@ async function startLocal(): Promise<Target> {
     TASK_QUEUE: taskQueue,
     STRIPE_SECRET_KEY: 'sk_test_bench',
     STRIPE_API_URL: emulatorUrl,
+    STRIPE_EMULATOR: '1',
     STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
     ADMIN_TOKEN: ADMIN,
     SUPPORT_TOKEN: 'bench-support',
+    BUYER_TOKEN_SECRET: BUYER_SECRET,
     HOST: '127.0.0.1',
     PORT: String(apiPort),
     PUBLIC_URL: api,
@@ -423,6 +431,7 @@ async function startLocal(): Promise<Target> {
   return {
     base: api,
     adminToken: ADMIN,
+    buyerSecret: BUYER_SECRET,
     databaseUrl: stack.databaseUrl,
     temporalAddress: stack.temporalAddress,
     temporalNamespace: stack.temporalNamespace,
@@ -493,6 +502,7 @@ async function main(): Promise<number> {
     ? {
         base: opts.base,
         adminToken: opts.adminToken!,
+        buyerSecret: process.env.BUYER_TOKEN_SECRET ?? '',
         databaseUrl: process.env.DATABASE_URL || undefined,
         temporalAddress: process.env.TEMPORAL_ADDRESS || undefined,
         temporalNamespace: process.env.TEMPORAL_NAMESPACE || 'default',
@@ -539,8 +549,12 @@ async function main(): Promise<number> {
   await createProduct(sku, opts.units);
   await createProduct(`${sku}-warmup`, WARMUP_UNITS);
 
-  const buy = async (s: string, n: number) => {
-    const req = purchaseRequest(s, n);
+  const tokens = {
+    warmup: await buyerTokens(target.buyerSecret, 'warmup', WARMUP_BUYERS),
+    crowd: await buyerTokens(target.buyerSecret, 'buyer', opts.buyers),
+  };
+  const buy = async (s: string, token: string) => {
+    const req = purchaseRequest(s, token);
     const r = await client.send('POST', '/v1/purchases', req.headers, req.body);
     return classifyPurchase({ status: r.status, body: parseJson(r.body) });
   };
@@ -552,7 +566,9 @@ async function main(): Promise<number> {
   // Warm-up, not reported: sockets, JIT, the worker's first workflow tasks; both purchase answers.
   console.error(`warm-up: ${WARMUP_BUYERS} buyers for ${WARMUP_UNITS} units on ${sku}-warmup, and /healthz...`);
   await drive('warm-up healthz', opts.concurrency * 2, opts.concurrency, healthz);
-  await drive('warm-up purchases', WARMUP_BUYERS, Math.min(10, opts.concurrency), (n) => buy(`${sku}-warmup`, n));
+  await drive('warm-up purchases', WARMUP_BUYERS, Math.min(10, opts.concurrency), (n) =>
+    buy(`${sku}-warmup`, tokens.warmup[n]),
+  );
 
   console.error(`baseline: ${opts.buyers} x GET /healthz, ${opts.concurrency} in flight...`);
   const base = await drive('baseline: GET /healthz', opts.buyers, opts.concurrency, healthz);
@@ -563,7 +579,7 @@ async function main(): Promise<number> {
     'crowd: POST /v1/purchases',
     opts.buyers,
     opts.concurrency,
-    (n) => buy(sku, n),
+    (n) => buy(sku, tokens.crowd[n]),
     (done) =>
       [...countBy(done, (a) => a.cls)]
         .sort()

@@ -14,6 +14,7 @@ import { createApp } from '../api/app';
 import { createMetrics } from '../api/metrics';
 import { startEmulator } from '../dev/emulator';
 import { startStack } from '../dev/stack';
+import { createBuyerVerifier, signBuyerToken } from '../config/buyer-tokens';
 import { createStripe } from '../config/clients';
 import { createPurchaseWorker } from '../worker/create-worker';
 
@@ -30,6 +31,7 @@ import { createPurchaseWorker } from '../worker/create-worker';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const ADMIN = 'bench-admin';
+const BUYER_SECRET = 'bench-buyer-token-secret-0123456789abcdef';
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -87,6 +89,7 @@ async function main(): Promise<void> {
     stripe,
     webhookSecret: 'whsec_bench',
     livemode: false,
+    buyers: createBuyerVerifier({ secret: BUYER_SECRET }),
     adminToken: ADMIN,
     supportToken: 'bench-support',
     metrics: createMetrics(db, gate),
@@ -146,8 +149,12 @@ async function main(): Promise<void> {
     const saga = await drive('saga: POST /v1/purchases -> checkoutUrl', async (n) => {
       const r = await fetch(`${api}/v1/purchases`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': `${sku}-${n}` },
-        body: JSON.stringify({ sku, buyerId: `buyer-${n}` }),
+        headers: {
+          'content-type': 'application/json',
+          'idempotency-key': `${sku}-${n}`,
+          authorization: `Bearer ${await signBuyerToken(BUYER_SECRET, `buyer-${n}`)}`,
+        },
+        body: JSON.stringify({ sku }),
       });
       const body = (await r.json()) as { checkoutUrl?: string };
       if (r.status !== 201 || !body.checkoutUrl) throw new Error(`${r.status} ${JSON.stringify(body)}`);

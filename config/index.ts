@@ -1,3 +1,5 @@
+import { MIN_SECRET_LENGTH, type BuyerTokenConfig } from './buyer-tokens';
+
 // One typed, validated configuration per process, read from the environment by the entry points
 // (api/main.ts, worker/main.ts, the ops/ CLIs) and nowhere else. A missing or malformed value
 // stops the process with a message naming every problem at once.
@@ -32,6 +34,8 @@ export interface ApiConfig extends CommonConfig, StripeConfig {
   purchaseTimeoutMs: number;
   /** How often the gate reads every SKU's stock again even without a notification. */
   gateResyncMs: number;
+  /** How buyer tokens (JWTs) are verified. */
+  buyerTokens: BuyerTokenConfig;
 }
 
 export interface WorkerConfig extends CommonConfig, StripeConfig {
@@ -88,18 +92,67 @@ export function isLiveKey(key: string): boolean {
   return /^(sk|rk)_live_/.test(key);
 }
 
+/** Development against the payments emulator (`STRIPE_EMULATOR=1`): short dev tokens and a local Stripe are allowed. */
+export function isDevelopment(env: Env): boolean {
+  return env.STRIPE_EMULATOR === '1';
+}
+
+const REAL_STRIPE = /^https:\/\/api\.stripe\.com\/?$/;
+/** Admin and support tokens outside development: long enough not to be guessed. */
+const MIN_TOKEN_LENGTH = 32;
+
 function stripe(r: Reader): StripeConfig {
   const stripeApiUrl = r.env.STRIPE_API_URL || undefined;
   if (stripeApiUrl && !/^https?:\/\/[^/]+\/?$/.test(stripeApiUrl)) {
     r.problems.push(`STRIPE_API_URL must look like http://host:port, got "${stripeApiUrl}"`);
+  } else if (stripeApiUrl && !REAL_STRIPE.test(stripeApiUrl) && !isDevelopment(r.env)) {
+    r.problems.push(
+      `STRIPE_API_URL points at ${stripeApiUrl}, not Stripe: set STRIPE_EMULATOR=1 to use the payments emulator (development only)`,
+    );
   }
+  const stripeSecretKey = r.need(
+    'STRIPE_SECRET_KEY',
+    'sk_live_/sk_test_ key, or any value with STRIPE_API_URL for the emulator',
+  );
+  if (isLiveKey(stripeSecretKey) && isDevelopment(r.env)) {
+    r.problems.push('STRIPE_EMULATOR=1 (development) cannot run with a live Stripe key');
+  }
+  return { stripeSecretKey, stripeApiUrl };
+}
+
+/** A bearer token for operators: required, and outside development at least MIN_TOKEN_LENGTH characters. */
+function operatorToken(r: Reader, name: string, why: string): string {
+  const token = r.need(name, why);
+  if (token && !isDevelopment(r.env) && token.length < MIN_TOKEN_LENGTH) {
+    r.problems.push(`${name} must be at least ${MIN_TOKEN_LENGTH} characters outside development (STRIPE_EMULATOR=1)`);
+  }
+  return token;
+}
+
+function buyerTokens(r: Reader): BuyerTokenConfig {
+  const secret = r.env.BUYER_TOKEN_SECRET || undefined;
+  const jwksUrl = r.env.BUYER_JWKS_URL || undefined;
+  if (!secret && !jwksUrl) {
+    r.problems.push('BUYER_TOKEN_SECRET or BUYER_JWKS_URL is required (how buyer tokens are verified)');
+  }
+  if (secret && secret.length < MIN_SECRET_LENGTH) {
+    r.problems.push(`BUYER_TOKEN_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
+  }
+  if (jwksUrl && !/^https?:\/\//.test(jwksUrl))
+    r.problems.push(`BUYER_JWKS_URL must be an http(s) URL, got "${jwksUrl}"`);
   return {
-    stripeSecretKey: r.need(
-      'STRIPE_SECRET_KEY',
-      'sk_live_/sk_test_ key, or any value with STRIPE_API_URL for the emulator',
-    ),
-    stripeApiUrl,
+    secret,
+    jwksUrl,
+    issuer: r.env.BUYER_TOKEN_ISSUER || undefined,
+    audience: r.env.BUYER_TOKEN_AUDIENCE || undefined,
   };
+}
+
+/** `npm run buyer-token`: the HS256 secret it signs with, and the claims the API checks. */
+export function loadBuyerTokenCliConfig(env: Env): BuyerTokenConfig & { secret: string } {
+  const r = new Reader(env);
+  const secret = r.need('BUYER_TOKEN_SECRET', 'the HS256 secret the API verifies buyer tokens with');
+  return r.done({ ...buyerTokens(r), secret });
 }
 
 export function loadApiConfig(env: Env): ApiConfig {
@@ -110,11 +163,12 @@ export function loadApiConfig(env: Env): ApiConfig {
     stripeWebhookSecret: r.need('STRIPE_WEBHOOK_SECRET', 'whsec_ secret that signs Stripe webhooks'),
     port: r.int('PORT', 3000, 0),
     host: r.text('HOST', '127.0.0.1'),
-    adminToken: r.need('ADMIN_TOKEN', 'bearer token for the catalogue routes'),
-    supportToken: r.need('SUPPORT_TOKEN', 'bearer token for support refunds'),
+    adminToken: operatorToken(r, 'ADMIN_TOKEN', 'bearer token for the catalogue routes'),
+    supportToken: operatorToken(r, 'SUPPORT_TOKEN', 'bearer token for support refunds'),
     shutdownGraceMs: r.int('SHUTDOWN_GRACE_MS', 5000, 0),
     purchaseTimeoutMs: r.int('PURCHASE_TIMEOUT_MS', 20_000, 100),
     gateResyncMs: r.int('GATE_RESYNC_MS', 5_000, 100),
+    buyerTokens: buyerTokens(r),
   });
 }
 

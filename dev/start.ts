@@ -2,6 +2,8 @@
 // .data/), the Temporal dev server (state in .data/temporal.db, Web UI), the payments emulator
 // (unless STRIPE_SECRET_KEY is set), the worker and the API. Ctrl-C stops everything, in order.
 import path from 'node:path';
+import { devBuyerSecret } from '../config/buyer-tokens';
+import { isLiveKey } from '../config';
 import { spawnChild, type ChildHandle } from './proc';
 import { startStack, type Stack } from './stack';
 
@@ -40,6 +42,12 @@ async function main(): Promise<void> {
     // With a real key, webhooks come from Stripe and must verify with that endpoint's secret.
     throw new Error('STRIPE_SECRET_KEY is set, so Stripe is real: set STRIPE_WEBHOOK_SECRET (whsec_...) too');
   }
+  const devDefaults = ['ADMIN_TOKEN', 'SUPPORT_TOKEN'].filter((name) => !env[name]);
+  if (!env.BUYER_TOKEN_SECRET && !env.BUYER_JWKS_URL) devDefaults.push('BUYER_TOKEN_SECRET');
+  if (isLiveKey(local.STRIPE_SECRET_KEY) && devDefaults.length) {
+    // Real money: no token anyone can read in this file or in a log.
+    throw new Error(`STRIPE_SECRET_KEY is a live key: set ${devDefaults.join(', ')} (no development defaults)`);
+  }
   const children: ChildHandle[] = [];
   let stack: Stack | undefined;
   const aborter = new AbortController();
@@ -64,6 +72,9 @@ async function main(): Promise<void> {
     temporal: { port: Number(env.TEMPORAL_PORT || 7233), uiPort: Number(env.TEMPORAL_UI_PORT || 8233) },
     signal: aborter.signal,
   });
+  const buyerTokens = env.BUYER_JWKS_URL
+    ? { BUYER_JWKS_URL: env.BUYER_JWKS_URL }
+    : { BUYER_TOKEN_SECRET: env.BUYER_TOKEN_SECRET || devBuyerSecret(dataDir) };
   const shared: NodeJS.ProcessEnv = {
     DATABASE_URL: stack.databaseUrl,
     TEMPORAL_ADDRESS: stack.temporalAddress,
@@ -71,7 +82,8 @@ async function main(): Promise<void> {
     PORT: port,
     PUBLIC_URL: env.PUBLIC_URL || `http://127.0.0.1:${port}`,
     ...local,
-    ...(useEmulator ? { STRIPE_API_URL: `http://127.0.0.1:${emulatorPort}` } : {}),
+    ...buyerTokens,
+    ...(useEmulator ? { STRIPE_API_URL: `http://127.0.0.1:${emulatorPort}`, STRIPE_EMULATOR: '1' } : {}),
   };
   if (useEmulator) {
     children.push(
@@ -108,6 +120,11 @@ async function main(): Promise<void> {
       : '  Stripe         api.stripe.com (STRIPE_SECRET_KEY is set)',
   );
   log(`  Admin token    ${local.ADMIN_TOKEN}    Support token ${local.SUPPORT_TOKEN}`);
+  log(
+    buyerTokens.BUYER_TOKEN_SECRET
+      ? `  Buyer tokens   BUYER_TOKEN_SECRET=${buyerTokens.BUYER_TOKEN_SECRET}${env.BUYER_TOKEN_SECRET ? '' : ` (dev secret, kept in ${path.join(dataDir, 'buyer-token-secret')})`}\n                 a token for buyer alice: npm run buyer-token -- alice`
+      : `  Buyer tokens   verified with the keys of ${env.BUYER_JWKS_URL}`,
+  );
   log('Ctrl-C stops everything.');
 }
 

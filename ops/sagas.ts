@@ -1,9 +1,10 @@
-// `npm run sagas -- stuck [--older-than 5m] [--json]`: lists stuck purchase and refund sagas with the
-// reason, and prints the Temporal UI filters that find them. Read-only. Exit 0 (also when nothing is
-// stuck), 1 when Temporal or Postgres cannot be reached, 2 on bad arguments.
-import { parseArgs } from 'node:util';
-import { openCliClients, runCli, UsageError } from './cli';
-import { formatDuration, parseDuration, scanStuckSagas, type StuckSaga, type StuckScan } from './stuck-sagas';
+// `npm run sagas -- stuck [--older-than 5m] [--json]`: lists stuck purchase and refund sagas, and
+// money waiting for support (needs_attention), with the reason, and prints the Temporal UI filters
+// that find them. Read-only. Exit 0 (also when nothing is stuck), 1 when Temporal or Postgres cannot
+// be reached, 2 on bad arguments.
+import { openCliClients, parseCommandLine, runCli, UsageError } from './cli';
+import { scanStuckSagas, type StuckSaga, type StuckScan } from './stuck-sagas';
+import { formatDuration, parseDuration } from './temporal-describe';
 
 const USAGE = `usage: npm run sagas -- stuck [--older-than 5m] [--json] [--limit N] [--sku SKU] [--task-queue QUEUE]
 
@@ -12,9 +13,13 @@ Lists purchase and refund sagas that should have moved on and did not:
   - still taking the hold more than --older-than after starting
   - an activity failing repeatedly (attempt 3 or later), with its last failure
   - a workflow task failing, or waiting for a worker
-  - with DATABASE_URL: a purchase record left holding/awaiting payment with no saga running
+  - needs_attention, whatever its age: Stripe refused a step that settles the money (or a refund
+    failed); the saga retries with backoff and waits for support (npm run support -- retry|settle)
+  - with DATABASE_URL: a purchase record left holding/awaiting payment with no saga running, and
+    purchases and stray payments in needs_attention, with Stripe's message
 
-  --older-than  how long past the hold expiry or the start counts as stuck (ms, s, m, h, d; default 5m)
+  --older-than  how long past the hold expiry or the start counts as stuck (ms, s, m, h, d; default 5m;
+                needs_attention is listed whatever its age)
   --json        one JSON document instead of the table
   --limit       at most this many workflows per query (default 1000)
   --sku         only this SKU;  --task-queue  only this task queue
@@ -31,25 +36,14 @@ interface Args {
 }
 
 function parse(argv: string[]): Args | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        'older-than': { type: 'string', default: '5m' },
-        json: { type: 'boolean', default: false },
-        limit: { type: 'string', default: '1000' },
-        sku: { type: 'string' },
-        'task-queue': { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseCommandLine(argv, {
+    'older-than': { type: 'string', default: '5m' },
+    json: { type: 'boolean', default: false },
+    limit: { type: 'string', default: '1000' },
+    sku: { type: 'string' },
+    'task-queue': { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
+  });
   if (values.help) return 'help';
   if (positionals.length !== 1 || positionals[0] !== 'stuck') {
     throw new UsageError(positionals.length ? `unknown command: ${positionals.join(' ')}` : 'missing command: stuck');
@@ -96,6 +90,15 @@ function render(scan: StuckScan, args: Args, now: Date): string {
       s.reason,
     ]);
     lines.push(table([header, ...rows]));
+    if (scan.stuck.some((s) => s.kinds.includes('needs_attention') || s.kinds.includes('stray_payment'))) {
+      lines.push(
+        '',
+        'needs_attention: money waits for support (docs/operations.md, "Needs attention"):',
+        '  npm run support -- retry <purchaseId>          try the refused step again now',
+        '  npm run support -- settle <purchaseId> --note  it was settled by hand (say, refunded by bank transfer)',
+        '  npm run support -- retry-stray|settle-stray <sessionId>   the same for a stray payment',
+      );
+    }
   }
   if (scan.truncated)
     lines.push('', `warning: a query returned more than --limit ${args.limit} workflows; raise it to see all`);
@@ -104,6 +107,7 @@ function render(scan: StuckScan, args: Args, now: Date): string {
     'Temporal UI filters (Workflows, search box):',
     `  hold lapsed, not settled:  ${scan.filters.holdLapsed}`,
     `  stuck taking the hold:     ${scan.filters.stuckHolding}`,
+    `  needs attention (support): ${scan.filters.needsAttention}`,
     `  running sagas (open one, see Pending Activities for attempts and last failure):`,
     `                             ${scan.filters.running}`,
   );

@@ -1,8 +1,18 @@
 import { WorkflowNotFoundError, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
 import type { Db } from '../store/db';
-import { listUnsettledSince } from '../store/purchases';
-import { HOLDING_STATUSES, purchaseWorkflowId } from '../vocabulary';
+import { HOLDING_STATUSES } from '../vocabulary';
 import { BuyerIdKey, HoldExpiresAtKey, PurchaseStatusKey, SkuKey } from '../workflows/definitions';
+import { askWhy, findAttentionRecords, findOrphans, findStrayAttention } from './stuck-records';
+import {
+  describeActivity,
+  forEachLimit,
+  formatDuration,
+  toPendingActivity,
+  tsToDate,
+  type PendingActivity,
+} from './temporal-describe';
+
+export { formatDuration, parseDuration, type PendingActivity } from './temporal-describe';
 
 /** The saga workflow types this finder looks at (their registered names). */
 export const SAGA_WORKFLOW_TYPES = ['purchaseWorkflow', 'supportRefundWorkflow'] as const;
@@ -27,18 +37,11 @@ export type StuckKind =
   /** Work is waiting and no worker picks it up. */
   | 'no_worker'
   /** The purchase record is not final but no saga is running for it (needs the database). */
-  | 'orphaned';
-
-export interface PendingActivity {
-  activityType: string;
-  activityId: string;
-  attempt: number;
-  /** 0 means unlimited. */
-  maximumAttempts: number;
-  lastFailure?: string;
-  lastAttemptAt?: string;
-  nextAttemptAt?: string;
-}
+  | 'orphaned'
+  /** Stripe refused a step that settles the money (or a refund failed): support retries or settles it. No threshold. */
+  | 'needs_attention'
+  /** Money on a foreign session naming one of our purchases, whose refund needs support (needs the database). */
+  | 'stray_payment';
 
 export interface StuckSaga {
   workflowId: string;
@@ -46,8 +49,10 @@ export interface StuckSaga {
   workflowType: string;
   taskQueue?: string;
   purchaseId: string;
-  /** The PurchaseStatus search attribute (or the record's status for an orphaned purchase). */
+  /** The PurchaseStatus search attribute (or the record's status for a finding from the database). */
   status?: string;
+  /** A stray payment's Checkout Session (its saga is `stray-<sessionId>`). */
+  sessionId?: string;
   sku?: string;
   buyerId?: string;
   holdExpiresAt?: string;
@@ -69,7 +74,10 @@ export interface FindStuckOptions {
   sku?: string;
   /** Only sagas on this task queue. */
   taskQueue?: string;
-  /** With the database, purchases whose record is not final but whose saga is not running are reported too. */
+  /**
+   * With the database: purchase records left non-final with no saga running, and purchases and stray
+   * payments in `needs_attention` whatever their saga's state.
+   */
   db?: Db;
 }
 
@@ -89,6 +97,8 @@ export interface StuckSagaFilters {
   stuckHolding: string;
   /** (c) every running saga: open one and look at its Pending Activities (attempts and last failure). */
   running: string;
+  /** (d) purchase sagas waiting for support after Stripe refused a step (any age). */
+  needsAttention: string;
 }
 
 const quote = (value: string): string => {
@@ -118,6 +128,7 @@ export function stuckSagaFilters(
     holdLapsed: and(...purchase, `PurchaseStatus IN ${list(HOLDING_STATUSES)}`, `HoldExpiresAt < ${at}`),
     stuckHolding: and(...purchase, `PurchaseStatus=${quote('holding')}`, `StartTime < ${at}`),
     running: and(...running, `WorkflowType IN ${list(SAGA_WORKFLOW_TYPES)}`),
+    needsAttention: and(...purchase, `PurchaseStatus=${quote('needs_attention')}`),
   };
 }
 
@@ -130,9 +141,12 @@ export async function findStuckSagas(client: Client, opts: FindStuckOptions): Pr
  * Finds sagas that should have moved on and did not: (a) a purchase still holding or awaiting
  * payment `olderThanMs` after its hold expired (the saga should have released it); (b) a purchase
  * still taking its hold `olderThanMs` after it started; (c) any running purchase or refund saga with
- * an activity on its MIN_FAILING_ATTEMPTS-th attempt or later, with its last failure; plus a workflow
- * task that keeps failing or waits for a worker, and, given the database, purchase records left
- * non-final with no saga running. Read-only: visibility queries, describes and one SELECT.
+ * an activity on its MIN_FAILING_ATTEMPTS-th attempt or later, with its last failure; (d) whatever
+ * its age, a purchase saga waiting for support in `needs_attention`, with Stripe's message; plus a
+ * workflow task that keeps failing or waits for a worker, and, given the database, purchase records
+ * left non-final with no saga running and purchases and stray payments in `needs_attention` (a
+ * purchase found both ways is reported once). Read-only: visibility queries, describes, queries and
+ * SELECTs.
  */
 export async function scanStuckSagas(client: Client, opts: FindStuckOptions): Promise<StuckScan> {
   const now = opts.now ?? new Date();
@@ -164,10 +178,11 @@ export async function scanStuckSagas(client: Client, opts: FindStuckOptions): Pr
     return out;
   };
 
-  const [lapsed, holding, running] = await Promise.all([
+  const [lapsed, holding, running, attention] = await Promise.all([
     query(filters.holdLapsed),
     query(filters.stuckHolding),
     query(filters.running),
+    query(filters.needsAttention),
   ]);
   for (const info of lapsed) {
     const expires = info.typedSearchAttributes.get(HoldExpiresAtKey);
@@ -233,44 +248,44 @@ export async function scanStuckSagas(client: Client, opts: FindStuckOptions): Pr
     for (const o of orphans.stuck) found.set(o.workflowId, o);
   }
 
+  // (d) Money waiting for support. The record says why (Stripe's message), whatever the saga's state;
+  // without the database, the saga itself is asked.
+  const records = opts.db
+    ? await findAttentionRecords(client, opts.db, { sku: opts.sku, limit, taskQueue: opts.taskQueue })
+    : { stuck: [], truncated: false };
+  if (records.truncated) truncated = true;
+  const byWorkflow = new Map(records.stuck.map((r) => [r.workflowId, r]));
+  await forEachLimit(attention, DESCRIBE_CONCURRENCY, async (info) => {
+    const record = byWorkflow.get(info.workflowId);
+    byWorkflow.delete(info.workflowId);
+    note(info, 'needs_attention', record?.reason ?? (await askWhy(client, info)));
+  });
+  for (const r of byWorkflow.values()) merge(found, r);
+  if (opts.db) {
+    const strays = await findStrayAttention(client, opts.db, { sku: opts.sku, limit, taskQueue: opts.taskQueue });
+    if (strays.truncated) truncated = true;
+    for (const s of strays.stuck) merge(found, s);
+  }
+
   const stuck = [...found.values()].sort((x, y) => (x.startedAt ?? '').localeCompare(y.startedAt ?? ''));
   return { stuck, scanned: running.length, truncated, filters };
 }
 
-/** Purchase records still holding or awaiting payment, untouched since the cutoff, whose saga is not running. */
-async function findOrphans(
-  client: Client,
-  db: Db,
-  o: { cutoff: Date; limit: number; sku?: string; now: Date; runningIds: Set<string> },
-): Promise<{ stuck: StuckSaga[]; truncated: boolean }> {
-  const rows = await listUnsettledSince(db, { before: o.cutoff, sku: o.sku, limit: o.limit + 1 });
-  const stuck: StuckSaga[] = [];
-  await forEachLimit(rows.slice(0, o.limit), DESCRIBE_CONCURRENCY, async (r) => {
-    const workflowId = purchaseWorkflowId(r.purchaseId);
-    if (o.runningIds.has(workflowId)) return;
-    let where: string;
-    try {
-      const d = await client.workflow.getHandle(workflowId).describe();
-      if (d.status.name === 'RUNNING') return;
-      where = `its saga ${workflowId} is ${d.status.name.toLowerCase()}`;
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
-      where = `no saga ${workflowId} exists (it never started, or its history was deleted)`;
-    }
-    stuck.push({
-      workflowId,
-      workflowType: 'purchaseWorkflow',
-      purchaseId: r.purchaseId,
-      status: r.status,
-      sku: r.sku,
-      buyerId: r.buyerId,
-      holdExpiresAt: r.holdExpiresAt,
-      startedAt: r.createdAt,
-      kinds: ['orphaned'],
-      reason: `the record is ${r.status} (last changed ${formatDuration(o.now.getTime() - Date.parse(r.updatedAt))} ago) but ${where}`,
-    });
-  });
-  return { stuck, truncated: rows.length > o.limit };
+/** Adds a finding from the database to what the workflow checks found of the same saga (any run), or on its own. */
+function merge(found: Map<string, StuckSaga>, finding: StuckSaga): void {
+  const same = [...found.values()].find((s) => s.workflowId === finding.workflowId);
+  if (!same) {
+    found.set(finding.workflowId, finding);
+    return;
+  }
+  for (const kind of finding.kinds) {
+    if (same.kinds.includes(kind)) continue;
+    same.kinds.push(kind);
+    same.reason = same.reason ? `${same.reason}; ${finding.reason}` : finding.reason;
+  }
+  same.status ??= finding.status;
+  same.sku ??= finding.sku;
+  same.buyerId ??= finding.buyerId;
 }
 
 function fromInfo(info: WorkflowExecutionInfo): StuckSaga {
@@ -295,76 +310,4 @@ function fromInfo(info: WorkflowExecutionInfo): StuckSaga {
 export function purchaseIdOf(workflowId: string): string {
   const m = /^(?:purchase|refund)-(.+)$/.exec(workflowId);
   return m ? m[1] : workflowId;
-}
-
-type RawPendingActivity = NonNullable<
-  Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['describe']>>['raw']['pendingActivities']
->[number];
-type RawTimestamp = RawPendingActivity['scheduledTime'];
-
-function toPendingActivity(p: RawPendingActivity): PendingActivity {
-  return {
-    activityType: p.activityType?.name ?? 'unknown',
-    activityId: p.activityId ?? '',
-    attempt: p.attempt ?? 0,
-    maximumAttempts: p.maximumAttempts ?? 0,
-    lastFailure: failureMessage(p.lastFailure),
-    lastAttemptAt: tsToDate(p.lastAttemptCompleteTime)?.toISOString(),
-    nextAttemptAt: tsToDate(p.nextAttemptScheduleTime)?.toISOString(),
-  };
-}
-
-/**
- * The failure's message with its causes, innermost last, each prefixed by its error type when the
- * message does not already name it (`StripeConnectionError: ...` says more than the bare message).
- */
-function failureMessage(f: RawPendingActivity['lastFailure']): string | undefined {
-  const parts: string[] = [];
-  for (let cur = f; cur && parts.length < 5; cur = cur.cause) {
-    if (!cur.message) continue;
-    const type = cur.applicationFailureInfo?.type;
-    const text = type && !cur.message.includes(type) ? `${type}: ${cur.message}` : cur.message;
-    if (!parts.includes(text)) parts.push(text);
-  }
-  return parts.length ? parts.join(': ') : undefined;
-}
-
-function describeActivity(a: PendingActivity): string {
-  const of = a.maximumAttempts > 0 ? ` of ${a.maximumAttempts}` : '';
-  return `activity ${a.activityType} failing: attempt ${a.attempt}${of}, last failure: ${a.lastFailure ?? 'none recorded (timed out?)'}`;
-}
-
-function tsToDate(ts: RawTimestamp): Date | undefined {
-  if (!ts || ts.seconds === null || ts.seconds === undefined) return undefined;
-  return new Date(Number(ts.seconds.toString()) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6));
-}
-
-/** `42s`, `5m 3s`, `2h 10m`, `3d 4h`. */
-export function formatDuration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 60) return `${s}s`;
-  const [d, h, m] = [Math.floor(s / 86400), Math.floor((s % 86400) / 3600), Math.floor((s % 3600) / 60)];
-  if (d) return `${d}d ${h}h`;
-  if (h) return `${h}h ${m}m`;
-  return `${m}m ${s % 60}s`;
-}
-
-/** `500ms`, `30s`, `5m`, `2h`, `1d`, or `0`. */
-export function parseDuration(text: string): number | undefined {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
-  if (!m) return text.trim() === '0' ? 0 : undefined;
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'ms' | 's' | 'm' | 'h' | 'd'];
-  return Math.round(Number(m[1]) * unit);
-}
-
-async function forEachLimit<T>(
-  items: readonly T[],
-  concurrency: number,
-  fn: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    while (next < items.length) await fn(items[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane));
 }

@@ -2,62 +2,108 @@
 // `POST /v1/support/purchases/:id/refund`, through the same idempotent saga (`refund-<purchaseId>`),
 // so running it twice never refunds twice. `refund-oversold <sku>` is the remedy for orders sold
 // beyond stock on purpose (an oversell allowance): each flagged order is refunded and its unit goes
-// back to the allowance. Exit 0 accepted (or already refunded), 1 not found or not refundable,
-// 2 usage or configuration errors.
+// back to the allowance. `retry`, `settle`, `retry-stray`, `settle-stray` and `list-attention` are
+// support's path for money in `needs_attention` (a Stripe step refused, a refund failed). Exit 0
+// done, 1 not found, not applicable (or Stripe refused again), 2 usage or configuration errors.
 import os from 'node:os';
-import { parseArgs } from 'node:util';
 import { requestSupportRefund } from '../client/refunds';
 import { listOversoldOrders } from '../store/purchases';
-import { openCliClients, runCli, UsageError } from './cli';
+import { actOnPurchase, actOnStray, listAttention, type AttentionDeps, type SupportVerb } from './attention';
+import { openCliClients, parseCommandLine, runCli, UsageError } from './cli';
 
 const USAGE = `usage: npm run support -- refund <purchaseId> --reason "why" [--restock]
        npm run support -- refund-oversold <sku> --reason "why"
+       npm run support -- retry <purchaseId>
+       npm run support -- settle <purchaseId> --note "refunded by bank transfer"
+       npm run support -- retry-stray <sessionId>
+       npm run support -- settle-stray <sessionId> --note "what was done"
+       npm run support -- list-attention [--sku SKU]
 
 refund: refunds a confirmed purchase in full (Stripe refund keyed by the purchase id) and, with
 --restock, puts the unit back on sale. Running it again for the same purchase does not refund twice.
 refund-oversold: refunds every order of <sku> flagged as sold beyond stock (oversell allowance),
 returning those units to the allowance. Safe to run again.
 
+For money in needs_attention (Stripe refused a step that settles it, or a refund failed; its saga
+retries with backoff and waits for support), see also npm run sagas -- stuck:
+retry: tells the purchase's waiting saga(s) to try the refused step now, and reports the outcome.
+settle: the step was settled by hand (say, refunded by bank transfer): the saga stops trying and
+records the note (required) as the refund's reason. The purchase ends refunded.
+retry-stray, settle-stray: the same for the refund of a stray payment (money paid on a Checkout
+Session that named one of our purchases without being its own), by its session id.
+list-attention: purchases and stray payments in needs_attention, with Stripe's message.
+
+Exit 0 done, 1 not found or not applicable (no such purchase, not needs_attention, no saga running
+to hear it, or Stripe refused again), 2 usage or configuration errors.
+
 Environment: DATABASE_URL (required), TEMPORAL_ADDRESS (default 127.0.0.1:7233),
 TEMPORAL_NAMESPACE (default default), TASK_QUEUE (default purchases).`;
 
+const MAX_TEXT = 500;
+
 type Args =
   | { command: 'refund'; purchaseId: string; reason: string; restock: boolean }
-  | { command: 'refund-oversold'; sku: string; reason: string };
+  | { command: 'refund-oversold'; sku: string; reason: string }
+  /** retry, settle (a purchase) and retry-stray, settle-stray (a stray payment's session). */
+  | { command: 'attend'; on: 'purchase' | 'stray'; target: string; verb: SupportVerb }
+  | { command: 'list-attention'; sku?: string };
+
+const COMMANDS = ['refund', 'refund-oversold', 'retry', 'settle', 'retry-stray', 'settle-stray', 'list-attention'];
+
+/** A required free-text option (it goes to the buyer or the audit trail). */
+function text(name: string, value: string | undefined, why: string): string {
+  const trimmed = value?.trim();
+  if (!trimmed) throw new UsageError(`--${name} is required (${why})`);
+  if (trimmed.length > MAX_TEXT) throw new UsageError(`--${name} must be at most ${MAX_TEXT} characters`);
+  return trimmed;
+}
 
 function parse(argv: string[]): Args | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        reason: { type: 'string' },
-        restock: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseCommandLine(argv, {
+    reason: { type: 'string' },
+    note: { type: 'string' },
+    restock: { type: 'boolean', default: false },
+    sku: { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
+  });
   if (values.help) return 'help';
   const [command, target, ...extra] = positionals;
-  if (command !== 'refund' && command !== 'refund-oversold') {
-    throw new UsageError(command ? `unknown command: ${command}` : 'missing command: refund or refund-oversold');
+  if (!command || !COMMANDS.includes(command)) {
+    throw new UsageError(command ? `unknown command: ${command}` : `missing command: one of ${COMMANDS.join(', ')}`);
   }
-  if (!target?.trim()) throw new UsageError(command === 'refund' ? 'missing <purchaseId>' : 'missing <sku>');
+  const refuse = (...names: ('reason' | 'note' | 'restock' | 'sku')[]) => {
+    for (const name of names) {
+      if (values[name] !== undefined && values[name] !== false)
+        throw new UsageError(`--${name} does not apply to ${command}`);
+    }
+  };
+  if (command === 'list-attention') {
+    if (target !== undefined) throw new UsageError(`unexpected arguments: ${positionals.slice(1).join(' ')}`);
+    refuse('reason', 'note', 'restock');
+    return { command, sku: values.sku?.trim() || undefined };
+  }
+  const what = command === 'refund-oversold' ? '<sku>' : command.endsWith('-stray') ? '<sessionId>' : '<purchaseId>';
+  if (!target?.trim()) throw new UsageError(`missing ${what}`);
   if (extra.length) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
-  const reason = values.reason?.trim();
-  if (!reason) throw new UsageError('--reason is required (it goes to the buyer and the audit trail)');
-  if (reason.length > 500) throw new UsageError('--reason must be at most 500 characters');
+  const id = target.trim();
+  const on = command.endsWith('-stray') ? 'stray' : 'purchase';
+  if (command.startsWith('retry')) {
+    refuse('reason', 'note', 'restock', 'sku');
+    return { command: 'attend', on, target: id, verb: { action: 'retry' } };
+  }
+  if (command.startsWith('settle')) {
+    refuse('reason', 'restock', 'sku');
+    const note = text('note', values.note, 'say what was done by hand: it goes to the record and the audit trail');
+    return { command: 'attend', on, target: id, verb: { action: 'settled', note } };
+  }
+  refuse('note', 'sku');
+  const reason = text('reason', values.reason, 'it goes to the buyer and the audit trail');
   if (command === 'refund-oversold') {
     if (values.restock)
       throw new UsageError('--restock does not apply: oversold units always go back to the allowance');
-    return { command, sku: target.trim(), reason };
+    return { command, sku: id, reason };
   }
-  return { command, purchaseId: target.trim(), reason, restock: values.restock };
+  return { command: 'refund', purchaseId: id, reason, restock: values.restock };
 }
 
 /** Who ran it, for the audit trail. `os.userInfo()` throws for a uid without a passwd entry (containers). */
@@ -92,8 +138,16 @@ async function main(args: Args): Promise<number> {
       }
     }
   };
+  const attention: AttentionDeps = { db, temporal: clients.temporal!, actor };
   try {
-    if (args.command === 'refund') return await refundOne(args.purchaseId, args.reason, args.restock);
+    switch (args.command) {
+      case 'refund':
+        return await refundOne(args.purchaseId, args.reason, args.restock);
+      case 'attend':
+        return await (args.on === 'purchase' ? actOnPurchase : actOnStray)(attention, args.target, args.verb);
+      case 'list-attention':
+        return await listAttention(db, args.sku);
+    }
     const flagged = await listOversoldOrders(db, args.sku);
     if (flagged.length === 0) {
       console.log(`no orders of ${args.sku} are flagged as oversold`);

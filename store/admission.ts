@@ -40,7 +40,7 @@ export class Admissions {
   ) {}
 
   async admit(idempotencyKey: string, req: PurchaseRequest): Promise<Admission> {
-    const purchaseId = purchaseIdFor(idempotencyKey);
+    const purchaseId = purchaseIdFor(idempotencyKey, req.buyerId);
     // A retry of a known key is answered from its purchase, before any shortcut below.
     const { record: known, heldBy } = await lookupForAdmission(this.db, purchaseId, req.sku, req.buyerId);
     if (known) return this.answerKnown(known, req);

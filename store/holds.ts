@@ -142,6 +142,21 @@ export async function extendHold(db: Db, purchaseId: string, seconds: number): P
   return rows[0]?.expires_at.toISOString() ?? null;
 }
 
+/**
+ * Money for this hold reached Stripe at `paidAt`, while the hold was still running: keep the unit
+ * for `seconds` more, so the saga (which may be behind: a worker restarting, a slow webhook) turns
+ * it into the sale instead of finding it reclaimed by the next buyer. No-op once the hold ended, or
+ * when the payment came after it lapsed (that is a late payment, settled by a re-take).
+ */
+export async function keepHoldForPayment(db: Db, purchaseId: string, paidAt: Date, seconds: number): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE holds SET expires_at = greatest(expires_at, now() + make_interval(secs => $3)), updated_at = now()
+      WHERE purchase_id = $1 AND status = 'active' AND expires_at > $2`,
+    [purchaseId, paidAt, seconds],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
 export type ConvertResult =
   { outcome: 'sold'; hold: Hold } | { outcome: 'lapsed'; status: HoldStatus } | { outcome: 'not_found' };
 

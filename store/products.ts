@@ -92,6 +92,13 @@ export class ProductExistsError extends Error {
 /** Stripe's largest charge, in the smallest unit of the currency (USD $999,999.99). */
 export const MAX_CHARGE_CENTS = 99_999_999;
 
+/**
+ * The largest `total` a product may reach (its stock plus every restock). The column is a 32-bit
+ * integer, and the sums read from it (total + oversell allowance, held + sold, the ledger's totals)
+ * must fit too: a billion leaves more than twice that room.
+ */
+export const MAX_TOTAL = 1_000_000_000;
+
 /** The largest order one purchase of a product can be: a purchase takes at most `maxPerBuyer` units. */
 export function largestOrderCents(p: Pick<NewProduct, 'priceCents' | 'maxPerBuyer'>): number {
   return p.priceCents * (p.maxPerBuyer ?? 1);
@@ -171,14 +178,34 @@ export async function getProduct(db: Db | Tx, sku: string): Promise<Product | nu
   return rows[0] ? toProduct(rows[0]) : null;
 }
 
-/** Adds `quantity` units of a counted product to total, spread over its buckets. Null when the SKU is unknown. */
+/** A restock that would take a product's total past MAX_TOTAL: refused, nothing written. */
+export class TotalTooLargeError extends Error {
+  readonly type = 'total-too-large';
+}
+
+/**
+ * Adds `quantity` units of a counted product to total, spread over its buckets. Null when the SKU is
+ * unknown or is a product of units. Throws TotalTooLargeError, writing nothing, when the new total
+ * would pass MAX_TOTAL: the bound is part of the one conditional UPDATE (computed in 64 bits), so
+ * concurrent restocks cannot pass it between a read and a write.
+ */
 export async function restockProduct(db: Db, sku: string, quantity: number): Promise<Product | null> {
   return withTx(db, async (tx) => {
     const { rows } = await tx.query<ProductRow>(
-      'UPDATE products SET total = total + $2 WHERE sku = $1 AND NOT has_units RETURNING *',
-      [sku, quantity],
+      `UPDATE products SET total = total + $2
+        WHERE sku = $1 AND NOT has_units AND total::bigint + $2::bigint <= $3::bigint RETURNING *`,
+      [sku, quantity, MAX_TOTAL],
     );
-    if (!rows[0]) return null;
+    if (!rows[0]) {
+      const now = await getProduct(tx, sku);
+      if (now && !now.hasUnits) {
+        throw new TotalTooLargeError(
+          `${now.total} + ${quantity} would pass ${MAX_TOTAL}, the largest total a product may have; ` +
+            `at most ${MAX_TOTAL - now.total} more can be added`,
+        );
+      }
+      return null;
+    }
     await tx.query(
       `UPDATE stock_buckets SET available = available + $2::int / $3::int + CASE WHEN bucket < $2::int % $3::int THEN 1 ELSE 0 END
         WHERE sku = $1`,

@@ -87,18 +87,20 @@ function toRecord(r: PurchaseRow): PurchaseRecord {
 }
 
 /**
- * A purchase id is derived from the buyer's Idempotency-Key, so a retried POST finds the same
- * workflow (`purchase-<id>`) without a lookup, and no random id ever reaches a Stripe key.
+ * A purchase id is derived from the buyer and their Idempotency-Key, so a retried POST finds the
+ * same workflow (`purchase-<id>`) without a lookup, two buyers who pick the same key never meet,
+ * and no random id ever reaches a Stripe key.
  */
-export function purchaseIdFor(idempotencyKey: string): string {
-  return `pur_${createHash('sha256').update(idempotencyKey).digest('hex').slice(0, 24)}`;
+export function purchaseIdFor(idempotencyKey: string, buyerId: string): string {
+  const digest = createHash('sha256').update(buyerId).update('\n').update(idempotencyKey).digest('hex');
+  return `pur_${digest.slice(0, 24)}`;
 }
 
 export type OpenResult = { created: boolean; record: PurchaseRecord };
 
 /** Records a new purchase in `holding`, or finds the one this Idempotency-Key already made. */
 export async function openPurchase(db: Db, idempotencyKey: string, req: PurchaseRequest): Promise<OpenResult> {
-  const purchaseId = purchaseIdFor(idempotencyKey);
+  const purchaseId = purchaseIdFor(idempotencyKey, req.buyerId);
   const request: PurchaseRequest = {
     sku: req.sku,
     buyerId: req.buyerId,
@@ -155,20 +157,21 @@ export async function recordPurchase(db: Db, purchaseId: string, patch: Purchase
     rejection: patch.rejection,
     held_by: patch.heldBy,
     refund_reason: patch.refund?.reason,
-    refund_failure_reason: patch.refund?.failureReason,
     oversold: patch.oversold,
   };
   const set = Object.entries(cols).filter(([, v]) => v !== undefined);
   const values = set.map(([, v]) => v);
   const assignments = set.map(([k], i) => `${k} = $${i + 2}`);
   if (patch.refund) {
-    // A refund's status only moves forward for the same refund (see refund_rank in migration 007).
-    values.push(patch.refund.refundId ?? null, patch.refund.status);
-    const [id, status] = [`$${values.length}`, `$${values.length + 1}`];
+    // A refund's status only moves forward for the same refund (see refund_rank in migration 007); a
+    // write that names no refund (a refusal, a settlement by hand) is the saga's word and stands.
+    values.push(patch.refund.refundId ?? null, patch.refund.status, patch.refund.failureReason ?? null);
+    const [id, status, failure] = [`$${values.length - 1}`, `$${values.length}`, `$${values.length + 1}`];
+    const newer = `(${id}::text IS NULL OR refund_id IS DISTINCT FROM ${id} OR refund_rank(${status}) >= refund_rank(refund_status))`;
     assignments.push(
-      `refund_id = ${id}`,
-      `refund_status = CASE WHEN refund_id IS DISTINCT FROM ${id} OR refund_rank(${status}) >= refund_rank(refund_status)
-                            THEN ${status} ELSE refund_status END`,
+      `refund_id = COALESCE(${id}, refund_id)`,
+      `refund_status = CASE WHEN ${newer} THEN ${status} ELSE refund_status END`,
+      `refund_failure_reason = CASE WHEN ${newer} THEN ${failure} ELSE refund_failure_reason END`,
     );
   }
   if (assignments.length === 0) return;

@@ -167,6 +167,8 @@ export interface PaymentEvent {
   amountCents?: number;
   currency?: string;
   livemode?: boolean;
+  /** When Stripe made the event (ISO time): a payment made before the hold lapsed is in time. */
+  createdAt?: string;
 }
 
 /** The events that bring money: only these can confirm a purchase. */

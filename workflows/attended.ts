@@ -98,7 +98,8 @@ export async function attended<T>(what: string, call: () => Promise<T>, opts: At
     const refusal = refusalOf(answer.error);
     // Sagas that ran before this rule failed here; their histories replay that way.
     if (!refusal || !patched(ATTENDED_PATCH)) throw answer.error;
-    await opts.flag(`${what}: ${refusal}`);
+    // Stripe's message names the step already ("refunding the payment: Stripe answered 402: ...").
+    await opts.flag(refusal.startsWith(what) ? refusal : `${what}: ${refusal}`);
     const retriesSeen = desk.retries;
     await condition(
       () => desk.retries > retriesSeen || desk.settled !== undefined || (opts.interrupt?.() ?? false),

@@ -1,4 +1,4 @@
-import { condition } from '@temporalio/workflow';
+import { condition, patched } from '@temporalio/workflow';
 import { isFinal, isPaid, type PurchaseState } from '../vocabulary';
 import { acts, ASYNC_SETTLE_TIMEOUT, type PurchaseSaga } from './saga';
 
@@ -12,7 +12,9 @@ export async function followUp(saga: PurchaseSaga): Promise<PurchaseState> {
   if (!record) return state;
   Object.assign(state, record);
   await condition(() => saga.payment !== 'none' || fold.sessionExpired || fold.declined, '1 minute');
-  if (saga.payment === 'pending') await condition(() => fold.settled, ASYNC_SETTLE_TIMEOUT);
+  // A delayed payment's first word arriving after its outcome (out of order): nothing left to settle.
+  const settledBefore = isPaid(record.status) && patched('follow-up-skips-settled');
+  if (saga.payment === 'pending' && !settledBefore) await condition(() => fold.settled, ASYNC_SETTLE_TIMEOUT);
   if (saga.payment === 'paid' && !isPaid(record.status)) {
     await saga.settleLatePayment();
   } else if (saga.payment === 'failed' && !isFinal(record.status)) {

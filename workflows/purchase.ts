@@ -46,7 +46,10 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     // The webhook refuses events that are not this purchase's own; one that reaches the saga some
     // other way is ignored too (a follow-up run checks once its record is loaded).
     if (state.sessionId && foreignEventReason(e, state, e.livemode ?? false)) return;
-    if (fold.apply(e) && e.paymentIntentId) state.paymentIntentId = e.paymentIntentId;
+    const wasPaid = fold.payment === 'paid';
+    if (!fold.apply(e)) return;
+    if (e.paymentIntentId) state.paymentIntentId = e.paymentIntentId;
+    if (!wasPaid && fold.payment === 'paid') saga.paidAt = e.createdAt ? Date.parse(e.createdAt) : Date.now();
   });
 
   if (input.followUp) return followUp(saga);

@@ -27,7 +27,10 @@ export type RefundNews =
 
 export interface RefundPlan {
   desk: SupportDesk;
-  /** Creates the refund; `attempt` > 0 after an earlier one failed (a new idempotency key). */
+  /**
+   * Creates the refund; `attempt` > 0 after an earlier one was refused or failed: a new idempotency
+   * key, since Stripe answers a key it refused with the same refusal for a day.
+   */
   create: (attempt: number) => Promise<RefundState>;
   /** Writes each step to the record; `failed` also moves the purchase to `needs_attention`. */
   record: (news: RefundNews) => Promise<void>;
@@ -42,10 +45,14 @@ export type RefundEnd =
 /** Refunds, and follows the refund until its money is back with the buyer or support has settled it. */
 export async function refundToTheEnd(plan: RefundPlan): Promise<RefundEnd> {
   const { desk } = plan;
-  for (let attempt = 0; ; attempt++) {
+  let attempt = 0;
+  for (;;) {
     const made = await attended('refunding the payment', () => plan.create(attempt), {
       desk,
-      flag: (reason) => plan.record({ phase: 'failed', refund: { status: 'failed', failureReason: reason }, reason }),
+      flag: (reason) => {
+        attempt++; // a refused create made no refund: the next try is a new request
+        return plan.record({ phase: 'failed', refund: { status: 'failed', failureReason: reason }, reason });
+      },
     });
     if (made.outcome !== 'done') return byHand(plan, desk);
     // Sagas that ran before this rule ended at the refund's first status.
@@ -64,6 +71,7 @@ export async function refundToTheEnd(plan: RefundPlan): Promise<RefundEnd> {
     const retriesSeen = desk.retries;
     await condition(() => desk.retries > retriesSeen || desk.settled !== undefined);
     if (desk.settled) return byHand(plan, desk);
+    attempt++;
   }
 }
 

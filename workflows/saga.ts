@@ -31,6 +31,8 @@ export class PurchaseSaga {
   /** Support's retries and by-hand settlements, and refunds' news. */
   readonly desk = new SupportDesk().listen();
   cancelRequested = false;
+  /** When the payment was made (Stripe's event time), once it is known to be paid. */
+  paidAt?: number;
 
   constructor(readonly input: PurchaseInput) {
     this.state = {
@@ -87,7 +89,7 @@ export class PurchaseSaga {
       });
       return;
     }
-    const reason = 'sold out: the payment arrived after the hold lapsed and no unit was left';
+    const reason = 'sold out: the hold had lapsed and no unit was left when the payment was confirmed';
     const paymentIntentId = state.paymentIntentId;
     if (!paymentIntentId) {
       // Stripe will not say what paid the session: support refunds it by hand and settles it here.
@@ -145,8 +147,9 @@ export class PurchaseSaga {
   /** Paid, and the hold may still be ours: the hold becomes the sale, else a late payment is settled. */
   async confirmPaid(): Promise<void> {
     if ((await acts.convertHold(this.input.purchaseId)) === 'sold') {
-      // Past the hold's end (Stripe's expire was failing, say), the unit was still ours: a late sale.
-      const late = this.state.holdExpiresAt !== undefined && Date.now() > Date.parse(this.state.holdExpiresAt);
+      // Paid after the hold's end (while Stripe's expire was failing, say) and the unit was still ours: a late sale.
+      const paidAt = this.paidAt ?? Date.now();
+      const late = this.state.holdExpiresAt !== undefined && paidAt > Date.parse(this.state.holdExpiresAt);
       await this.setStatus(late ? 'late_confirmed' : 'confirmed', {
         paymentIntentId: this.state.paymentIntentId,
         reason: late ? 'paid after the hold lapsed; its unit was still held' : 'paid in time',
@@ -205,6 +208,8 @@ export class PurchaseSaga {
     // A payment arrived while the session was being closed: settle it as if it came before the lapse.
     if (!closed) return this.finish(sessionId);
     if (closed.paymentIntentId) this.state.paymentIntentId = closed.paymentIntentId;
+    // Completed before the expire reached it: the buyer paid on a session that was still theirs.
+    if (closed.status === 'complete' && this.state.holdExpiresAt) this.paidAt ??= Date.parse(this.state.holdExpiresAt);
     const completed = afterClose(closed, this.fold);
     if (completed) {
       if (completed.step === 'hold-until-settled' && this.payment === 'none') this.fold.payment = 'pending';

@@ -6,6 +6,7 @@ import {
   OrderTooLargeError,
   ProductExistsError,
   restockProduct,
+  TotalTooLargeError,
   type NewProduct,
 } from '../../store/products';
 import { requireBearer } from '../auth';
@@ -85,7 +86,9 @@ export async function productView(deps: ApiDeps, sku: string) {
  * Catalogue routes. Creating and restocking need the admin token; reading is public. Each write is
  * one transaction with its ledger movement. A product whose largest order (priceCents × maxPerBuyer)
  * is more than Stripe can charge is refused, 400 naming `priceCents`, before anything is written; a
- * restock changes neither, so it needs no such check.
+ * restock changes neither, so it needs no such check. A restock that would take the total past
+ * MAX_TOTAL (store/products.ts) is refused, 400 naming `quantity`, by the same conditional UPDATE
+ * that would have applied it.
  */
 export function catalogueRoutes(deps: ApiDeps): Router {
   const router = new Router();
@@ -123,7 +126,14 @@ export function catalogueRoutes(deps: ApiDeps): Router {
     if (product.hasUnits) {
       throw invalid([{ field: 'quantity', message: 'a product of distinct units is restocked by its refunded units' }]);
     }
-    await restockProduct(deps.db, ctx.params.sku, quantity);
+    try {
+      if (!(await restockProduct(deps.db, ctx.params.sku, quantity))) {
+        throw new Problem(404, 'product-not-found', `no product with SKU ${ctx.params.sku}`);
+      }
+    } catch (err) {
+      if (err instanceof TotalTooLargeError) throw invalid([{ field: 'quantity', message: err.message }]);
+      throw err;
+    }
     await deps.admissions.stockChanged(ctx.params.sku);
     ctx.body = await productView(deps, ctx.params.sku);
   });

@@ -4,6 +4,7 @@ import { beginPurchase, cancelPurchase, checkoutReady, startPurchase } from '../
 import type { Admission } from '../../store/admission';
 import { getPurchase } from '../../store/purchases';
 import { isFinal, isPaid, type PurchaseRequest, type PurchaseState } from '../../vocabulary';
+import { buyerOf, readerOf } from '../auth';
 import type { ApiDeps } from '../deps';
 import { invalid, Problem } from '../problem';
 import { validator } from '../validate';
@@ -14,13 +15,14 @@ const CANCEL_TIMEOUT_MS = 5_000;
 const text = (maxLength: number) =>
   ({ type: 'string', minLength: 1, maxLength, pattern: '^[^\\u0000-\\u001f]+$' }) as const;
 
-const purchaseBody = validator<PurchaseRequest>({
+/** The body of POST /v1/purchases: the buyer is the token's; a `buyerId` sent must be the same. */
+const purchaseBody = validator<Omit<PurchaseRequest, 'buyerId'> & { buyerId?: string }>({
   type: 'object',
   additionalProperties: false,
-  required: ['sku', 'buyerId'],
+  required: ['sku'],
   properties: {
     sku: text(64),
-    buyerId: text(128),
+    buyerId: { ...text(128), nullable: true },
     quantity: { type: 'integer', minimum: 1, maximum: 1000, default: 1 },
     unitId: { ...text(64), nullable: true },
   },
@@ -149,10 +151,15 @@ export function purchaseRoutes(deps: ApiDeps): Router {
 
   router.post('/v1/purchases', async (ctx) => {
     const started = process.hrtime.bigint();
+    const buyerId = await buyerOf(ctx, deps.buyers);
     const key = ctx.get('idempotency-key');
     if (!key) throw invalid([{ field: 'Idempotency-Key', message: 'header is required' }]);
     if (key.length > 255) throw invalid([{ field: 'Idempotency-Key', message: 'must be at most 255 characters' }]);
-    const req = purchaseBody(ctx.request.body);
+    const body = purchaseBody(ctx.request.body);
+    if (body.buyerId != null && body.buyerId !== buyerId) {
+      throw new Problem(403, 'forbidden', 'buyerId must be the buyer of the token (or be left out)');
+    }
+    const req: PurchaseRequest = { ...body, buyerId };
 
     const respondAsync = /\brespond-async\b/i.test(ctx.get('prefer'));
 
@@ -221,18 +228,22 @@ export function purchaseRoutes(deps: ApiDeps): Router {
     ctx.body = answer.body;
   });
 
+  /** A purchase as its buyer (or support) sees it; anyone else is told it does not exist. */
+  const visible = async (id: string, reader: { support: boolean; buyerId?: string }) => {
+    const record = await getPurchase(deps.db, id);
+    if (!record || record.status === 'rejected' || (!reader.support && record.buyerId !== reader.buyerId))
+      throw new Problem(404, 'purchase-not-found', `no purchase ${id}`);
+    return record;
+  };
+
   router.get('/v1/purchases/:id', async (ctx) => {
-    const record = await getPurchase(deps.db, ctx.params.id);
-    if (!record || record.status === 'rejected')
-      throw new Problem(404, 'purchase-not-found', `no purchase ${ctx.params.id}`);
-    ctx.body = purchaseView(record);
+    ctx.body = purchaseView(await visible(ctx.params.id, await readerOf(ctx, deps)));
   });
 
   /** The buyer gives up: the saga releases the hold and expires the session (a cancel update). 409 once paid. */
   router.post('/v1/purchases/:id/cancel', async (ctx) => {
     const id = ctx.params.id;
-    const record = await getPurchase(deps.db, id);
-    if (!record || record.status === 'rejected') throw new Problem(404, 'purchase-not-found', `no purchase ${id}`);
+    const record = await visible(id, { support: false, buyerId: await buyerOf(ctx, deps.buyers) });
     if (isPaid(record.status)) throw new Problem(409, 'not-cancellable', `purchase ${id} is ${record.status}`);
     if (isFinal(record.status)) {
       ctx.body = purchaseView(record);

@@ -5,15 +5,21 @@ import { Problem } from '../problem';
 import { requestSupportRefund } from '../../client/refunds';
 import { validator } from '../validate';
 
-const refundBody = validator<{ reason: string; restock: boolean }>({
-  type: 'object',
-  additionalProperties: false,
-  required: ['reason', 'restock'],
-  properties: {
-    reason: { type: 'string', minLength: 1, maxLength: 500 },
-    restock: { type: 'boolean' },
+// The reason is free text pasted by a person (line breaks, tabs): it is sanitised, not refused.
+// Control characters become spaces and lone surrogates U+FFFD (Postgres's jsonb refuses both), the
+// ends are trimmed; a reason with nothing visible left is 400 naming `reason`.
+const refundBody = validator<{ reason: string; restock: boolean }>(
+  {
+    type: 'object',
+    additionalProperties: false,
+    required: ['reason', 'restock'],
+    properties: {
+      reason: { type: 'string', minLength: 1, maxLength: 500 },
+      restock: { type: 'boolean' },
+    },
   },
-});
+  { sanitise: ['reason'] },
+);
 
 /** Support routes (SUPPORT_TOKEN): refunds through their own idempotent saga, with an audit trail. */
 export function supportRoutes(deps: ApiDeps): Router {

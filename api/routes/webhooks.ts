@@ -3,6 +3,7 @@ import type Koa from 'koa';
 import type Stripe from 'stripe';
 import { deliverPaymentEvent } from '../../client/purchases';
 import { startStrayRefund } from '../../client/refunds';
+import { keepHoldForPayment } from '../../store/holds';
 import { noteStrayPayment } from '../../store/payments';
 import { appendAudit, getPurchase, type PurchaseRecord } from '../../store/purchases';
 import {
@@ -11,20 +12,25 @@ import {
   recordReceivedEvent,
   recordRejectedEvent,
 } from '../../store/webhook-events';
-import { bringsMoney, bringsNoPayment, foreignEventReason, isFinal, type PaymentEvent } from '../../vocabulary';
+import { bringsMoney, bringsNoPayment, foreignEventReason, isFinal, isPaid, type PaymentEvent } from '../../vocabulary';
 import type { ApiDeps } from '../deps';
+import { notAnEvent, scrubEvent } from '../event-guard';
 import { recordMoneyNews } from '../money-news';
-import { Problem } from '../problem';
+import { Problem, tooLarge } from '../problem';
 import { toMoneyNews, toPaymentEvent } from '../stripe-events';
 
 const MAX_BODY = 512 * 1024;
+/** How long a hold paid in time is kept for its saga to turn into the sale. */
+const PAID_HOLD_GRACE_SECONDS = 15 * 60;
 
+/** The exact bytes of the body (the signature covers them); 413 beyond MAX_BODY, far above any Stripe event. */
 async function rawBody(ctx: Koa.Context): Promise<Buffer> {
+  if (Number(ctx.get('content-length') || 0) > MAX_BODY) throw tooLarge(MAX_BODY);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of ctx.req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw new Problem(400, 'bad-signature', 'body too large for a Stripe event');
+    if (size > MAX_BODY) throw tooLarge(MAX_BODY);
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
@@ -84,6 +90,10 @@ export function webhookRoutes(deps: ApiDeps): Router {
     try {
       if (!signature) throw new Error('no Stripe-Signature header');
       event = deps.stripe.webhooks.constructEvent(body, signature, deps.webhookSecret, 300);
+      // Signed is not yet well-formed: the fields read below must have an event's shape.
+      const why = notAnEvent(event);
+      if (why) throw new Error(`the body is not a Stripe event: ${why}`);
+      scrubEvent(event);
     } catch (err) {
       deps.metrics.webhookEvents.inc({ result: 'bad_signature' });
       throw new Problem(400, 'bad-signature', (err as Error).message);
@@ -131,14 +141,20 @@ export function webhookRoutes(deps: ApiDeps): Router {
       return;
     }
     // A closed-out purchase cannot be changed by an event that brings no money (an expiry the saga
-    // asked for, a decline, a failed delayed payment): no follow-up run for those.
-    if (bringsNoPayment(mapped.payment.type) && isFinal(purchase.status)) {
+    // asked for, a decline, a failed delayed payment), nor a paid one by a late first word of its
+    // delayed payment: no follow-up run for those.
+    const settled = isFinal(purchase.status) && (bringsNoPayment(mapped.payment.type) || isPaid(purchase.status));
+    if (settled && !bringsMoney(mapped.payment)) {
       await recordIgnoredEvent(deps.db, event.id, event.type, purchase.purchaseId);
       deps.metrics.webhookEvents.inc({ result: 'ignored' });
       ctx.body = { received: true };
       return;
     }
 
+    if (bringsMoney(mapped.payment)) {
+      // Paid while the hold ran: the unit stays this buyer's until the saga (maybe behind) sells it.
+      await keepHoldForPayment(deps.db, purchase.purchaseId, new Date(event.created * 1000), PAID_HOLD_GRACE_SECONDS);
+    }
     try {
       await deliverPaymentEvent({ temporal: deps.temporal, taskQueue: deps.taskQueue }, purchase, mapped.payment);
     } catch (err) {

@@ -107,6 +107,14 @@ export function controlRoutes(deps: ControlDeps): Router {
     if (status !== undefined) spec.status = status;
     if (count !== undefined) spec.count = count;
     if (latencyMs !== undefined) spec.latencyMs = latencyMs;
+    if (body.rate !== undefined) {
+      if (typeof body.rate !== 'number' || !(body.rate > 0 && body.rate <= 1)) {
+        throw new Problem(400, 'invalid_fault', 'rate must be a number above 0 and at most 1, such as 0.2.');
+      }
+      spec.rate = body.rate;
+    }
+    const seed = optionalInteger(body, 'seed', 0, 2 ** 32 - 1);
+    if (seed !== undefined) spec.seed = seed;
     ctx.status = 201;
     ctx.body = faults.add(spec);
   });

@@ -4,9 +4,16 @@ export interface FaultSpec {
   method?: string;
   /** HTTP status to fail with; default 500, or none when only `latencyMs` is given. */
   status?: number;
-  /** How many matching calls the fault applies to; default 1. */
+  /** How many matching calls the fault applies to; default 1, or no limit when `rate` is given. */
   count?: number;
   latencyMs?: number;
+  /**
+   * The share of matching calls the fault applies to (0 < rate <= 1), drawn per call; default 1. A call
+   * it spares goes on to the next matching fault, or is served.
+   */
+  rate?: number;
+  /** Seeds the draws of a `rate` fault, so one sequence of calls meets the same faults again. */
+  seed?: number;
 }
 
 export interface Fault {
@@ -15,40 +22,57 @@ export interface Fault {
   method: string | null;
   status: number | null;
   latencyMs: number;
-  remaining: number;
+  rate: number;
+  /** Uses left; null when unlimited (a `rate` fault without `count`). */
+  remaining: number | null;
+  /** Calls the fault applied to. */
   hits: number;
+  /** Matching calls it was drawn for (hits included). */
+  seen: number;
 }
+
+type Armed = Fault & { matcher: (path: string) => boolean; draw: () => number };
 
 /**
  * Faults armed through `POST /_emulator/faults`, consumed by the Stripe API calls they match, oldest
  * first. A fault consumed by a call is used up whether it fails the call or only delays it.
  */
 export class FaultInjector {
-  private faults: Array<Fault & { matcher: (path: string) => boolean }> = [];
+  private faults: Armed[] = [];
   private nextId = 1;
 
   add(spec: FaultSpec): Fault {
-    const fault = {
+    const rate = spec.rate ?? 1;
+    const fault: Armed = {
       id: this.nextId++,
       path: spec.path,
       method: spec.method ? spec.method.toUpperCase() : null,
       status: spec.status ?? (spec.latencyMs ? null : 500),
       latencyMs: spec.latencyMs ?? 0,
-      remaining: spec.count ?? 1,
+      rate,
+      remaining: spec.count ?? (spec.rate === undefined ? 1 : null),
       hits: 0,
+      seen: 0,
       matcher: pathMatcher(spec.path),
+      draw: spec.seed === undefined ? Math.random : seededRandom(spec.seed),
     };
     this.faults.push(fault);
     return describe(fault);
   }
 
-  /** Consumes one use of the first armed fault matching the call, if any. */
+  /** Consumes one use of the first armed fault matching the call (and drawn for it, for a `rate` fault), if any. */
   take(method: string, path: string): Fault | null {
-    const fault = this.faults.find((f) => (f.method === null || f.method === method) && f.matcher(path));
+    const fault = this.faults.find((f) => {
+      if ((f.method !== null && f.method !== method) || !f.matcher(path)) return false;
+      f.seen += 1;
+      return f.rate >= 1 || f.draw() < f.rate;
+    });
     if (!fault) return null;
-    fault.remaining -= 1;
     fault.hits += 1;
-    if (fault.remaining <= 0) this.faults = this.faults.filter((f) => f !== fault);
+    if (fault.remaining !== null) {
+      fault.remaining -= 1;
+      if (fault.remaining <= 0) this.faults = this.faults.filter((f) => f !== fault);
+    }
     return describe(fault);
   }
 
@@ -64,8 +88,20 @@ export class FaultInjector {
 }
 
 function describe(fault: Fault): Fault {
-  const { id, path, method, status, latencyMs, remaining, hits } = fault;
-  return { id, path, method, status, latencyMs, remaining, hits };
+  const { id, path, method, status, latencyMs, rate, remaining, hits, seen } = fault;
+  return { id, path, method, status, latencyMs, rate, remaining, hits, seen };
+}
+
+/** mulberry32: a small, fast PRNG, enough to make a fault's draws repeatable. */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }
 
 function pathMatcher(pattern: string): (path: string) => boolean {

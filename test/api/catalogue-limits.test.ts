@@ -57,6 +57,6 @@ test('the largest order a product allows opens a session and reads back as the e
   t.is(bought.status, 201, JSON.stringify(bought.body));
   t.is(bought.body.amountCents, 99_999_999);
   t.truthy(await sessionOf(sys.db, bought.body.purchaseId));
-  const got = await sys.api('GET', `/v1/purchases/${bought.body.purchaseId}`);
+  const got = await sys.purchase(bought.body.purchaseId);
   t.is(got.body.amountCents, 99_999_999);
 });

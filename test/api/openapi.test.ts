@@ -8,6 +8,7 @@ import test from 'ava';
 import type Koa from 'koa';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
+import { BadBuyerToken } from '../../config/buyer-tokens';
 
 // docs/openapi.json against the app as it is built: a valid OpenAPI 3.1 document, exactly the
 // routes the routers register, the request bodies the routes' own validators accept, and the same
@@ -37,6 +38,11 @@ function placeholderDeps(): ApiDeps {
     supportToken: SUPPORT_TOKEN,
     webhookSecret: 'whsec_openapi_test',
     livemode: false,
+    // Only the token `openapi-alice` is a buyer (alice): this test is about request shapes, not tokens.
+    buyers: {
+      verify: (token: string) =>
+        token === 'openapi-alice' ? Promise.resolve('alice') : Promise.reject(new BadBuyerToken('unknown token')),
+    },
     taskQueue: 'openapi-test',
     purchaseTimeoutMs: 1000,
     lifecycle: { draining: false },
@@ -317,7 +323,7 @@ const bodyCases: BodyCase[] = [
     route: 'POST /v1/purchases',
     path: '/v1/purchases',
     docPath: '/v1/purchases',
-    headers: { 'idempotency-key': 'openapi-test-key' },
+    headers: { 'idempotency-key': 'openapi-test-key', authorization: 'Bearer openapi-alice' },
     base: { sku: 'runner-42', buyerId: 'alice' },
   },
   {
@@ -363,8 +369,11 @@ for (const c of bodyCases) {
 test('POST /v1/purchases refuses a missing or too long Idempotency-Key, as documented', async (t) => {
   const key = doc.components.parameters.IdempotencyKey;
   t.true(key.required);
-  const body = { sku: 'runner-42', buyerId: 'alice' };
-  t.is((await post('/v1/purchases', body, {})).status, 400);
-  t.is((await post('/v1/purchases', body, { 'idempotency-key': 'k'.repeat(key.schema.maxLength + 1) })).status, 400);
-  t.not((await post('/v1/purchases', body, { 'idempotency-key': 'k'.repeat(key.schema.maxLength) })).status, 400);
+  const body = { sku: 'runner-42' };
+  const alice = { authorization: 'Bearer openapi-alice' };
+  t.is((await post('/v1/purchases', body, alice)).status, 400);
+  const tooLong = { ...alice, 'idempotency-key': 'k'.repeat(key.schema.maxLength + 1) };
+  t.is((await post('/v1/purchases', body, tooLong)).status, 400);
+  const longest = { ...alice, 'idempotency-key': 'k'.repeat(key.schema.maxLength) };
+  t.not((await post('/v1/purchases', body, longest)).status, 400);
 });

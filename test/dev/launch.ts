@@ -1,6 +1,6 @@
 // `npm start` as a newcomer runs it, for the tests in this folder: a child process with free ports and
 // a data folder of its own, nothing configured, stopped with SIGINT as a terminal's Ctrl-C would.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -24,6 +24,24 @@ export interface Ports {
 /** Ports that `npm start` listens on; the same ones are kept for a restart. */
 export async function freePorts(): Promise<Ports> {
   return { api: await freePort(), temporal: await freePort(), ui: await freePort(), emulator: await freePort() };
+}
+
+/**
+ * A buyer token for `buyerId`, as the README's quick start gets one: `npm run buyer-token -- <id>`
+ * signs it with the development secret `npm start` keeps in the data folder. Returns the header.
+ */
+export function buyerAuth(env: NodeJS.ProcessEnv, buyerId: string): Promise<{ authorization: string }> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', path.join(root, 'ops/buyer-token.ts'), buyerId],
+      { cwd: root, env: { ...env, BUYER_TOKEN_SECRET: '' } },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`npm run buyer-token -- ${buyerId}: ${stderr || err.message}`));
+        else resolve({ authorization: `Bearer ${stdout.trim()}` });
+      },
+    );
+  });
 }
 
 /** A fresh data folder (FLASH_SALE_DATA_DIR) that the `postgres` user can enter when this runs as root. */
@@ -52,6 +70,7 @@ export function startEnv(dataDir: string, ports: Ports, extra: NodeJS.ProcessEnv
     'STRIPE_SECRET_KEY',
     'STRIPE_WEBHOOK_SECRET',
     'STRIPE_EMULATOR_STATE_FILE',
+    'BUYER_TOKEN_SECRET',
   ]) {
     if (!(name in extra)) delete env[name];
   }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import test from 'ava';
 import { Client, Connection } from '@temporalio/client';
 import {
+  buyerAuth,
   call,
   DEV_ADMIN_TOKEN,
   EMULATOR_KEY,
@@ -48,15 +49,18 @@ test('sagas waiting for payment across a restart of npm start are paid, cancelle
       const product = { sku, holdSeconds, name: 'Runner', priceCents: 12900, currency: 'eur', stock: 5 };
       t.is((await call('POST', `${api}/v1/products`, product, admin)).status, 201);
     }
+    const buyers = new Map<string, { authorization: string }>();
     const buy = async (sku: string, buyerId: string): Promise<Opened> => {
+      const auth = await buyerAuth(env, buyerId);
       const res = await call(
         'POST',
         `${api}/v1/purchases`,
-        { sku, buyerId },
-        { 'idempotency-key': `restart-${buyerId}` },
+        { sku },
+        { 'idempotency-key': `restart-${buyerId}`, ...auth },
       );
       t.is(res.status, 201, JSON.stringify(res.body));
       const opened = res.body as Opened;
+      buyers.set(opened.purchaseId, auth);
       t.is(opened.status, 'awaiting_payment');
       t.true(opened.checkoutUrl.startsWith(`${emulator}/checkout/cs_`), opened.checkoutUrl);
       return opened;
@@ -81,21 +85,30 @@ test('sagas waiting for payment across a restart of npm start are paid, cancelle
     t.log(`ready again in ${(Date.now() - since) / 1000}s`);
     // (The short hold may lapse any moment now, so only the long ones are read here.)
     for (const p of [paid, cancelled]) {
-      const { body } = await call('GET', `${api}/v1/purchases/${p.purchaseId}`);
+      const { body } = await call('GET', `${api}/v1/purchases/${p.purchaseId}`, undefined, buyers.get(p.purchaseId));
       t.like(body, { status: 'awaiting_payment', checkoutUrl: p.checkoutUrl }, 'the record survived the restart');
     }
 
     const pay = await call('POST', `${emulator}/_emulator/sessions/${sessionOf(paid)}/pay`, { outcome: 'succeeded' });
     t.is(pay.status, 200, JSON.stringify(pay.body));
-    const cancel = await call('POST', `${api}/v1/purchases/${cancelled.purchaseId}/cancel`);
+    const cancel = await call(
+      'POST',
+      `${api}/v1/purchases/${cancelled.purchaseId}/cancel`,
+      undefined,
+      buyers.get(cancelled.purchaseId),
+    );
     t.is(cancel.status, 200, JSON.stringify(cancel.body));
 
     const settled = async (p: Opened, status: string): Promise<void> => {
       const ms = Math.max(0, Date.parse(p.holdExpiresAt) - Date.now()) + 30_000;
       const seen = await until(`${p.purchaseId} to be ${status}`, ms, async () => {
-        const { body } = await call('GET', `${api}/v1/purchases/${p.purchaseId}`);
+        const { body } = await call('GET', `${api}/v1/purchases/${p.purchaseId}`, undefined, buyers.get(p.purchaseId));
         return (body as { status: string }).status === status ? body : undefined;
-      }).catch(async () => (await call('GET', `${api}/v1/purchases/${p.purchaseId}`)).body as unknown);
+      }).catch(
+        async () =>
+          (await call('GET', `${api}/v1/purchases/${p.purchaseId}`, undefined, buyers.get(p.purchaseId)))
+            .body as unknown,
+      );
       t.like(seen, { status }, `${p.purchaseId}: ${JSON.stringify(seen)}`);
     };
     await settled(paid, 'confirmed');

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import test from 'ava';
-import { call, DEV_ADMIN_TOKEN, freePorts, launch, makeDataDir, startEnv, stopAll, until } from './launch';
+import { buyerAuth, call, DEV_ADMIN_TOKEN, freePorts, launch, makeDataDir, startEnv, stopAll, until } from './launch';
 
 // The README's first command, as a newcomer runs it: everything local, nothing configured.
 test('npm start brings up the whole service, sells a unit, and Ctrl-C stops every part', async (t) => {
@@ -9,13 +9,15 @@ test('npm start brings up the whole service, sells a unit, and Ctrl-C stops ever
   t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
   const ports = await freePorts();
   const { api, ui, emulator } = ports;
-  const service = launch(startEnv(dataDir, ports));
+  const env = startEnv(dataDir, ports);
+  const service = launch(env);
   const base = `http://127.0.0.1:${api}`;
   try {
     await service.ready();
     t.regex(service.output(), new RegExp(`API +http://127\\.0\\.0\\.1:${api}`));
     t.regex(service.output(), new RegExp(`Temporal UI +http://127\\.0\\.0\\.1:${ui}`));
     t.true((await fetch(`http://127.0.0.1:${ui}/`)).ok, 'the Temporal UI answers');
+    t.regex(service.output(), /BUYER_TOKEN_SECRET=[0-9a-f]{64}/, 'the dev buyer-token secret is printed');
 
     const product = await call(
       'POST',
@@ -24,11 +26,15 @@ test('npm start brings up the whole service, sells a unit, and Ctrl-C stops ever
       { authorization: `Bearer ${DEV_ADMIN_TOKEN}` },
     );
     t.is(product.status, 201);
+    const newcomer = await buyerAuth(env, 'newcomer');
     const buy = await call(
       'POST',
       `${base}/v1/purchases`,
-      { sku: 'start-1', buyerId: 'newcomer' },
-      { 'idempotency-key': 'start-test-1' },
+      { sku: 'start-1' },
+      {
+        'idempotency-key': 'start-test-1',
+        ...newcomer,
+      },
     );
     const purchase = buy.body as { purchaseId: string; checkoutUrl: string };
     t.is(buy.status, 201, JSON.stringify(purchase));
@@ -39,7 +45,7 @@ test('npm start brings up the whole service, sells a unit, and Ctrl-C stops ever
     });
     t.is(pay.status, 200);
     const status = await until('the purchase to be confirmed', 30_000, async () => {
-      const { body } = await call('GET', `${base}/v1/purchases/${purchase.purchaseId}`);
+      const { body } = await call('GET', `${base}/v1/purchases/${purchase.purchaseId}`, undefined, newcomer);
       return (body as { status: string }).status === 'confirmed' ? 'confirmed' : undefined;
     });
     t.is(status, 'confirmed');

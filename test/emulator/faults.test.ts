@@ -107,3 +107,61 @@ test('a malformed fault is refused with a problem response', async (t) => {
   t.is(response.status, 400);
   t.is(response.body.code, 'invalid_fault');
 });
+
+test('a rate fault fails about that share of matching calls, stays armed, and repeats with a seed', async (t) => {
+  const { stripe, control } = await startHarness(t);
+  const run = async (seed: number): Promise<boolean[]> => {
+    await control('DELETE', '/_emulator/faults');
+    const armed = await control<{ rate: number; remaining: number | null }>('POST', '/_emulator/faults', {
+      path: '/v1/checkout/sessions',
+      method: 'GET',
+      rate: 0.2,
+      seed,
+    });
+    t.is(armed.status, 201);
+    t.like(armed.body, { rate: 0.2, remaining: null });
+    const session = await stripe.checkout.sessions.create(sessionParams());
+    const failed: boolean[] = [];
+    for (let i = 0; i < 200; i += 1) {
+      failed.push(
+        await stripe.checkout.sessions.retrieve(session.id).then(
+          () => false,
+          (error: unknown) => {
+            t.true(error instanceof Stripe.errors.StripeAPIError);
+            return true;
+          },
+        ),
+      );
+    }
+    return failed;
+  };
+  const first = await run(7);
+  const hits = first.filter(Boolean).length;
+  t.true(hits > 20 && hits < 60, `${hits} of 200 calls failed`);
+  const listed = await control<{ data: Array<{ hits: number; seen: number; remaining: number | null }> }>(
+    'GET',
+    '/_emulator/faults',
+  );
+  t.like(listed.body.data[0], { hits, seen: 200, remaining: null });
+  t.deepEqual(await run(7), first, 'the same seed fails the same calls');
+});
+
+test('a rate fault with a count stops after that many failures', async (t) => {
+  const { stripe, control } = await startHarness(t);
+  await control('POST', '/_emulator/faults', { path: '/v1/checkout/sessions', rate: 0.5, count: 3, seed: 1 });
+  let failures = 0;
+  for (let i = 0; i < 60; i += 1) {
+    await stripe.checkout.sessions.create(sessionParams()).catch(() => (failures += 1));
+  }
+  t.is(failures, 3);
+  t.deepEqual((await control<{ data: unknown[] }>('GET', '/_emulator/faults')).body.data, []);
+});
+
+test('a rate outside (0, 1] is refused', async (t) => {
+  const { control } = await startHarness(t);
+  for (const rate of [0, 1.5, '0.2']) {
+    const response = await control<{ code: string }>('POST', '/_emulator/faults', { path: '/v1', rate });
+    t.is(response.status, 400, `rate ${JSON.stringify(rate)}`);
+    t.is(response.body.code, 'invalid_fault');
+  }
+});

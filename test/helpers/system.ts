@@ -18,6 +18,7 @@ import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
 import { createMetrics } from '../../api/metrics';
 import { startEmulator, type Emulator } from '../../dev/emulator';
+import { createBuyerVerifier, signBuyerToken } from '../../config/buyer-tokens';
 import { createStripe } from '../../config/clients';
 import { createPurchaseWorker } from '../../worker/create-worker';
 import { testDb, uniqueSku } from './db';
@@ -25,6 +26,19 @@ import { testDb, uniqueSku } from './db';
 export const ADMIN_TOKEN = 'test-admin-token';
 export const SUPPORT_TOKEN = 'test-support-token';
 export const WEBHOOK_SECRET = 'whsec_test_secret';
+/** The HS256 secret the test API verifies buyer tokens with. */
+export const BUYER_TOKEN_SECRET = 'test-buyer-token-secret-0123456789abcdef';
+/** Support's Authorization header: support may read any purchase. */
+export const AS_SUPPORT = { authorization: `Bearer ${SUPPORT_TOKEN}` };
+
+/** A buyer token for `buyerId` (an hour long), as the merchant's login would issue. */
+export function buyerToken(buyerId: string): Promise<string> {
+  return signBuyerToken(BUYER_TOKEN_SECRET, buyerId);
+}
+/** The Authorization header of buyer `buyerId`. */
+export async function asBuyer(buyerId: string): Promise<Record<string, string>> {
+  return { authorization: `Bearer ${await buyerToken(buyerId)}` };
+}
 
 // Activity retries are expected in these tests; keep their warnings out of the output.
 Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -79,6 +93,8 @@ export interface System {
     extra?: Record<string, unknown>,
     key?: string,
   ): Promise<{ status: number; body: any; headers: Headers }>;
+  /** GET /v1/purchases/:id as support (who may read any purchase). */
+  purchase(purchaseId: string): Promise<{ status: number; body: any; headers: Headers }>;
   pay(sessionId: string, outcome: string, extra?: Record<string, unknown>): Promise<{ status: number; body: any }>;
   /** Waits until the purchase record satisfies `pred` (polling), or fails with the last record seen. */
   waitForPurchase(purchaseId: string, pred: (p: any) => boolean, timeoutMs?: number): Promise<any>;
@@ -113,6 +129,7 @@ export async function startSystem(
     stripe,
     webhookSecret: WEBHOOK_SECRET,
     livemode: false,
+    buyers: createBuyerVerifier({ secret: BUYER_TOKEN_SECRET }),
     adminToken: ADMIN_TOKEN,
     supportToken: SUPPORT_TOKEN,
     metrics: createMetrics(db, gate),
@@ -210,8 +227,12 @@ export async function startSystem(
       if (res.status !== 201) throw new Error(`creating product: ${res.status} ${JSON.stringify(res.body)}`);
       return sku;
     },
-    buy(sku, buyerId, extra = {}, key = randomUUID()) {
-      return system.api('POST', '/v1/purchases', { sku, buyerId, ...extra }, { 'idempotency-key': key });
+    async buy(sku, buyerId, extra = {}, key = randomUUID()) {
+      const headers = { 'idempotency-key': key, ...(await asBuyer(buyerId)) };
+      return system.api('POST', '/v1/purchases', { sku, ...extra }, headers);
+    },
+    purchase(purchaseId) {
+      return system.api('GET', `/v1/purchases/${purchaseId}`, undefined, AS_SUPPORT);
     },
     pay(sessionId, outcome, extra = {}) {
       return system.emulatorCall('POST', `/_emulator/sessions/${sessionId}/pay`, { outcome, ...extra });

@@ -1,11 +1,16 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { findStuckSagas, stuckSagaFilters, type StuckSaga } from '../../ops/stuck-sagas';
+import { tellStraySupportAction, tellSupportAction } from '../../client/refunds';
+import { findStuckSagas, stuckSagaFilters, type FindStuckOptions, type StuckSaga } from '../../ops/stuck-sagas';
+import {
+  allowRefunds,
+  REFUSAL,
+  refundFailedAfterSagaEnded,
+  refusedLateRefund,
+  refusedStrayRefund,
+  runOpsCli,
+} from '../helpers/attention';
 import { uniqueSku } from '../helpers/db';
-import { startSystem, type System } from '../helpers/system';
-
-const repoRoot = path.resolve(__dirname, '../..');
+import { asBuyer, startSystem, type System } from '../helpers/system';
 
 // Each test has a system (emulator, API, worker, task queue) of its own: one stops its worker, one
 // never starts it, one arms emulator faults; none of that may leak into the others.
@@ -15,35 +20,26 @@ async function system(t: ExecutionContext, opts: Parameters<typeof startSystem>[
   return sys;
 }
 
+const DAY_MS = 24 * 3600_000;
+
 /** Polls the finder until `pred` holds (visibility is eventually consistent), or fails with the last answer. */
 async function stuckUntil(
   sys: System,
   sku: string,
   pred: (found: StuckSaga[]) => boolean,
+  extra: Partial<FindStuckOptions> = {},
   timeoutMs = 20_000,
 ): Promise<StuckSaga[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const found = await findStuckSagas(sys.temporal, { olderThanMs: 0, sku });
+    const found = await findStuckSagas(sys.temporal, { olderThanMs: 0, sku, ...extra });
     if (pred(found)) return found;
     if (Date.now() > deadline) throw new Error(`stuck sagas of ${sku} never matched; last: ${JSON.stringify(found)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
 
-function sagasCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'ops/sagas.ts', ...args],
-      { cwd: repoRoot, env: { ...process.env, TEMPORAL_NAMESPACE: 'default' }, timeout: 60_000 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const sagasCli = (args: string[]) => runOpsCli('sagas', args);
 
 test('a purchase whose hold lapsed with no worker to release it is reported stuck, with the lapsed hold as the reason', async (t) => {
   const sys = await system(t);
@@ -107,7 +103,10 @@ test('a purchase that never gets past taking its hold is reported stuck holding'
   await sys.startWorker();
   await sys.waitForPurchase(purchaseId, (p) => p.status === 'awaiting_payment');
   t.deepEqual(await stuckUntil(sys, sku, (f) => f.length === 0), []);
-  t.is((await sys.api('POST', `/v1/purchases/${purchaseId}/cancel`)).status, 200);
+  t.is(
+    (await sys.api('POST', `/v1/purchases/${purchaseId}/cancel`, undefined, await asBuyer('stuck-bob'))).status,
+    200,
+  );
 });
 
 test('a purchase record left holding with no saga running is reported orphaned when the database is given', async (t) => {
@@ -208,7 +207,11 @@ test('the sagas CLI lists a stuck saga with its reason', async (t) => {
     sku,
   ]);
   await sys.waitForPurchase(rows[0].purchase_id, (p) => p.status === 'awaiting_payment');
-  t.is((await sys.api('POST', `/v1/purchases/${rows[0].purchase_id}/cancel`)).status, 200);
+  t.is(
+    (await sys.api('POST', `/v1/purchases/${rows[0].purchase_id}/cancel`, undefined, await asBuyer('stuck-dan')))
+      .status,
+    200,
+  );
 });
 
 test('the sagas CLI refuses bad arguments with exit 2 and the usage', async (t) => {
@@ -223,4 +226,120 @@ test('the sagas CLI refuses bad arguments with exit 2 and the usage', async (t) 
     t.is(out.code, 2, `${args.join(' ')}: ${out.stderr}`);
     t.regex(out.stderr, /usage: npm run sagas -- stuck/);
   }
+});
+
+test("a purchase whose late refund Stripe refuses is listed as needing attention with Stripe's message, whatever its age", async (t) => {
+  const sys = await system(t);
+  const { sku, purchaseId } = await refusedLateRefund(sys, 'attn-alice');
+  const workflowId = `purchase-${purchaseId}`;
+
+  // From Temporal alone: the PurchaseStatus search attribute finds it, the saga itself says why.
+  const found = await stuckUntil(sys, sku, (f) => f.some((s) => s.kinds.includes('needs_attention')), {
+    olderThanMs: DAY_MS,
+  });
+  t.is(found.length, 1);
+  t.like(found[0], { workflowId, purchaseId, status: 'needs_attention', sku, buyerId: 'attn-alice' });
+  t.deepEqual(found[0].kinds, ['needs_attention']);
+  t.true(found[0].reason.includes(REFUSAL), found[0].reason);
+  t.regex(found[0].reason, /^needs attention: sold out: .*; purchase-\S+ waits for support/);
+
+  // With the database the record is found too: still one finding, with the record's reason.
+  const withDb = await findStuckSagas(sys.temporal, { olderThanMs: DAY_MS, sku, db: sys.db });
+  t.is(withDb.length, 1, JSON.stringify(withDb));
+  t.like(withDb[0], { workflowId, purchaseId, status: 'needs_attention' });
+  t.deepEqual(withDb[0].kinds, ['needs_attention']);
+  t.true(withDb[0].reason.includes(REFUSAL), withDb[0].reason);
+  const { rows } = await sys.db.query('SELECT reason FROM purchases WHERE purchase_id = $1', [purchaseId]);
+  t.true(withDb[0].reason.includes(rows[0].reason));
+
+  // The Temporal UI filter finds exactly it.
+  const filter = stuckSagaFilters(new Date(), { sku }).needsAttention;
+  t.is(
+    filter,
+    `ExecutionStatus="Running" AND WorkflowType="purchaseWorkflow" AND PurchaseStatus="needs_attention" AND Sku="${sku}"`,
+  );
+  t.is((await sys.temporal.workflow.count(filter)).count, 1);
+
+  // The CLI, with its default 5-minute threshold: listed once, with Stripe's message and the way out.
+  const out = await sagasCli(['stuck', '--sku', sku]);
+  t.is(out.code, 0, out.stderr);
+  t.regex(out.stdout, /^1 stuck saga\(s\)/);
+  const lines = out.stdout.split('\n').filter((l) => l.startsWith(workflowId));
+  t.is(lines.length, 1, out.stdout);
+  t.regex(
+    lines[0],
+    new RegExp(`^${workflowId}\\s+needs_attention\\s+${sku}\\s+attn-alice\\s+\\S+\\s+needs attention: `),
+  );
+  t.true(lines[0].includes(REFUSAL), lines[0]);
+  t.true(out.stdout.includes(`npm run support -- retry <purchaseId>`));
+  t.true(out.stdout.includes(`needs attention (support): ${filter}`), out.stdout);
+  const json = await sagasCli(['stuck', '--json', '--sku', sku]);
+  t.is(json.code, 0, json.stderr);
+  t.like(JSON.parse(json.stdout).stuck, [{ workflowId, kinds: ['needs_attention'] }]);
+
+  // Stripe recovers and support says retry: refunded, and nothing is listed any more.
+  await allowRefunds(sys);
+  t.deepEqual(await tellSupportAction(sys.temporal, purchaseId, { action: 'retry', actor: 'test' }), [workflowId]);
+  await sys.waitForPurchase(purchaseId, (r) => r.status === 'refunded');
+  t.deepEqual(await stuckUntil(sys, sku, (f) => f.length === 0, { db: sys.db }), []);
+});
+
+test('a purchase whose refund failed after its saga ended is listed from its record, saying no saga will retry it', async (t) => {
+  const sys = await system(t);
+  const { sku, purchaseId } = await refundFailedAfterSagaEnded(sys, 'attn-bob');
+
+  t.deepEqual(
+    await findStuckSagas(sys.temporal, { olderThanMs: 0, sku }),
+    [],
+    'no saga runs: Temporal alone sees nothing',
+  );
+  const found = await findStuckSagas(sys.temporal, { olderThanMs: DAY_MS, sku, db: sys.db });
+  t.is(found.length, 1);
+  t.like(found[0], {
+    workflowId: `purchase-${purchaseId}`,
+    purchaseId,
+    status: 'needs_attention',
+    sku,
+    buyerId: 'attn-bob',
+  });
+  t.deepEqual(found[0].kinds, ['needs_attention']);
+  t.regex(found[0].reason, /^needs attention: the refund failed after its saga ended: expired_or_canceled_card/);
+  t.regex(found[0].reason, /no saga of it is running/);
+});
+
+test("a stray payment whose refund Stripe refuses is listed with the session, the purchase it named and Stripe's message", async (t) => {
+  const sys = await system(t);
+  const { sku, purchaseId, sessionId } = await refusedStrayRefund(sys, 'attn-carol');
+  const workflowId = `stray-${sessionId}`;
+
+  const found = await stuckUntil(sys, sku, (f) => f.length > 0, { db: sys.db });
+  t.is(found.length, 1, JSON.stringify(found));
+  t.like(found[0], {
+    workflowId,
+    workflowType: 'strayPaymentWorkflow',
+    purchaseId,
+    sessionId,
+    status: 'needs_attention',
+    sku,
+    taskQueue: sys.taskQueue,
+  });
+  t.deepEqual(found[0].kinds, ['stray_payment']);
+  t.true(found[0].reason.includes(REFUSAL), found[0].reason);
+  t.regex(
+    found[0].reason,
+    new RegExp(`^stray payment of 1 usd minor units on session ${sessionId} naming ${purchaseId} \\(`),
+  );
+  t.regex(found[0].reason, new RegExp(`${workflowId} waits for support`));
+
+  const out = await sagasCli(['stuck', '--sku', sku]);
+  t.is(out.code, 0, out.stderr);
+  t.regex(out.stdout, new RegExp(`^${workflowId}\\s+needs_attention\\s+${sku}\\s+-\\s+-\\s+stray payment`, 'm'));
+
+  await allowRefunds(sys);
+  t.true(await tellStraySupportAction(sys.temporal, sessionId, { action: 'retry', actor: 'test' }));
+  t.deepEqual(await stuckUntil(sys, sku, (f) => f.length === 0, { db: sys.db }), []);
+  t.is(
+    (await sys.api('POST', `/v1/purchases/${purchaseId}/cancel`, undefined, await asBuyer('attn-carol'))).status,
+    200,
+  );
 });

@@ -1,10 +1,14 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
+import {
+  allowRefunds,
+  REFUSAL,
+  refundFailedAfterSagaEnded,
+  refusedLateRefund,
+  refusedStrayRefund,
+  runOpsCli,
+} from '../helpers/attention';
 import { assertInvariants } from '../helpers/db';
-import { sessionOf, startSystem, type System } from '../helpers/system';
-
-const repoRoot = path.resolve(__dirname, '../..');
+import { asBuyer, sessionOf, startSystem, type System } from '../helpers/system';
 
 let sys: System;
 test.before(async () => {
@@ -14,26 +18,24 @@ test.after.always(async () => {
   await sys?.close();
 });
 
-/** The CLI as support runs it, against this file's system (its task queue, so its worker runs the saga). */
+/**
+ * A system of the test's own, for tests that make Stripe refuse refunds: an emulator fault would
+ * refuse the refunds of every other test sharing the emulator. Those tests run serially: each is a
+ * whole system (API, worker, emulator), and a few at once already crowd a small machine.
+ */
+async function refusingSystem(t: ExecutionContext): Promise<System> {
+  const own = await startSystem();
+  t.teardown(() => own.close());
+  return own;
+}
+
+/** The CLI as support runs it, against a system (its task queue, so its worker runs the saga). */
 function supportCli(
   args: string[],
   env: Record<string, string | undefined> = {},
+  on: System = sys,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'ops/support.ts', ...args],
-      {
-        cwd: repoRoot,
-        env: { ...process.env, TEMPORAL_NAMESPACE: 'default', TASK_QUEUE: sys.taskQueue, ...env },
-        timeout: 60_000,
-      },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
+  return runOpsCli('support', args, { TASK_QUEUE: on.taskQueue, ...env });
 }
 
 async function confirmedPurchase(sku: string, buyerId: string): Promise<string> {
@@ -44,8 +46,8 @@ async function confirmedPurchase(sku: string, buyerId: string): Promise<string> 
   return res.body.purchaseId as string;
 }
 
-async function refundsOf(purchaseId: string): Promise<number> {
-  const { body } = await sys.emulatorCall('GET', '/_emulator/events?type=refund.created');
+async function refundsOf(purchaseId: string, on: System = sys): Promise<number> {
+  const { body } = await on.emulatorCall('GET', '/_emulator/events?type=refund.created');
   const events = body.data as { event: { data: { object: { metadata?: Record<string, string> } } } }[];
   return events.filter((e) => e.event.data.object.metadata?.purchase_id === purchaseId).length;
 }
@@ -110,7 +112,11 @@ test('a purchase that was never paid is not refundable: exit 1 and nothing refun
   t.is(out.code, 1);
   t.regex(out.stderr, /not refundable: purchase \S+ is awaiting_payment/);
   t.is(await refundsOf(res.body.purchaseId), 0);
-  t.is((await sys.api('POST', `/v1/purchases/${res.body.purchaseId}/cancel`)).status, 200);
+  t.is(
+    (await sys.api('POST', `/v1/purchases/${res.body.purchaseId}/cancel`, undefined, await asBuyer('cli-carol')))
+      .status,
+    200,
+  );
 });
 
 test('usage errors exit 2 with the usage', async (t) => {
@@ -125,6 +131,17 @@ test('usage errors exit 2 with the usage', async (t) => {
     ['refnud', 'p1', '--reason', 'x'],
     ['refund-oversold', '--reason', 'x'],
     ['refund-oversold', 'sku-1', '--reason', 'x', '--restock'],
+    ['retry'],
+    ['retry', 'p1', '--note', 'x'],
+    ['retry', 'p1', 'p2'],
+    ['settle', 'p1'],
+    ['settle', 'p1', '--note', '  '],
+    ['settle', 'p1', '--note', 'x', '--reason', 'y'],
+    ['settle', 'p1', '--note', 'x'.repeat(501)],
+    ['retry-stray'],
+    ['settle-stray', 'cs_1'],
+    ['list-attention', 'extra'],
+    ['list-attention', '--restock'],
   ]) {
     const out = await supportCli(args);
     t.is(out.code, 2, `${args.join(' ')}: ${out.stderr}`);
@@ -155,4 +172,213 @@ test('refund-oversold refunds exactly the orders sold beyond stock and gives the
   t.regex(again.stdout, /no orders of \S+ are flagged as oversold/);
   t.is(await refundsOf(second), 1);
   await assertInvariants(t, sys.db, sku);
+});
+
+async function auditOf(purchaseId: string, on: System = sys) {
+  const { rows } = await on.db.query('SELECT actor, action, detail FROM audit_log WHERE purchase_id = $1 ORDER BY id', [
+    purchaseId,
+  ]);
+  return rows;
+}
+
+test.serial(
+  'retry tells the waiting saga to try the refused refund again: refused again is exit 1, after Stripe recovers it is refunded',
+  async (t) => {
+    const own = await refusingSystem(t);
+    const { sku, purchaseId } = await refusedLateRefund(own, 'cli-attn-retry');
+
+    // Twice while Stripe still refuses (each try also doubles the saga's own backoff, so it cannot
+    // beat the next retry to the refund once Stripe recovers).
+    for (let i = 0; i < 2; i++) {
+      const again = await supportCli(['retry', purchaseId], {}, own);
+      t.is(again.code, 1, again.stdout + again.stderr);
+      t.true(again.stdout.includes(`told purchase-${purchaseId} to try again now`), again.stdout);
+      t.regex(
+        again.stderr,
+        new RegExp(`purchase ${purchaseId}: Stripe refused again: .*${REFUSAL.replace(/\./g, '\\.')}`),
+      );
+    }
+    t.is(await refundsOf(purchaseId, own), 0);
+
+    await allowRefunds(own);
+    const out = await supportCli(['retry', purchaseId], {}, own);
+    t.is(out.code, 0, out.stderr);
+    t.regex(out.stdout, new RegExp(`purchase ${purchaseId}: refunded, refund (succeeded|pending) \\(sold out`));
+    const p = await own.waitForPurchase(purchaseId, (r) => r.status === 'refunded' && r.refund_status === 'succeeded');
+    t.truthy(p.refund_id);
+    t.is(await refundsOf(purchaseId, own), 1);
+    const audit = (await auditOf(purchaseId, own)).filter((r) => r.action === 'support_retry');
+    t.is(audit.length, 3);
+    for (const r of audit) {
+      t.regex(r.actor, /^support-cli:\S+$/);
+      t.deepEqual(r.detail, { told: [`purchase-${purchaseId}`] });
+    }
+
+    // Nothing waits any more: a second word is refused, exit 1.
+    const late = await supportCli(['retry', purchaseId], {}, own);
+    t.is(late.code, 1);
+    t.regex(late.stderr, new RegExp(`purchase ${purchaseId} is refunded, not needs_attention`));
+    t.like((await own.api('GET', `/v1/products/${sku}`)).body, { sold: 1, available: 0 });
+    await assertInvariants(t, own.db, sku);
+  },
+);
+
+test.serial(
+  'settle records a refund made by hand: the purchase ends refunded with the note, and Stripe refunds nothing',
+  async (t) => {
+    const own = await refusingSystem(t);
+    const { sku, purchaseId } = await refusedLateRefund(own, 'cli-attn-settle');
+
+    const out = await supportCli(['settle', purchaseId, '--note', 'refunded by bank transfer'], {}, own);
+    t.is(out.code, 0, out.stderr);
+    t.true(out.stdout.includes(`told purchase-${purchaseId} that it was settled by hand`), out.stdout);
+    t.regex(
+      out.stdout,
+      new RegExp(
+        `purchase ${purchaseId}: refunded, refund \\S+ \\(settled by hand by support-cli:\\S+: refunded by bank transfer\\)`,
+      ),
+    );
+    const p = await own.waitForPurchase(purchaseId, (r) => r.status === 'refunded');
+    t.regex(p.refund_reason, /^settled by hand by support-cli:\S+: refunded by bank transfer$/);
+    const view = await own.purchase(purchaseId);
+    t.is(view.body.status, 'refunded');
+
+    // The saga stopped trying: even once Stripe would take it, no refund is made.
+    await allowRefunds(own);
+    await own.temporal.workflow.getHandle(`purchase-${purchaseId}`).result();
+    t.is(await refundsOf(purchaseId, own), 0);
+    const audit = (await auditOf(purchaseId, own)).filter((r) => r.action === 'settled_by_hand');
+    t.is(audit.length, 1);
+    t.deepEqual(audit[0].detail, { told: [`purchase-${purchaseId}`], note: 'refunded by bank transfer' });
+    await assertInvariants(t, own.db, sku);
+  },
+);
+
+test.serial('retry-stray and settle-stray reach the refund saga of a stray payment', async (t) => {
+  const own = await refusingSystem(t);
+  const first = await refusedStrayRefund(own, 'cli-attn-stray-1');
+  const second = await refusedStrayRefund(own, 'cli-attn-stray-2');
+
+  const settled = await supportCli(
+    ['settle-stray', second.sessionId, '--note', 'refunded from the other app'],
+    {},
+    own,
+  );
+  t.is(settled.code, 0, settled.stderr);
+  t.regex(
+    settled.stdout,
+    new RegExp(
+      `stray payment ${second.sessionId}: settled_by_hand \\(settled by hand by support-cli:\\S+: refunded from the other app\\)`,
+    ),
+  );
+
+  for (let i = 0; i < 2; i++) {
+    const again = await supportCli(['retry-stray', first.sessionId], {}, own);
+    t.is(again.code, 1, again.stdout + again.stderr);
+    t.regex(again.stderr, new RegExp(`stray payment ${first.sessionId}: Stripe refused again: `));
+  }
+  await allowRefunds(own);
+  const retried = await supportCli(['retry-stray', first.sessionId], {}, own);
+  t.is(retried.code, 0, retried.stderr);
+  t.regex(retried.stdout, new RegExp(`stray payment ${first.sessionId}: (refunded|refunding)`));
+
+  const { rows } = await own.db.query(
+    'SELECT session_id, status FROM stray_payments WHERE session_id = ANY($1) ORDER BY session_id',
+    [[first.sessionId, second.sessionId]],
+  );
+  t.deepEqual(Object.fromEntries(rows.map((r) => [r.session_id, r.status])), {
+    [first.sessionId]: 'refunded',
+    [second.sessionId]: 'settled_by_hand',
+  });
+  t.is(await refundsOf(second.purchaseId, own), 0, 'settled by hand: no refund of the stray money');
+  t.is(await refundsOf(first.purchaseId, own), 1);
+  const actions = (await auditOf(first.purchaseId, own)).map((r) => r.action as string);
+  t.deepEqual(actions.filter((a) => a.startsWith('stray_')).sort(), [
+    'stray_payment_refunded',
+    'stray_support_retry',
+    'stray_support_retry',
+    'stray_support_retry',
+  ]);
+  for (const [p, buyer] of [
+    [first, 'cli-attn-stray-1'],
+    [second, 'cli-attn-stray-2'],
+  ] as const) {
+    t.is((await own.api('POST', `/v1/purchases/${p.purchaseId}/cancel`, undefined, await asBuyer(buyer))).status, 200);
+  }
+});
+
+test('retry and settle refuse, with exit 1, what does not wait for support: unknown, not needs_attention, no saga running', async (t) => {
+  const sku = await sys.createProduct();
+  const paid = await confirmedPurchase(sku, 'cli-attn-none');
+  for (const [args, message] of [
+    [['retry', 'no-such-purchase'], /no purchase no-such-purchase/],
+    [['settle', paid, '--note', 'x'], new RegExp(`purchase ${paid} is confirmed, not needs_attention`)],
+    [['retry-stray', 'cs_test_unknown'], /no stray payment on session cs_test_unknown/],
+    [['settle-stray', 'cs_test_unknown', '--note', 'x'], /no stray payment on session cs_test_unknown/],
+  ] as const) {
+    const out = await supportCli([...args]);
+    t.is(out.code, 1, `${args.join(' ')}: ${out.stderr}`);
+    t.regex(out.stderr, message);
+  }
+
+  // A refund that failed after its saga ended: listed, but no saga is there to hear support.
+  const orphan = await refundFailedAfterSagaEnded(sys, 'cli-attn-orphan');
+  const out = await supportCli(['retry', orphan.purchaseId]);
+  t.is(out.code, 1);
+  t.regex(
+    out.stderr,
+    new RegExp(
+      `no saga of purchase ${orphan.purchaseId} is running .*The record says: the refund failed after its saga ended: expired_or_canceled_card`,
+    ),
+  );
+  t.deepEqual(await auditOf(orphan.purchaseId).then((r) => r.filter((a) => a.action === 'support_retry')), []);
+
+  const listed = await supportCli(['list-attention', '--sku', orphan.sku]);
+  t.is(listed.code, 0, listed.stderr);
+  t.regex(listed.stdout, /^purchases in needs_attention: 1$/m);
+  t.regex(
+    listed.stdout,
+    new RegExp(
+      `^  ${orphan.purchaseId}  ${orphan.sku}  cli-attn-orphan  since \\S+  the refund failed after its saga ended: expired_or_canceled_card`,
+      'm',
+    ),
+  );
+  t.regex(listed.stdout, /^stray payments in needs_attention: 0$/m);
+  const none = await supportCli(['list-attention', '--sku', sku]);
+  t.is(none.code, 0);
+  t.regex(none.stdout, new RegExp(`^nothing needs attention for ${sku}`));
+});
+
+// Settled by hand after a refused refund: the record says the money is back, not the refused attempt.
+test.serial('a purchase settled by hand shows its refund succeeded, not the refused attempt', async (t) => {
+  const own = await refusingSystem(t);
+  const { purchaseId } = await refusedLateRefund(own, 'cli-attn-settle-status');
+  const out = await supportCli(['settle', purchaseId, '--note', 'refunded by bank transfer'], {}, own);
+  t.is(out.code, 0, out.stderr);
+  const p = await own.waitForPurchase(purchaseId, (r) => r.status === 'refunded');
+  t.is(p.refund_status, 'succeeded');
+  t.like((await own.purchase(purchaseId)).body, {
+    status: 'refunded',
+    refund: { status: 'succeeded' },
+  });
+});
+
+// A refused refund is tried again under a new idempotency key: Stripe replays a refused key's answer for a day.
+test('a refund refused while the charge was disputed goes through on retry once the dispute is won', async (t) => {
+  const sku = await sys.createProduct();
+  const purchaseId = await confirmedPurchase(sku, 'cli-attn-dispute');
+  const paymentIntent = (await sys.waitForPurchase(purchaseId, () => true)).payment_intent_id;
+  const dispute = await sys.emulatorCall('POST', `/_emulator/payment_intents/${paymentIntent}/dispute`, {});
+  t.is(dispute.status, 200, JSON.stringify(dispute.body));
+  const refused = await supportCli(['refund', purchaseId, '--reason', 'goodwill']);
+  t.is(refused.code, 1);
+  t.regex(refused.stderr, /charged back; cannot issue a refund/);
+  await sys.waitForPurchase(purchaseId, (r) => r.status === 'needs_attention');
+
+  const won = await sys.emulatorCall('POST', `/_emulator/disputes/${dispute.body.id}/close`, { outcome: 'won' });
+  t.is(won.status, 200, JSON.stringify(won.body));
+  const out = await supportCli(['retry', purchaseId]);
+  t.is(out.code, 0, out.stderr);
+  await sys.waitForPurchase(purchaseId, (r) => r.status === 'refunded' && r.refund_status === 'succeeded');
+  t.is(await refundsOf(purchaseId), 1);
 });

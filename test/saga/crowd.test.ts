@@ -77,6 +77,7 @@ function startWorkerProcess(sys: System): Promise<ChildProcess> {
       TASK_QUEUE: sys.taskQueue,
       STRIPE_SECRET_KEY: 'sk_test_emulator',
       STRIPE_API_URL: sys.emulator.url,
+      STRIPE_EMULATOR: '1',
       PUBLIC_URL: sys.apiUrl,
       SWEEP_INTERVAL_MS: '500',
     },

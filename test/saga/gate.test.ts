@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { assertInvariants } from '../helpers/db';
-import { sessionOf, startSystem, type System } from '../helpers/system';
+import { asBuyer, sessionOf, startSystem, type System } from '../helpers/system';
 
 // The gate in front of the saga: only buyers who can still get a unit start one; everyone else is
 // answered from memory, with no purchase row and no workflow.
@@ -28,7 +28,8 @@ async function crowd(sku: string, n: number, inFlight: number, prefix: string, b
   const lane = async () => {
     for (let i = next++; i < n; i = next++) {
       const path = `${base ? base() : ''}/v1/purchases`;
-      answers[i] = await sys.api('POST', path, { sku, buyerId: `${prefix}-${i}` }, { 'idempotency-key': randomUUID() });
+      const buyer = await asBuyer(`${prefix}-${i}`);
+      answers[i] = await sys.api('POST', path, { sku }, { 'idempotency-key': randomUUID(), ...buyer });
     }
   };
   await Promise.all(Array.from({ length: inFlight }, lane));
@@ -180,14 +181,14 @@ test.serial(
     const res = await sys.api(
       'POST',
       '/v1/purchases',
-      { sku, buyerId: 'async-amy' },
-      { 'idempotency-key': key, prefer: 'respond-async' },
+      { sku },
+      { 'idempotency-key': key, prefer: 'respond-async', ...(await asBuyer('async-amy')) },
     );
     t.is(res.status, 202);
     t.truthy(res.body.purchaseId);
     t.is(res.headers.get('location'), `/v1/purchases/${res.body.purchaseId}`);
     await sys.waitForPurchase(res.body.purchaseId, (p) => p.status === 'awaiting_payment');
-    const view = await sys.api('GET', `/v1/purchases/${res.body.purchaseId}`);
+    const view = await sys.purchase(res.body.purchaseId);
     t.like(view.body, { status: 'awaiting_payment' });
     t.regex(view.body.checkoutUrl, /\/checkout\/cs_/);
     // The same key again is the same purchase, never a second hold.

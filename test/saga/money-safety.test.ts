@@ -79,7 +79,7 @@ test('a paid foreign session naming a purchase confirms nothing, is refunded onc
   }
   t.like(stray, { claimed_purchase: purchaseId, status: 'refunded', amount_cents: '1' });
   t.regex(stray.why, /is not this purchase's/);
-  t.is((await sys.api('GET', `/v1/purchases/${purchaseId}`)).body.status, 'awaiting_payment');
+  t.is((await sys.purchase(purchaseId)).body.status, 'awaiting_payment');
   const { rows: rejected } = await sys.db.query(
     `SELECT type, why FROM webhook_events WHERE purchase_id = $1 AND status = 'rejected'`,
     [purchaseId],
@@ -133,7 +133,7 @@ test('an event on the purchase own session with another amount, currency or mode
     t.regex(res.body.rejected, why);
   }
   await sleep(1000);
-  const view = await sys.api('GET', `/v1/purchases/${purchaseId}`);
+  const view = await sys.purchase(purchaseId);
   t.is(view.body.status, 'awaiting_payment');
   const { rows } = await sys.db.query(
     `SELECT count(*)::int AS n FROM audit_log WHERE purchase_id = $1 AND action = 'payment_event_rejected'`,
@@ -185,7 +185,7 @@ test.serial(
       const flagged = await sys.waitForPurchase(late.purchaseId, (r) => r.status === 'needs_attention');
       t.regex(flagged.reason, /Stripe answered 402/);
       await sleep(6000); // a retry on the saga's own schedule, refused again
-      const still = await sys.api('GET', `/v1/purchases/${late.purchaseId}`);
+      const still = await sys.purchase(late.purchaseId);
       t.is(still.body.status, 'needs_attention');
       const wf = await sys.temporal.workflow.getHandle(`purchase-${late.purchaseId}`).describe();
       t.is(wf.status.name, 'RUNNING');
@@ -218,7 +218,7 @@ test.serial(
     await expireFails(sessionId, 500);
     try {
       await sleep(3500); // the hold lapsed; the saga keeps retrying expire
-      t.is((await sys.api('GET', `/v1/purchases/${purchaseId}`)).body.status, 'awaiting_payment');
+      t.is((await sys.purchase(purchaseId)).body.status, 'awaiting_payment');
       const paidAt = Date.now();
       await sys.pay(sessionId, 'succeeded');
       const p = await sys.waitForPurchase(purchaseId, (r) => r.status === 'late_confirmed', 10_000);
@@ -255,6 +255,38 @@ test.serial(
       await sys.emulatorCall('DELETE', '/_emulator/faults');
     }
     t.is(await ownRefunds(first.purchaseId), 1);
+    t.like(await stock(sku), { sold: 1, held: 0, available: 0 });
+    await assertInvariants(t, sys.db, sku);
+  },
+);
+
+test.serial(
+  'a payment made while the hold ran is a sale even when the saga only sees it after the lapse',
+  async (t) => {
+    const sku = await sys.createProduct({ holdSeconds: 3, stock: 1 });
+    const { purchaseId, sessionId } = await buyAwaiting(sku, 'lou');
+    await sys.stopWorker();
+    try {
+      await sys.pay(sessionId, 'succeeded');
+      // The webhook reached the API at once; the saga is down until after the hold's end.
+      for (let i = 0; i < 50; i++) {
+        const { rows } = await sys.db.query(
+          `SELECT 1 FROM webhook_events WHERE purchase_id = $1 AND status = 'received'`,
+          [purchaseId],
+        );
+        if (rows.length) break;
+        await sleep(100);
+      }
+      await sleep(3500);
+      // The next buyer's take returns lapsed holds to stock first: this one is kept for its payment.
+      await sys.db.query('SELECT reclaim_expired($1)', [sku]);
+      t.like(await stock(sku), { available: 0, held: 1 });
+    } finally {
+      await sys.startWorker();
+    }
+    const p = await sys.waitForPurchase(purchaseId, (r) => !['holding', 'awaiting_payment'].includes(r.status));
+    t.is(p.status, 'confirmed', p.reason);
+    t.is(await ownRefunds(purchaseId), 0);
     t.like(await stock(sku), { sold: 1, held: 0, available: 0 });
     await assertInvariants(t, sys.db, sku);
   },

@@ -68,7 +68,7 @@ test.serial(
     t.is(failed.refund_status, 'failed');
     t.is(failed.refund_failure_reason, 'expired_or_canceled_card');
     t.regex(failed.reason, /the refund failed: expired_or_canceled_card/);
-    const view = await sys.api('GET', `/v1/purchases/${purchaseId}`);
+    const view = await sys.purchase(purchaseId);
     t.like(view.body, { status: 'needs_attention', refund: { status: 'failed' } });
     await sleep(500);
     t.like(await stock(sku), { available: 0, sold: 1 });
@@ -117,7 +117,7 @@ test.serial('a refund made in the Dashboard and a dispute are recorded on the pu
   t.is(dispute.status, 200, JSON.stringify(dispute.body));
   const disputed = await sys.waitForPurchase(purchaseId, (r) => r.dispute_id !== null);
   t.is(disputed.dispute_reason, 'fraudulent');
-  const view = await sys.api('GET', `/v1/purchases/${purchaseId}`);
+  const view = await sys.purchase(purchaseId);
   t.like(view.body, { status: 'confirmed', dispute: { reason: 'fraudulent' } });
   await sys.emulatorCall('POST', `/_emulator/disputes/${disputed.dispute_id}/close`, { outcome: 'won' });
   await sys.waitForPurchase(purchaseId, (r) => r.dispute_status === 'won');

@@ -292,6 +292,8 @@ async function runEntryPoint(script: string, url: string): Promise<{ code: numbe
     STRIPE_WEBHOOK_SECRET: 'whsec_test',
     ADMIN_TOKEN: 'a',
     SUPPORT_TOKEN: 's',
+    STRIPE_EMULATOR: '1',
+    BUYER_TOKEN_SECRET: 'migrate-test-buyer-token-secret-0123456789',
     PORT: '0',
   };
   try {

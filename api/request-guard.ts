@@ -1,0 +1,89 @@
+import type Koa from 'koa';
+import { isBadText, TEXT_MESSAGE, type FieldError } from './json-guard';
+import { invalid, Problem } from './problem';
+
+// The door every request passes before routing: a method the routers implement, a path whose
+// segments decode to clean text, and clean values in the headers that become data. A path
+// parameter reaches a query as text; Postgres refuses NUL in it (and a percent-encoding that is not
+// UTF-8 would reach the route undecoded), so both are refused here with 400 naming the parameter.
+
+/** The methods the routers implement (koa-router's list); anything else is 501 before routing. */
+export const IMPLEMENTED_METHODS = ['GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/** The longest path parameter taken (a SKU is at most 64 characters, a purchase id 28). */
+export const MAX_PARAM_LENGTH = 256;
+
+/** Longest Idempotency-Key, as documented. */
+const MAX_KEY_LENGTH = 255;
+
+type Template = string[];
+
+/** `/v1/products/:sku/restock` → ['v1', 'products', ':sku', 'restock']. */
+function templateOf(route: string): Template {
+  return route.split('/').slice(1);
+}
+
+/** The name of the parameter at segment `i` of `segments`, from the first route template that fits. */
+function paramAt(templates: Template[], segments: string[], i: number): string | undefined {
+  for (const t of templates) {
+    if (t.length !== segments.length) continue;
+    if (t.every((part, j) => part.startsWith(':') || part === segments[j])) {
+      return t[i].startsWith(':') ? t[i].slice(1) : undefined;
+    }
+  }
+  return undefined;
+}
+
+function checkPath(templates: Template[], rawPath: string): FieldError[] {
+  const segments = rawPath.split('/').slice(1);
+  const errors: FieldError[] = [];
+  segments.forEach((segment, i) => {
+    const param = paramAt(templates, segments, i);
+    const field = param ?? 'path';
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {
+      errors.push({ field, message: 'is not valid percent-encoded UTF-8' });
+      return;
+    }
+    if (isBadText(decoded)) errors.push({ field, message: TEXT_MESSAGE });
+    else if (param && decoded.length > MAX_PARAM_LENGTH) {
+      errors.push({ field, message: `must be at most ${MAX_PARAM_LENGTH} characters` });
+    }
+  });
+  return errors;
+}
+
+function checkHeaders(ctx: Koa.Context): FieldError[] {
+  const key = ctx.get('idempotency-key');
+  if (!key) return [];
+  // Node refuses most control characters in a header; a tab (or DEL) still gets through. (Bytes
+  // 0x80–0x9F are left alone: they are how UTF-8 arrives in a Latin-1 header value.)
+  // eslint-disable-next-line no-control-regex -- control characters are what is refused
+  if (/[\u0000-\u001f\u007f]/.test(key))
+    return [{ field: 'Idempotency-Key', message: 'must not contain control characters' }];
+  if (key.length > MAX_KEY_LENGTH) {
+    return [{ field: 'Idempotency-Key', message: `must be at most ${MAX_KEY_LENGTH} characters` }];
+  }
+  return [];
+}
+
+/**
+ * The request guard: 501 `not-implemented` for a method no router implements (TRACE, QUERY, …),
+ * 400 `invalid-request` for a path segment that is not percent-encoded UTF-8 or decodes to a
+ * control character or a lone surrogate, or a parameter longer than MAX_PARAM_LENGTH (the field is
+ * the parameter's name from `routes`, else `path`), and for an Idempotency-Key with control
+ * characters. Nothing is read or written before it passes.
+ */
+export function requestGuard(routes: string[]): Koa.Middleware {
+  const templates = [...new Set(routes)].map(templateOf);
+  return async (ctx, next) => {
+    if (!(IMPLEMENTED_METHODS as readonly string[]).includes(ctx.method)) {
+      throw new Problem(501, 'not-implemented', `${ctx.method} is not implemented by this server`);
+    }
+    const errors = [...checkPath(templates, ctx.path), ...checkHeaders(ctx)];
+    if (errors.length > 0) throw invalid(errors);
+    await next();
+  };
+}

@@ -1,0 +1,154 @@
+import type { Client } from '@temporalio/client';
+import { tellStraySupportAction, tellSupportAction } from '../client/refunds';
+import type { Db } from '../store/db';
+import { getStrayPayment, listStrayPayments, type StrayPayment } from '../store/payments';
+import { appendAudit, getPurchase, listNeedingAttention, type PurchaseRecord } from '../store/purchases';
+import { purchaseWorkflowId, refundWorkflowId, strayPaymentWorkflowId, type SupportAction } from '../vocabulary';
+import { whyItWaits } from './stuck-records';
+
+// Support's path for money that waits on a Stripe step Stripe refused (status `needs_attention`):
+// tell the waiting saga to try again now, or that the step was settled by hand (say, a refund by bank
+// transfer), then report what the saga recorded. The saga does the work and writes the outcome; the
+// CLI adds an `audit_log` row naming who asked. Each returns the exit code: 0 done (or told, and no
+// answer yet), 1 nothing to act on or Stripe refused again.
+
+export interface AttentionDeps {
+  db: Db;
+  temporal: Client;
+  /** Who asks, for the audit trail (`support-cli:<user>`). */
+  actor: string;
+  /** How long to wait for the saga's answer on the record. */
+  waitMs?: number;
+}
+
+const DEFAULT_WAIT_MS = 15_000;
+const POLL_MS = 200;
+
+/** What support says: try the refused step again now, or it was settled by hand (with a note). */
+export type SupportVerb = { action: 'retry' } | { action: 'settled'; note: string };
+
+const fail = (line: string): number => {
+  console.error(`support: ${line}`);
+  return 1;
+};
+
+function toAction(verb: SupportVerb, actor: string): SupportAction {
+  return verb.action === 'retry' ? { action: 'retry', actor } : { action: 'settled', actor, note: verb.note };
+}
+
+/** Polls `read` until the row changed since `before` (its `updatedAt`), or the wait is over. */
+async function changed<T extends { updatedAt: string }>(
+  read: () => Promise<T | null>,
+  before: T,
+  waitMs: number,
+): Promise<T | null> {
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    const now = await read();
+    if (now && now.updatedAt !== before.updatedAt) return now;
+  }
+  return null;
+}
+
+function describePurchase(p: PurchaseRecord): string {
+  const refund = p.refund ? `, refund ${p.refund.status} (${p.refund.reason})` : '';
+  return `${p.status}${refund}`;
+}
+
+/** `retry <purchaseId>` / `settle <purchaseId> --note`: support's word to the sagas of a purchase in `needs_attention`. */
+export async function actOnPurchase(deps: AttentionDeps, purchaseId: string, verb: SupportVerb): Promise<number> {
+  const record = await getPurchase(deps.db, purchaseId);
+  if (!record || record.status === 'rejected') return fail(`no purchase ${purchaseId}`);
+  if (record.status !== 'needs_attention') {
+    return fail(`purchase ${purchaseId} is ${record.status}, not needs_attention: nothing waits for support`);
+  }
+  const told = await tellSupportAction(deps.temporal, purchaseId, toAction(verb, deps.actor));
+  if (told.length === 0) {
+    return fail(
+      `no saga of purchase ${purchaseId} is running (${purchaseWorkflowId(purchaseId)}, ${refundWorkflowId(purchaseId)}): ` +
+        `nothing waits to hear it. The record says: ${record.reason ?? 'no reason recorded'}`,
+    );
+  }
+  await appendAudit(deps.db, purchaseId, deps.actor, verb.action === 'retry' ? 'support_retry' : 'settled_by_hand', {
+    told,
+    ...(verb.action === 'settled' ? { note: verb.note } : {}),
+  });
+  const asked = verb.action === 'retry' ? 'to try again now' : 'that it was settled by hand';
+  console.log(`told ${told.join(' and ')} ${asked}`);
+  const now = await changed(() => getPurchase(deps.db, purchaseId), record, deps.waitMs ?? DEFAULT_WAIT_MS);
+  if (!now) {
+    console.log(`purchase ${purchaseId}: no answer yet; the saga records it (npm run support -- list-attention)`);
+    return 0;
+  }
+  if (now.status === 'needs_attention') {
+    return fail(`purchase ${purchaseId}: Stripe refused again: ${now.reason}; its saga keeps retrying with backoff`);
+  }
+  console.log(`purchase ${purchaseId}: ${describePurchase(now)}`);
+  return 0;
+}
+
+/** `retry-stray <sessionId>` / `settle-stray <sessionId> --note`: the same for the refund of a stray payment. */
+export async function actOnStray(deps: AttentionDeps, sessionId: string, verb: SupportVerb): Promise<number> {
+  const stray = await getStrayPayment(deps.db, sessionId);
+  if (!stray) return fail(`no stray payment on session ${sessionId}`);
+  if (stray.status !== 'needs_attention') {
+    return fail(`the stray payment on ${sessionId} is ${stray.status}, not needs_attention: nothing waits for support`);
+  }
+  const workflowId = strayPaymentWorkflowId(sessionId);
+  if (!(await tellStraySupportAction(deps.temporal, sessionId, toAction(verb, deps.actor)))) {
+    return fail(
+      `its saga ${workflowId} is not running: nothing waits to hear it. The record says: ${stray.detail ?? stray.why}`,
+    );
+  }
+  await appendAudit(
+    deps.db,
+    stray.claimedPurchase,
+    deps.actor,
+    verb.action === 'retry' ? 'stray_support_retry' : 'stray_settled_by_hand',
+    { sessionId, ...(verb.action === 'settled' ? { note: verb.note } : {}) },
+  );
+  console.log(`told ${workflowId} ${verb.action === 'retry' ? 'to try again now' : 'that it was settled by hand'}`);
+  const now = await changed(() => getStrayPayment(deps.db, sessionId), stray, deps.waitMs ?? DEFAULT_WAIT_MS);
+  if (!now) {
+    console.log(`stray payment ${sessionId}: no answer yet; its saga records it (npm run support -- list-attention)`);
+    return 0;
+  }
+  if (now.status === 'needs_attention') {
+    return fail(
+      `stray payment ${sessionId}: Stripe refused again: ${now.detail}; its saga keeps retrying with backoff`,
+    );
+  }
+  // `detail` keeps the last refusal once the refund went through: it says something only when settled by hand.
+  const what = now.status === 'settled_by_hand' ? ` (${now.detail})` : now.refundId ? ` (refund ${now.refundId})` : '';
+  console.log(`stray payment ${sessionId}: ${now.status}${what}`);
+  return 0;
+}
+
+function strayLine(s: StrayPayment): string {
+  const amount = s.amountCents !== undefined ? `${s.amountCents} ${s.currency ?? ''} minor units` : 'amount unknown';
+  return `  ${s.sessionId}  naming ${s.claimedPurchase}  ${amount}  since ${s.updatedAt}  ${s.detail ?? s.why}`;
+}
+
+/** `list-attention [--sku SKU]`: purchases and stray payments in `needs_attention`, with why. */
+export async function listAttention(db: Db, sku: string | undefined, limit = 1000): Promise<number> {
+  const purchases = await listNeedingAttention(db, { sku, limit });
+  const strays = (await listStrayPayments(db, { status: 'needs_attention' })).slice(0, limit);
+  const shown: StrayPayment[] = [];
+  for (const s of strays) if (!sku || (await getPurchase(db, s.claimedPurchase))?.sku === sku) shown.push(s);
+  if (purchases.length === 0 && shown.length === 0) {
+    console.log(`nothing needs attention${sku ? ` for ${sku}` : ''}`);
+    return 0;
+  }
+  console.log(`purchases in needs_attention: ${purchases.length}`);
+  for (const p of purchases) {
+    const why = whyItWaits(p.reason, p.refund?.failureReason);
+    console.log(`  ${p.purchaseId}  ${p.sku}  ${p.buyerId}  since ${p.updatedAt}  ${why}`);
+  }
+  console.log(`stray payments in needs_attention: ${shown.length}`);
+  for (const s of shown) console.log(strayLine(s));
+  console.log(
+    '\nnpm run support -- retry <purchaseId> | settle <purchaseId> --note "..." | retry-stray <sessionId> | settle-stray <sessionId> --note "..."',
+  );
+  return 0;
+}
