@@ -4,6 +4,7 @@ import type { Db } from '../store/db';
 import type { HoldDesk } from '../store/hold-desk';
 import * as holds from '../store/holds';
 import { getProduct, termsOf } from '../store/products';
+import { claimCard, type CardClaim } from '../store/cards';
 import * as payments from '../store/payments';
 import * as purchases from '../store/purchases';
 import { createStripeSteps, type CheckoutSession, type OpenCheckoutInput, type StripeStepDeps } from './stripe';
@@ -132,6 +133,17 @@ export function createActivities(deps: ActivityDeps) {
     /** Writes the saga's state to the purchase record that the API reads. */
     async recordPurchase(purchaseId: string, patch: purchases.PurchasePatch): Promise<void> {
       await purchases.recordPurchase(db, purchaseId, patch);
+    },
+
+    /** Counts a paid purchase against its card's limit for the SKU, once (`card_claims`). */
+    async claimCard(c: {
+      purchaseId: string;
+      sku: string;
+      fingerprint: string;
+      quantity: number;
+      maxPerCard: number;
+    }): Promise<CardClaim> {
+      return claimCard(db, c);
     },
 
     /** Where the refund of a stray payment stands (`stray_payments`). */

@@ -206,6 +206,15 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepD
       }
     },
 
+    /** The fingerprint of the card that paid (Stripe's `payment_method_details.card.fingerprint`), or null. */
+    async cardOfPayment(paymentIntentId: string): Promise<string | null> {
+      const pi = await call('reading the payment', () =>
+        stripe.paymentIntents.retrieve(paymentIntentId, { expand: ['latest_charge'] }),
+      );
+      const charge = typeof pi.latest_charge === 'object' ? pi.latest_charge : null;
+      return charge?.payment_method_details?.card?.fingerprint ?? null;
+    },
+
     /** Where a refund stands now (when its webhook is late). */
     async getRefund(refundId: string): Promise<RefundState> {
       return refundState(await call('reading the refund', () => stripe.refunds.retrieve(refundId)));

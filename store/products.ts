@@ -13,6 +13,8 @@ export interface Product {
   buckets: number;
   holdSeconds: number;
   maxPerBuyer: number;
+  /** Units one payment card may buy (card fingerprint); null: no limit. */
+  maxPerCard: number | null;
   oversellAllowance: number;
   hasUnits: boolean;
   waitingRoom: { admitPerSecond: number; maxActive: number } | null;
@@ -27,6 +29,7 @@ export interface NewProduct {
   buckets?: number;
   holdSeconds?: number;
   maxPerBuyer?: number;
+  maxPerCard?: number | null;
   oversellAllowance?: number;
   waitingRoom?: { admitPerSecond: number; maxActive: number } | null;
   units?: string[];
@@ -53,6 +56,7 @@ interface ProductRow {
   buckets: number;
   hold_seconds: number;
   max_per_buyer: number;
+  max_per_card: number | null;
   oversell_allowance: number;
   has_units: boolean;
   waiting_room: Product['waitingRoom'];
@@ -68,6 +72,7 @@ function toProduct(r: ProductRow): Product {
     buckets: r.buckets,
     holdSeconds: r.hold_seconds,
     maxPerBuyer: r.max_per_buyer,
+    maxPerCard: r.max_per_card,
     oversellAllowance: r.oversell_allowance,
     hasUnits: r.has_units,
     waitingRoom: r.waiting_room,
@@ -82,6 +87,7 @@ export function termsOf(p: Product): ProductTerms {
     currency: p.currency,
     holdSeconds: p.holdSeconds,
     hasUnits: p.hasUnits,
+    ...(p.maxPerCard ? { maxPerCard: p.maxPerCard } : {}),
   };
 }
 
@@ -131,8 +137,8 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
     return await withTx(db, async (tx) => {
       const { rows } = await tx.query<ProductRow>(
         `INSERT INTO products (sku, name, price_cents, currency, total, buckets, hold_seconds, max_per_buyer,
-                               oversell_allowance, has_units, waiting_room)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
+                               oversell_allowance, has_units, waiting_room, max_per_card)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *`,
         [
           input.sku,
           input.name,
@@ -145,6 +151,7 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
           allowance,
           units !== null,
           input.waitingRoom ? JSON.stringify(input.waitingRoom) : null,
+          input.maxPerCard ?? null,
         ],
       );
       const split = Array.from(

@@ -77,6 +77,8 @@ export interface ProductTerms {
   currency: string;
   holdSeconds: number;
   hasUnits: boolean;
+  /** Units one payment card may buy of the product (Stripe's card fingerprint); absent: no limit. */
+  maxPerCard?: number;
 }
 
 /** One purchase: the request, the id it is keyed by, and (for a new saga) the terms it sells at. */

@@ -72,14 +72,40 @@ export class PurchaseSaga {
     });
   }
 
+  /** The PaymentIntent that paid the session, from Stripe when no event named it. */
+  private async learnPaymentIntent(): Promise<void> {
+    const { state } = this;
+    if (state.paymentIntentId || !state.sessionId) return;
+    const sessionId = state.sessionId;
+    const read = await this.attend('reading the paid session', () => acts.getSessionPayment(sessionId));
+    if (read.outcome === 'done') state.paymentIntentId = read.value.paymentIntentId;
+  }
+
+  /**
+   * The product's limit per payment card (`maxPerCard`): the card that paid is counted against what
+   * it already bought of the SKU, once. No limit, or no card fingerprint to count (not a card): true.
+   */
+  private async cardWithinLimit(): Promise<boolean> {
+    const maxPerCard = this.input.terms?.maxPerCard;
+    if (!maxPerCard) return true;
+    await this.learnPaymentIntent();
+    const paymentIntentId = this.state.paymentIntentId;
+    if (!paymentIntentId) return true;
+    const card = await this.attend('reading the payment card', () => stripeActs.cardOfPayment(paymentIntentId));
+    if (card.outcome !== 'done' || !card.value) return true;
+    const { purchaseId, sku, quantity } = this.input;
+    return (await acts.claimCard({ purchaseId, sku, quantity, maxPerCard, fingerprint: card.value })) === 'claimed';
+  }
+
+  private cardLimitReason(): string {
+    return `limit per card: this card already bought the most of ${this.input.sku} one card may (${this.input.terms?.maxPerCard})`;
+  }
+
   /** A paid session whose hold is gone: re-take a unit, or refund at once and tell the buyer why. */
   async settleLatePayment(): Promise<void> {
     const { state } = this;
-    if (!state.paymentIntentId && state.sessionId) {
-      const sessionId = state.sessionId;
-      const read = await this.attend('reading the paid session', () => acts.getSessionPayment(sessionId));
-      if (read.outcome === 'done') state.paymentIntentId = read.value.paymentIntentId;
-    }
+    await this.learnPaymentIntent();
+    if (!(await this.cardWithinLimit())) return this.refundPaid(this.cardLimitReason(), 'refunded_card_limit');
     const retake = await acts.retakeForLatePayment(state.purchaseId);
     if (retake.outcome === 'sold') {
       await this.setStatus('late_confirmed', {
@@ -89,33 +115,36 @@ export class PurchaseSaga {
       });
       return;
     }
-    const reason = 'sold out: the hold had lapsed and no unit was left when the payment was confirmed';
+    return this.refundPaid(
+      'sold out: the hold had lapsed and no unit was left when the payment was confirmed',
+      'refunded_sold_out',
+    );
+  }
+
+  /** Refunds the payment in full, tells the buyer why (notification `kind`), and follows the refund to its end. */
+  private async refundPaid(reason: string, kind: string): Promise<void> {
+    const { state } = this;
     const paymentIntentId = state.paymentIntentId;
     if (!paymentIntentId) {
       // Stripe will not say what paid the session: support refunds it by hand and settles it here.
       await this.setStatus('needs_attention', { reason: `${reason}; the paid session names no PaymentIntent` });
       await condition(() => this.desk.settled !== undefined);
-      return this.recordLateRefund(reason, { phase: 'by_hand', ...this.desk.settled! });
+      return this.recordRefund(reason, kind, { phase: 'by_hand', ...this.desk.settled! });
     }
     await refundToTheEnd({
       desk: this.desk,
       create: (attempt) =>
         stripeActs.refundPayment({ purchaseId: state.purchaseId, paymentIntentId, reason, step: 'late', attempt }),
-      record: (news) => this.recordLateRefund(reason, news),
+      record: (news) => this.recordRefund(reason, kind, news),
     });
   }
 
-  /** Each step of a late payment's refund, on the record. */
-  private async recordLateRefund(reason: string, news: RefundNews): Promise<void> {
+  /** Each step of the refund of a payment the saga could not keep, on the record. */
+  private async recordRefund(reason: string, kind: string, news: RefundNews): Promise<void> {
     const { state } = this;
     switch (news.phase) {
       case 'created':
-        await acts.notifyBuyer(
-          state.purchaseId,
-          state.buyerId,
-          'refunded_sold_out',
-          `Your payment was refunded. ${reason}.`,
-        );
+        await acts.notifyBuyer(state.purchaseId, state.buyerId, kind, `Your payment was refunded. ${reason}.`);
         return this.setStatus('refunded', {
           paymentIntentId: state.paymentIntentId,
           reason,
@@ -146,6 +175,10 @@ export class PurchaseSaga {
 
   /** Paid, and the hold may still be ours: the hold becomes the sale, else a late payment is settled. */
   async confirmPaid(): Promise<void> {
+    if (!(await this.cardWithinLimit())) {
+      await acts.releaseHold(this.input.purchaseId, 'release');
+      return this.refundPaid(this.cardLimitReason(), 'refunded_card_limit');
+    }
     if ((await acts.convertHold(this.input.purchaseId)) === 'sold') {
       // Paid after the hold's end (while Stripe's expire was failing, say) and the unit was still ours: a late sale.
       const paidAt = this.paidAt ?? Date.now();

@@ -28,6 +28,7 @@ const newProduct = validator<NewProduct>({
     // Stripe sessions live at most 24 hours; a hold must end before its session can no longer be expired.
     holdSeconds: { type: 'integer', minimum: 1, maximum: 23 * 3600, nullable: true },
     maxPerBuyer: { type: 'integer', minimum: 1, maximum: 1000, nullable: true },
+    maxPerCard: { type: 'integer', minimum: 1, maximum: 1_000_000, nullable: true },
     oversellAllowance: { type: 'integer', minimum: 0, maximum: 1_000_000, nullable: true },
     waitingRoom: {
       type: 'object',
@@ -75,6 +76,7 @@ export async function productView(deps: ApiDeps, sku: string) {
     soldOut: a.soldOut,
     holdSeconds: product.holdSeconds,
     maxPerBuyer: product.maxPerBuyer,
+    ...(product.maxPerCard ? { maxPerCard: product.maxPerCard } : {}),
     buckets: product.buckets,
     oversellAllowance: product.oversellAllowance,
     waitingRoom: product.waitingRoom,
