@@ -4,6 +4,7 @@ import type { BuyerVerifier } from '../config/buyer-tokens';
 import type { Admissions } from '../store/admission';
 import type { Db } from '../store/db';
 import type { Metrics } from './metrics';
+import type { RateLimits } from './rate-limits';
 
 /** Everything the routes use, built by the entry point (api/main.ts) or a test. */
 export interface ApiDeps {
@@ -16,6 +17,8 @@ export interface ApiDeps {
   webhookSecret: string;
   /** True with a live-mode key (`sk_live_`/`rk_live_`): events of the other mode are refused. */
   livemode: boolean;
+  /** Per-buyer and per-IP limits on the purchase routes; absent: none (tests that do not test them). */
+  rateLimits?: RateLimits;
   /** Verifies buyer tokens (JWTs whose `sub` is the buyer id). */
   buyers: BuyerVerifier;
   adminToken: string;

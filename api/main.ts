@@ -8,6 +8,7 @@ import { migrate } from '../store/migrate';
 import { createApp } from './app';
 import type { ApiDeps } from './deps';
 import { createMetrics } from './metrics';
+import { createRateLimits } from './rate-limits';
 
 /** How long in-flight requests get to finish after the listener closes. */
 const DRAIN_MS = 5000;
@@ -32,6 +33,7 @@ async function main(): Promise<void> {
     webhookSecret: config.stripeWebhookSecret,
     livemode: isLiveKey(config.stripeSecretKey),
     buyers: createBuyerVerifier(config.buyerTokens),
+    rateLimits: createRateLimits(config.rateLimits),
     adminToken: config.adminToken,
     supportToken: config.supportToken,
     metrics: createMetrics(db, gate),

@@ -18,6 +18,7 @@ export type ProblemType =
   | 'bad-signature'
   | 'unavailable'
   | 'method-not-allowed'
+  | 'rate-limited'
   | 'payload-too-large'
   | 'not-implemented'
   | 'internal';
@@ -42,6 +43,7 @@ const TITLES: Record<ProblemType, string> = {
   'payload-too-large': 'The request body is too large',
   'not-implemented': 'This method is not implemented',
   internal: 'Internal error',
+  'rate-limited': 'Too many requests',
 };
 
 /** An RFC 9457 problem. Thrown anywhere in a route, rendered by `problemMiddleware`. */

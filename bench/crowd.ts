@@ -407,6 +407,9 @@ async function startLocal(): Promise<Target> {
     ADMIN_TOKEN: ADMIN,
     SUPPORT_TOKEN: 'bench-support',
     BUYER_TOKEN_SECRET: BUYER_SECRET,
+    // One machine plays the whole crowd from one address: the per-IP and per-buyer limits would be the bottleneck measured.
+    RATE_LIMIT_PER_IP_PER_SECOND: '0',
+    RATE_LIMIT_PER_BUYER_PER_MINUTE: '0',
     HOST: '127.0.0.1',
     PORT: String(apiPort),
     PUBLIC_URL: api,

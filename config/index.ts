@@ -36,6 +36,8 @@ export interface ApiConfig extends CommonConfig, StripeConfig {
   gateResyncMs: number;
   /** How buyer tokens (JWTs) are verified. */
   buyerTokens: BuyerTokenConfig;
+  /** Purchase requests per buyer per minute and per client IP per second (0: off). */
+  rateLimits: { perBuyerPerMinute: number; perIpPerSecond: number };
 }
 
 export interface WorkerConfig extends CommonConfig, StripeConfig {
@@ -169,6 +171,10 @@ export function loadApiConfig(env: Env): ApiConfig {
     purchaseTimeoutMs: r.int('PURCHASE_TIMEOUT_MS', 20_000, 100),
     gateResyncMs: r.int('GATE_RESYNC_MS', 5_000, 100),
     buyerTokens: buyerTokens(r),
+    rateLimits: {
+      perBuyerPerMinute: r.int('RATE_LIMIT_PER_BUYER_PER_MINUTE', 30, 0),
+      perIpPerSecond: r.int('RATE_LIMIT_PER_IP_PER_SECOND', 100, 0),
+    },
   });
 }
 

@@ -152,6 +152,7 @@ export function purchaseRoutes(deps: ApiDeps): Router {
   router.post('/v1/purchases', async (ctx) => {
     const started = process.hrtime.bigint();
     const buyerId = await buyerOf(ctx, deps.buyers);
+    await deps.rateLimits?.take(buyerId, ctx.ip);
     const key = ctx.get('idempotency-key');
     if (!key) throw invalid([{ field: 'Idempotency-Key', message: 'header is required' }]);
     if (key.length > 255) throw invalid([{ field: 'Idempotency-Key', message: 'must be at most 255 characters' }]);

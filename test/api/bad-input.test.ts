@@ -161,7 +161,10 @@ test.serial(
 
 test.serial('a product of 100,000 seats is created in one request; a body beyond the limit is 413', async (t) => {
   const sku = uniqueSku('arena');
-  const units = Array.from({ length: 100_000 }, (_, i) => `block-${Math.floor(i / 1000)}-row-${i % 1000}-seat`);
+  // Every id as long as a unit id may be (64 characters): the largest body of 100,000 seats.
+  const units = Array.from({ length: 100_000 }, (_, i) =>
+    `block-${Math.floor(i / 1000)}-seat-${i % 1000}-`.padEnd(64, 'x'),
+  );
   const body = JSON.stringify({ sku, name: 'Arena', priceCents: 4500, currency: 'eur', stock: units.length, units });
   const started = Date.now();
   const res = await send('POST', '/v1/products', body, admin);

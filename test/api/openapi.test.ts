@@ -43,6 +43,7 @@ function placeholderDeps(): ApiDeps {
       verify: (token: string) =>
         token === 'openapi-alice' ? Promise.resolve('alice') : Promise.reject(new BadBuyerToken('unknown token')),
     },
+    rateLimits: undefined,
     taskQueue: 'openapi-test',
     purchaseTimeoutMs: 1000,
     lifecycle: { draining: false },

@@ -17,6 +17,7 @@ import { Gate } from '../../store/gate';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
 import { createMetrics } from '../../api/metrics';
+import { createRateLimits, type RateLimitConfig } from '../../api/rate-limits';
 import { startEmulator, type Emulator } from '../../dev/emulator';
 import { createBuyerVerifier, signBuyerToken } from '../../config/buyer-tokens';
 import { createStripe } from '../../config/clients';
@@ -108,7 +109,13 @@ export interface System {
  * delivers webhooks to the API.
  */
 export async function startSystem(
-  opts: { worker?: boolean; retryBaseMs?: number; purchaseTimeoutMs?: number; gateResyncMs?: number } = {},
+  opts: {
+    worker?: boolean;
+    retryBaseMs?: number;
+    purchaseTimeoutMs?: number;
+    gateResyncMs?: number;
+    rateLimits?: RateLimitConfig;
+  } = {},
 ): Promise<System> {
   const db = testDb(30);
   const gate = new Gate(db, process.env.DATABASE_URL!, { resyncMs: opts.gateResyncMs });
@@ -130,6 +137,7 @@ export async function startSystem(
     webhookSecret: WEBHOOK_SECRET,
     livemode: false,
     buyers: createBuyerVerifier({ secret: BUYER_TOKEN_SECRET }),
+    ...(opts.rateLimits ? { rateLimits: createRateLimits(opts.rateLimits) } : {}),
     adminToken: ADMIN_TOKEN,
     supportToken: SUPPORT_TOKEN,
     metrics: createMetrics(db, gate),
