@@ -93,7 +93,7 @@ function describe(fault: Fault): Fault {
 }
 
 /** mulberry32: a small, fast PRNG, enough to make a fault's draws repeatable. */
-function seededRandom(seed: number): () => number {
+export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

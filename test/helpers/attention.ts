@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
+import type Stripe from 'stripe';
 import { createStripe } from '../../config/clients';
 import { sessionOf, type System } from './system';
 
@@ -80,6 +81,22 @@ export async function refundFailedAfterSagaEnded(
 }
 
 /**
+ * A 1-cent Checkout Session that another app on the same Stripe account created, claiming `purchaseId`
+ * in its metadata and client_reference_id: not the purchase's own.
+ */
+export function foreignSession(sys: System, purchaseId: string): Promise<Stripe.Checkout.Session> {
+  const otherApp = createStripe({ stripeSecretKey: 'sk_test_another_app', stripeApiUrl: sys.emulator.url });
+  return otherApp.checkout.sessions.create({
+    mode: 'payment',
+    line_items: [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 1, product_data: { name: 'Gift' } } }],
+    success_url: 'https://other-app.test/thanks',
+    client_reference_id: purchaseId,
+    metadata: { purchase_id: purchaseId },
+    payment_intent_data: { metadata: { purchase_id: purchaseId } },
+  });
+}
+
+/**
  * A stray payment in `needs_attention`: another app on the account opens a Checkout Session naming
  * a purchase that is waiting for its payment, a buyer pays it, and Stripe refuses the refund.
  * Returns the stray session and the purchase it named (still awaiting its own payment).
@@ -92,14 +109,7 @@ export async function refusedStrayRefund(
   const res = await sys.buy(sku, buyer);
   if (res.status !== 201) throw new Error(`buying: ${res.status} ${JSON.stringify(res.body)}`);
   const purchaseId = res.body.purchaseId as string;
-  const otherApp = createStripe({ stripeSecretKey: 'sk_test_another_app', stripeApiUrl: sys.emulator.url });
-  const foreign = await otherApp.checkout.sessions.create({
-    mode: 'payment',
-    line_items: [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 1, product_data: { name: 'Gift' } } }],
-    success_url: 'https://other-app.test/thanks',
-    client_reference_id: purchaseId,
-    metadata: { purchase_id: purchaseId },
-  });
+  const foreign = await foreignSession(sys, purchaseId);
   await refuseRefunds(sys);
   const paid = await sys.pay(foreign.id, 'succeeded');
   if (paid.status !== 200) throw new Error(`paying the foreign session: ${paid.status} ${JSON.stringify(paid.body)}`);

@@ -41,17 +41,7 @@ export interface CrowdOptions {
   buyerTokenSecret: string;
 }
 
-/** mulberry32: small and fast, and the same numbers for the same seed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seededRandom } from '../../dev/emulator/faults';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 const MAX_SOLD_OUT_TRIES = 3;

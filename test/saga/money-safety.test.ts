@@ -1,7 +1,7 @@
 import test from 'ava';
 import Stripe from 'stripe';
-import { createStripe } from '../../config/clients';
 import { assertInvariants } from '../helpers/db';
+import { foreignSession } from '../helpers/attention';
 import { sessionOf, startSystem, WEBHOOK_SECRET, type System } from '../helpers/system';
 
 // Only a purchase's own payment pays for it, and no Stripe answer ends a paid saga without an
@@ -58,15 +58,7 @@ test('a paid foreign session naming a purchase confirms nothing, is refunded onc
   const sku = await sys.createProduct({ priceCents: 12_000 });
   const { purchaseId, sessionId } = await buyAwaiting(sku, 'fay');
   // Another app on the same Stripe account creates a 1-cent session that claims the purchase.
-  const other = createStripe({ stripeSecretKey: 'sk_test_another_app', stripeApiUrl: sys.emulator.url });
-  const foreign = await other.checkout.sessions.create({
-    mode: 'payment',
-    line_items: [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 1, product_data: { name: 'x' } } }],
-    success_url: 'https://example.com/ok',
-    client_reference_id: purchaseId,
-    metadata: { purchase_id: purchaseId },
-    payment_intent_data: { metadata: { purchase_id: purchaseId } },
-  });
+  const foreign = await foreignSession(sys, purchaseId);
   t.is((await sys.pay(foreign.id, 'succeeded')).status, 200);
 
   const deadline = Date.now() + 15_000;
