@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
@@ -11,6 +10,9 @@ import { signBuyerToken } from '../config/buyer-tokens';
 import { reconcile } from '../store/reconcile';
 import { freePort, sleep, spawnChild, type ChildHandle } from '../dev/proc';
 import { startStack } from '../dev/stack';
+import { CheckoutWatch } from './crowd-checkouts';
+import { countBy, printReport, type Answer, type Check, type Phase } from './crowd-report';
+import { HttpClient, parseJson } from './http-client';
 
 /**
  * `npm run bench:crowd`: a flash-sale crowd over HTTP. N buyers (default 10,000) for M units (default
@@ -19,7 +21,14 @@ import { startStack } from '../dev/stack';
  * the same run. Prints answers/s and the ratio to the bare route, p50/p99 of the winners' 201s and of
  * the sold-out answers, the sagas started (Temporal visibility), and checks the stock is exact.
  *
+ * --respond-async (BENCH_RESPOND_ASYNC=1) sends `Prefer: respond-async` on every purchase, as a real
+ * flash-sale client would: a winner's answer is then the 202 (purchase id and Location, once the permit
+ * is granted and the saga started), and the bench follows every accepted purchase (bench/crowd-checkouts.ts,
+ * at most 120 s after the crowd) until it reached awaiting_payment with a checkout URL or a final
+ * status, and prints the time to all checkouts (from the crowd's first request) and how many got one.
+ *
  * Flags (or env): --buyers (BENCH_BUYERS), --units (BENCH_UNITS), --concurrency (BENCH_CONCURRENCY),
+ * --respond-async (BENCH_RESPOND_ASYNC=1),
  * --base URL (BENCH_BASE_URL) to run against an API that is already up, with --admin-token
  * (BENCH_ADMIN_TOKEN, else ADMIN_TOKEN); DATABASE_URL and TEMPORAL_ADDRESS then name its Postgres and
  * Temporal for the checks that need them (skipped without them). Without --base it starts a throwaway
@@ -27,16 +36,19 @@ import { startStack } from '../dev/stack';
  * TEMPORAL_ADDRESS, as bench:saga does) and the payments emulator, the worker and the API as child
  * processes, so the API is measured alone on its event loop as in production. BENCH_VERBOSE=1 echoes
  * their output. Ctrl-C stops everything. Exits 1 when the stock is not exact (answers other than 201
- * and sold-out, or units held by buyers who got no 201, are reported but do not fail the run).
+ * (202) and sold-out, units held by buyers who got no 201 (202), or accepted purchases that got no
+ * checkout URL, are reported but do not fail the run).
  */
 
-const HELP = `usage: npm run bench:crowd -- [--buyers N] [--units M] [--concurrency C] [--base URL --admin-token T]`;
+const HELP = `usage: npm run bench:crowd -- [--buyers N] [--units M] [--concurrency C] [--respond-async] [--base URL --admin-token T]`;
 const ADMIN = 'bench-admin';
 const BUYER_SECRET = 'bench-buyer-token-secret-0123456789abcdef';
 const WEBHOOK_SECRET = 'whsec_bench_crowd';
 /** Longer than the API's own deadline (PURCHASE_TIMEOUT_MS, 20 s): the API should answer first. */
 const REQUEST_TIMEOUT_MS = 120_000;
 const READY_TIMEOUT_MS = 90_000;
+/** --respond-async: how long after the crowd to wait for the last checkout URL. */
+const CHECKOUT_WAIT_MS = 120_000;
 const WARMUP_BUYERS = 20;
 const WARMUP_UNITS = 5;
 const VERBOSE = process.env.BENCH_VERBOSE === '1';
@@ -48,6 +60,7 @@ interface Options {
   buyers: number;
   units: number;
   concurrency: number;
+  respondAsync: boolean;
   base?: string;
   adminToken?: string;
 }
@@ -70,6 +83,7 @@ function readOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
         buyers: { type: 'string' },
         units: { type: 'string' },
         concurrency: { type: 'string' },
+        'respond-async': { type: 'boolean' },
         base: { type: 'string' },
         'admin-token': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -88,6 +102,7 @@ function readOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
     buyers: positiveInt('--buyers', values.buyers ?? env.BENCH_BUYERS, 10_000),
     units: positiveInt('--units', values.units ?? env.BENCH_UNITS, 600),
     concurrency: positiveInt('--concurrency', values.concurrency ?? env.BENCH_CONCURRENCY, 256),
+    respondAsync: values['respond-async'] ?? env.BENCH_RESPOND_ASYNC === '1',
     base: (values.base ?? env.BENCH_BASE_URL)?.replace(/\/+$/, '') || undefined,
     adminToken: values['admin-token'] ?? env.BENCH_ADMIN_TOKEN,
   };
@@ -144,79 +159,21 @@ function onSignal(signal: NodeJS.Signals): void {
 }
 
 // ---------------------------------------------------------------------------------------------
-// HTTP: one keep-alive agent sized to the concurrency (undici is not installed: node:http).
-
-interface Reply {
-  status: number;
-  body: string;
-}
-
-class HttpClient {
-  private readonly agent: http.Agent;
-  private readonly transport: typeof http | typeof https;
-  private readonly url: URL;
-
-  constructor(base: string, sockets: number) {
-    this.url = new URL(base);
-    this.transport = this.url.protocol === 'https:' ? https : http;
-    const agentOpts = { keepAlive: true, maxSockets: sockets, maxFreeSockets: sockets };
-    this.agent = this.url.protocol === 'https:' ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
-  }
-
-  send(method: string, pathname: string, headers: Record<string, string> = {}, body?: string): Promise<Reply> {
-    return new Promise((resolve, reject) => {
-      const req = this.transport.request(
-        {
-          host: this.url.hostname,
-          port: this.url.port || (this.url.protocol === 'https:' ? 443 : 80),
-          method,
-          path: pathname,
-          agent: this.agent,
-          headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-          res.on('error', reject);
-        },
-      );
-      req.setTimeout(REQUEST_TIMEOUT_MS, () => req.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
-      req.on('error', reject);
-      req.end(body);
-    });
-  }
-
-  async json(method: string, pathname: string, headers: Record<string, string> = {}, body?: unknown) {
-    const r = await this.send(
-      method,
-      pathname,
-      body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
-      body === undefined ? undefined : JSON.stringify(body),
-    );
-    return { status: r.status, body: parseJson(r.body) };
-  }
-
-  close(): void {
-    this.agent.destroy();
-  }
-}
-
-function parseJson(text: string): Record<string, unknown> {
-  try {
-    const v: unknown = JSON.parse(text);
-    return v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
-}
+// Buyers
 
 /** One buyer's request, built in one place: buyer `buyer-<n>`, with that buyer's token. */
-function purchaseRequest(sku: string, token: string): { headers: Record<string, string>; body: string } {
-  return {
-    headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID(), authorization: `Bearer ${token}` },
-    body: JSON.stringify({ sku }),
+function purchaseRequest(
+  sku: string,
+  token: string,
+  respondAsync: boolean,
+): { headers: Record<string, string>; body: string } {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'idempotency-key': randomUUID(),
+    authorization: `Bearer ${token}`,
   };
+  if (respondAsync) headers.prefer = 'respond-async';
+  return { headers, body: JSON.stringify({ sku }) };
 }
 
 /** Buyer tokens for `buyer-0` … `buyer-<count-1>`, signed before the clock starts (the merchant's login issues them). */
@@ -226,19 +183,6 @@ async function buyerTokens(secret: string, prefix: string, count: number): Promi
 
 // ---------------------------------------------------------------------------------------------
 // Driving N requests with C in flight, classifying each answer.
-
-interface Answer {
-  cls: string;
-  ms: number;
-  purchaseId?: string;
-  final?: unknown;
-}
-
-interface Phase {
-  name: string;
-  answers: Answer[];
-  seconds: number;
-}
 
 async function drive(
   name: string,
@@ -280,31 +224,17 @@ async function drive(
   return { name, answers, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
 }
 
-function classifyPurchase(r: { status: number; body: Record<string, unknown> }): Omit<Answer, 'ms'> {
+/** A winner's answer is a 201 with its checkout URL, or with --respond-async a 202 with its purchase id. */
+function classifyPurchase(r: { status: number; body: Record<string, unknown> }, respondAsync: boolean): Omit<Answer, 'ms'> {
   const type = typeof r.body.type === 'string' ? r.body.type : undefined;
-  if (r.status === 201 && typeof r.body.checkoutUrl === 'string') {
+  if (!respondAsync && r.status === 201 && typeof r.body.checkoutUrl === 'string') {
     return { cls: 'winner', purchaseId: String(r.body.purchaseId) };
+  }
+  if (respondAsync && r.status === 202 && typeof r.body.purchaseId === 'string') {
+    return { cls: 'winner', purchaseId: r.body.purchaseId };
   }
   if (r.status === 409 && type === 'sold-out') return { cls: 'sold-out', final: r.body.final };
   return { cls: `${r.status} ${type ?? (r.status === 201 ? 'without checkoutUrl' : '(no problem type)')}` };
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
-function latencies(answers: Answer[]): { n: number; p50: number; p99: number } {
-  const ms = answers.map((a) => a.ms).sort((a, b) => a - b);
-  return { n: ms.length, p50: percentile(ms, 50), p99: percentile(ms, 99) };
-}
-
-const fmt = (x: number, digits = 0): string => (Number.isFinite(x) ? x.toFixed(digits) : '-');
-
-function countBy<T>(xs: T[], key: (x: T) => string): Map<string, number> {
-  const m = new Map<string, number>();
-  for (const x of xs) m.set(key(x), (m.get(key(x)) ?? 0) + 1);
-  return m;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -513,7 +443,7 @@ async function main(): Promise<number> {
       }
     : await startLocal();
 
-  const client = new HttpClient(target.base, opts.concurrency);
+  const client = new HttpClient(target.base, opts.concurrency, REQUEST_TIMEOUT_MS);
   onTeardown('http agent', async () => client.close());
   await waitReady(client);
 
@@ -557,9 +487,9 @@ async function main(): Promise<number> {
     crowd: await buyerTokens(target.buyerSecret, 'buyer', opts.buyers),
   };
   const buy = async (s: string, token: string) => {
-    const req = purchaseRequest(s, token);
+    const req = purchaseRequest(s, token, opts.respondAsync);
     const r = await client.send('POST', '/v1/purchases', req.headers, req.body);
-    return classifyPurchase({ status: r.status, body: parseJson(r.body) });
+    return classifyPurchase({ status: r.status, body: parseJson(r.body) }, opts.respondAsync);
   };
   const healthz = async () => {
     const r = await client.send('GET', '/healthz');
@@ -577,12 +507,21 @@ async function main(): Promise<number> {
   const base = await drive('baseline: GET /healthz', opts.buyers, opts.concurrency, healthz);
 
   const before = await apiCounters(client);
-  console.error(`crowd: ${opts.buyers} buyers for ${opts.units} units, ${opts.concurrency} in flight...`);
+  console.error(
+    `crowd: ${opts.buyers} buyers for ${opts.units} units, ${opts.concurrency} in flight${opts.respondAsync ? ', Prefer: respond-async' : ''}...`,
+  );
+  // --respond-async: every 202 is followed until its checkout URL shows (through Postgres from now on, if known).
+  const watch = opts.respondAsync ? new CheckoutWatch(performance.now(), client, db, aborter.signal) : undefined;
+  watch?.start();
   const crowd = await drive(
     'crowd: POST /v1/purchases',
     opts.buyers,
     opts.concurrency,
-    (n) => buy(sku, tokens.crowd[n]),
+    async (n) => {
+      const a = await buy(sku, tokens.crowd[n]);
+      if (watch && a.cls === 'winner') watch.add({ purchaseId: a.purchaseId!, token: tokens.crowd[n] });
+      return a;
+    },
     (done) =>
       [...countBy(done, (a) => a.cls)]
         .sort()
@@ -590,16 +529,11 @@ async function main(): Promise<number> {
         .join(', '),
   );
   const after = await apiCounters(client);
+  if (watch) console.error(`waiting (at most ${CHECKOUT_WAIT_MS / 1000}s) for the accepted purchases' checkout URLs...`);
+  const checkouts = await watch?.finish(CHECKOUT_WAIT_MS);
 
-  // ----- what happened
   const winners = crowd.answers.filter((a) => a.cls === 'winner');
-  const soldOut = crowd.answers.filter((a) => a.cls === 'sold-out');
   const other = crowd.answers.filter((a) => a.cls !== 'winner' && a.cls !== 'sold-out');
-  const baseOk = base.answers.filter((a) => a.cls === 'ok');
-  const baseRate = base.answers.length / base.seconds;
-  const crowdRate = crowd.answers.length / crowd.seconds;
-  const baseLat = latencies(baseOk);
-  const crowdLat = latencies(crowd.answers);
 
   console.error('counting sagas and checking stock...');
   const sagas = temporal
@@ -623,83 +557,34 @@ async function main(): Promise<number> {
       ).rows
     : undefined;
 
-  // ----- the table
-  const out = (line = ''): void => console.log(line);
-  out(
-    `crowd benchmark: ${opts.buyers} buyers for ${opts.units} units, ${opts.concurrency} requests in flight, over HTTP to ${target.base}`,
-  );
-  out(`(${target.describe}); machine: ${os.cpus().length} cores, node ${process.version}`);
-  out('');
-  out(
-    `${'phase'.padEnd(30)} ${'answers'.padStart(8)} ${'wall s'.padStart(8)} ${'answers/s'.padStart(10)} ${'x healthz'.padStart(10)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)}`,
-  );
-  for (const [ph, rate, lat] of [
-    [base, baseRate, baseLat],
-    [crowd, crowdRate, crowdLat],
-  ] as const) {
-    out(
-      `${ph.name.padEnd(30)} ${String(ph.answers.length).padStart(8)} ${fmt(ph.seconds, 1).padStart(8)} ${fmt(rate, 1).padStart(10)} ${`${fmt(rate / baseRate, 4)}x`.padStart(10)} ${fmt(lat.p50).padStart(8)} ${fmt(lat.p99).padStart(8)}`,
-    );
-  }
-  if (baseOk.length !== base.answers.length) {
-    out(`  healthz answers other than 200: ${JSON.stringify(Object.fromEntries(countBy(base.answers, (a) => a.cls)))}`);
-  }
-  out('');
-  out(`${'crowd answers'.padEnd(30)} ${'count'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)}`);
-  const row = (label: string, xs: Answer[]) => {
-    const l = latencies(xs);
-    out(`${label.padEnd(30)} ${String(l.n).padStart(8)} ${fmt(l.p50).padStart(8)} ${fmt(l.p99).padStart(8)}`);
-  };
-  row('  201 winners', winners);
-  row('  409 sold-out', soldOut);
-  row('  other', other);
-  for (const [cls] of [...countBy(other, (a) => a.cls)].sort((a, b) => b[1] - a[1])) {
-    row(
-      `    ${cls}`,
-      other.filter((a) => a.cls === cls),
-    );
-  }
-  const finals = countBy(soldOut, (a) => (a.final === undefined ? 'absent' : JSON.stringify(a.final)));
-  out(`  sold-out "final": ${[...finals].map(([k, v]) => `${k} ${v}`).join(', ') || '-'}`);
-  const outcomes = [...after]
-    .map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const)
-    .filter(([, v]) => v > 0)
-    .map(([k, v]) => `${k} ${v}`);
-  if (outcomes.length) out(`  API counters during the crowd (/metrics): ${outcomes.join(', ')}`);
-  out('');
-  out(
-    sagas
-      ? `sagas started (Temporal visibility, Sku="${sku}"): ${sagas.started} (${sagas.running} still running, waiting for payment)`
-      : 'sagas started: not counted (no TEMPORAL_ADDRESS)',
-  );
-  if (rows) {
-    const total = rows.reduce((s, r) => s + r.n, 0);
-    out(
-      `purchase rows for the SKU: ${total} (${rows.map((r) => `${r.status}${r.rejection ? `/${r.rejection}` : ''} ${r.n}`).join(', ')})`,
-    );
-  }
-
   // ----- the answers buyers got (reported; the exit code is the stock's)
+  const won = opts.respondAsync ? '202' : '201';
   const distinct = new Set(winners.map((a) => a.purchaseId)).size;
-  const notes: Array<[string, boolean]> = [
+  const notes: Check[] = [
     [
       `winners == units (${winners.length} of ${opts.units}, ${distinct} distinct purchase ids)`,
       winners.length === opts.units && distinct === winners.length,
     ],
-    [`every buyer answered 201 or 409 sold-out (${other.length} other)`, other.length === 0],
+    [`every buyer answered ${won} or 409 sold-out (${other.length} other)`, other.length === 0],
   ];
+  if (checkouts) {
+    notes.push([
+      `every accepted purchase got a checkout URL (${checkouts.ready} of ${checkouts.accepted})`,
+      checkouts.ready === checkouts.accepted,
+    ]);
+  }
   if (db) {
-    // A unit held by a purchase whose buyer was not told 201 (a 503 whose saga went on and took the hold).
+    // A unit held by a purchase whose buyer was not told 201/202 (a 503 whose saga went on and took the hold).
     const { rows: r } = await db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM purchases
         WHERE sku = $1 AND status IN ('holding', 'awaiting_payment') AND NOT (purchase_id = ANY($2))`,
       [sku, winners.map((w) => w.purchaseId)],
     );
-    notes.push([`units held by purchases whose buyer got no 201: ${r[0].n}`, r[0].n === 0]);
+    notes.push([`units held by purchases whose buyer got no ${won}: ${r[0].n}`, r[0].n === 0]);
   }
 
   // ----- stock exact
-  const checks: Array<[string, boolean]> = [];
+  const checks: Check[] = [];
   if (product.status === 200) {
     checks.push([
       `product: total ${p.total}, available ${p.available}, held ${p.held}, sold ${p.sold}: held + sold == ${opts.units}`,
@@ -714,15 +599,24 @@ async function main(): Promise<number> {
   } else {
     checks.push(['reconcile: skipped (no DATABASE_URL)', true]);
   }
-  out('');
-  out('answers:');
-  for (const [what, ok] of notes) out(`  ${ok ? 'ok  ' : 'NOTE'} ${what}`);
-  out('stock exact:');
-  for (const [what, ok] of checks) out(`  ${ok ? 'ok  ' : 'FAIL'} ${what}`);
-  out('');
-  out(
-    `crowd / healthz: answers/s ${fmt(crowdRate / baseRate, 4)}x, p50 latency ${fmt(crowdLat.p50 / baseLat.p50, 1)}x`,
-  );
+
+  printReport({
+    ...opts,
+    base: target.base,
+    describe: target.describe,
+    sku,
+    healthz: base,
+    crowd,
+    counters: [...after]
+      .map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const)
+      .filter(([, v]) => v > 0)
+      .map(([k, v]) => `${k} ${v}`),
+    sagas,
+    rows,
+    checkouts,
+    notes,
+    checks,
+  });
   return checks.every(([, ok]) => ok) ? 0 : 1;
 }
 

@@ -19,6 +19,13 @@ export interface SagaClient {
   taskQueue: string;
 }
 
+/**
+ * The deadline of a call that waits for the saga (an update: the hold, the session, a cancel). The
+ * callers answer sooner (PURCHASE_TIMEOUT_MS, the cancel's 5 s); this only keeps the call from
+ * outliving them for ever. Calls that do not wait take the connection's deadline (config/clients.ts).
+ */
+export const SAGA_WAIT_MS = 60_000;
+
 function searchAttributes(p: { sku: string; buyerId: string }, status: PurchaseStatus) {
   return [
     { key: SkuKey, value: p.sku },
@@ -42,9 +49,15 @@ function startOptions(c: SagaClient, input: PurchaseInput) {
  * Starts the purchase saga (or joins the one this purchase id already has) and waits until its hold
  * is taken and its Checkout Session open, or it was refused: one round trip by update-with-start.
  */
-export async function startPurchase(c: SagaClient, input: PurchaseInput): Promise<PurchaseState> {
+export async function startPurchase(
+  c: SagaClient,
+  input: PurchaseInput,
+  waitMs = SAGA_WAIT_MS,
+): Promise<PurchaseState> {
   const start = new WithStartWorkflowOperation<typeof purchaseWorkflow>('purchaseWorkflow', startOptions(c, input));
-  return c.temporal.workflow.executeUpdateWithStart(checkoutReadyUpdate, { startWorkflowOperation: start });
+  return c.temporal.withDeadline(Date.now() + waitMs, () =>
+    c.temporal.workflow.executeUpdateWithStart(checkoutReadyUpdate, { startWorkflowOperation: start }),
+  );
 }
 
 /** Starts the purchase saga (or finds it) without waiting for its hold: the answer of `Prefer: respond-async`. */
@@ -53,13 +66,17 @@ export async function beginPurchase(c: SagaClient, input: PurchaseInput): Promis
 }
 
 /** Waits until a started saga has taken its hold and opened its session (or was refused). */
-export async function checkoutReady(c: SagaClient, purchaseId: string): Promise<PurchaseState> {
-  return c.temporal.workflow.getHandle(purchaseWorkflowId(purchaseId)).executeUpdate(checkoutReadyUpdate);
+export async function checkoutReady(c: SagaClient, purchaseId: string, waitMs = SAGA_WAIT_MS): Promise<PurchaseState> {
+  return c.temporal.withDeadline(Date.now() + waitMs, () =>
+    c.temporal.workflow.getHandle(purchaseWorkflowId(purchaseId)).executeUpdate(checkoutReadyUpdate),
+  );
 }
 
 /** Asks the saga to give the hold back; resolves with its state once it has (or once money is on its way). */
-export async function cancelPurchase(c: SagaClient, purchaseId: string): Promise<PurchaseState> {
-  return c.temporal.workflow.getHandle(purchaseWorkflowId(purchaseId)).executeUpdate(cancelUpdate);
+export async function cancelPurchase(c: SagaClient, purchaseId: string, waitMs = SAGA_WAIT_MS): Promise<PurchaseState> {
+  return c.temporal.withDeadline(Date.now() + waitMs, () =>
+    c.temporal.workflow.getHandle(purchaseWorkflowId(purchaseId)).executeUpdate(cancelUpdate),
+  );
 }
 
 /**

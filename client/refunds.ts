@@ -77,7 +77,8 @@ export async function requestSupportRefund(
     }
   }
   // The outcome, or the first word of it on the record: Stripe took the refund, or refused it.
-  const result = handle.result().then(
+  // result() long-polls: its deadline is this wait, not the connection's short one.
+  const result = deps.temporal.withDeadline(Date.now() + waitMs, () => handle.result()).then(
     (r) => r,
     () => null,
   );

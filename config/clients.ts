@@ -1,16 +1,40 @@
-import { Connection } from '@temporalio/client';
+import { Connection, isRetryableError, makeGrpcRetryInterceptor, type ConnectionOptions } from '@temporalio/client';
 import pg from 'pg';
 import Stripe from 'stripe';
-import type { StripeConfig } from './index';
+import type { PoolTimeouts, StripeConfig } from './index';
 
 // Long-lived clients, built once by an entry point from its configuration.
 
+/** How much longer than `statement_timeout` the client waits for an answer (the server cancels first). */
+const QUERY_TIMEOUT_MARGIN_MS = 1_000;
+/** Postgres ends a session left idle inside a transaction this long (a leaked client holding locks). */
+const IDLE_IN_TRANSACTION_MS = 10_000;
+
 /**
  * A Postgres pool with an error listener: an idle connection the server dropped is replaced on next
- * use, and is logged rather than crashing the process.
+ * use, and is logged rather than crashing the process. With `timeouts`, nothing waits unbounded: a
+ * query that cannot get a connection in `connectTimeoutMs` (pool full, or Postgres unreachable)
+ * fails, Postgres cancels a statement past `statementTimeoutMs` (57014), and the client gives up on
+ * a server that stopped answering soon after. TCP keepalive finds connections whose peer vanished.
  */
-export function createPool(databaseUrl: string, max: number, log: (msg: string) => void): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max });
+export function createPool(
+  databaseUrl: string,
+  max: number,
+  log: (msg: string) => void,
+  timeouts?: PoolTimeouts,
+): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    keepAlive: true,
+    ...(timeouts && {
+      connectionTimeoutMillis: timeouts.connectTimeoutMs,
+      idleTimeoutMillis: timeouts.idleTimeoutMs,
+      statement_timeout: timeouts.statementTimeoutMs,
+      query_timeout: timeouts.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
+      idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
+    }),
+  });
   pool.on('error', (err) => log(`postgres connection error: ${err.message}`));
   return pool;
 }
@@ -29,7 +53,40 @@ export function createStripe(config: StripeConfig): Stripe {
   });
 }
 
-/** A Temporal client connection (the API and the CLIs; the worker uses a NativeConnection). */
-export function connectTemporal(address: string): Promise<Connection> {
-  return Connection.connect({ address, connectTimeout: '10s' });
+type Interceptor = NonNullable<ConnectionOptions['interceptors']>[number];
+
+/**
+ * The API's calls to Temporal: each call that set no deadline of its own (`withDeadline`) gets one
+ * `callTimeoutMs` from now, and what the SDK would retry is retried twice (after 100 ms, then 200 ms)
+ * instead of ten times over about twenty seconds: with the server down, the caller learns it in a
+ * third of a second and answers 503. Every retry keeps the call's deadline.
+ */
+function briefCalls(callTimeoutMs: number): Interceptor {
+  const retry = makeGrpcRetryInterceptor({
+    delayFunction: (attempt) => 100 * 2 ** (attempt - 1),
+    retryableDecider: (attempt, status) => attempt < 3 && isRetryableError(status),
+  });
+  return (options, nextCall) =>
+    retry(
+      options.deadline === undefined || options.deadline === Infinity
+        ? { ...options, deadline: Date.now() + callTimeoutMs }
+        : options,
+      nextCall,
+    );
+}
+
+/**
+ * A Temporal client connection (the API and the CLIs; the worker uses a NativeConnection). With
+ * `limits` (the API), calls are brief (see `briefCalls`) and a lost connection is tried again at
+ * least every second (gRPC's own backoff grows to two minutes), so the API resumes as soon as the
+ * server is back.
+ */
+export function connectTemporal(address: string, limits?: { callTimeoutMs: number }): Promise<Connection> {
+  if (!limits) return Connection.connect({ address, connectTimeout: '10s' });
+  return Connection.connect({
+    address,
+    connectTimeout: '10s',
+    interceptors: [briefCalls(limits.callTimeoutMs)],
+    channelArgs: { 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': 1_000 },
+  });
 }

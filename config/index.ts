@@ -38,13 +38,35 @@ export interface ApiConfig extends CommonConfig, StripeConfig {
   buyerTokens: BuyerTokenConfig;
   /** Purchase requests per buyer per minute and per client IP per second (0: off). */
   rateLimits: { perBuyerPerMinute: number; perIpPerSecond: number };
+  /** Timeouts of the API's Postgres pool: short, so an outage answers 503 at once. */
+  pool: PoolTimeouts;
+  /** The deadline of each Temporal call that does not wait for a saga (start, signal, describe). */
+  temporalCallTimeoutMs: number;
 }
 
 export interface WorkerConfig extends CommonConfig, StripeConfig {
   /** Base of the Checkout success and cancel URLs. */
   publicUrl: string;
   sweepIntervalMs: number;
+  /** Timeouts of the worker's Postgres pool: a query gives up before its activity's attempt does. */
+  pool: PoolTimeouts;
+  /** Activities and local activities (the hold) one worker runs at once; the pool has a connection for each. */
+  maxActivities: number;
+  maxLocalActivities: number;
 }
+
+/** Timeouts of a Postgres pool (config/clients.ts `createPool`). */
+export interface PoolTimeouts {
+  /** How long a query waits for a connection (a free one of the pool, or a new one) before failing. */
+  connectTimeoutMs: number;
+  /** Postgres cancels a statement that runs longer (`statement_timeout`); the client gives up soon after. */
+  statementTimeoutMs: number;
+  /** A connection idle in the pool this long is closed. */
+  idleTimeoutMs: number;
+}
+
+/** The shortest startToCloseTimeout of an activity that queries Postgres (workflows/proxies.ts). */
+const ACTIVITY_TIMEOUT_MS = 10_000;
 
 /** Collects every problem of one environment before failing, so one run names them all. */
 class Reader {
@@ -82,6 +104,15 @@ function temporal(r: Reader): Omit<CommonConfig, 'databaseUrl'> {
     temporalAddress: r.text('TEMPORAL_ADDRESS', '127.0.0.1:7233'),
     temporalNamespace: r.text('TEMPORAL_NAMESPACE', 'default'),
     taskQueue: r.text('TASK_QUEUE', 'purchases'),
+  };
+}
+
+/** PG_CONNECT_TIMEOUT_MS, PG_STATEMENT_TIMEOUT_MS, PG_IDLE_TIMEOUT_MS, with this process's defaults. */
+function poolTimeouts(r: Reader, dflt: PoolTimeouts): PoolTimeouts {
+  return {
+    connectTimeoutMs: r.int('PG_CONNECT_TIMEOUT_MS', dflt.connectTimeoutMs, 100),
+    statementTimeoutMs: r.int('PG_STATEMENT_TIMEOUT_MS', dflt.statementTimeoutMs, 100),
+    idleTimeoutMs: r.int('PG_IDLE_TIMEOUT_MS', dflt.idleTimeoutMs, 1000),
   };
 }
 
@@ -175,6 +206,8 @@ export function loadApiConfig(env: Env): ApiConfig {
       perBuyerPerMinute: r.int('RATE_LIMIT_PER_BUYER_PER_MINUTE', 30, 0),
       perIpPerSecond: r.int('RATE_LIMIT_PER_IP_PER_SECOND', 100, 0),
     },
+    pool: poolTimeouts(r, { connectTimeoutMs: 1_000, statementTimeoutMs: 5_000, idleTimeoutMs: 30_000 }),
+    temporalCallTimeoutMs: r.int('TEMPORAL_CALL_TIMEOUT_MS', 1_500, 100),
   });
 }
 
@@ -185,7 +218,24 @@ export function loadWorkerConfig(env: Env): WorkerConfig {
     ...stripe(r),
     publicUrl: r.text('PUBLIC_URL', `http://127.0.0.1:${env.PORT || 3000}`).replace(/\/$/, ''),
     sweepIntervalMs: r.int('SWEEP_INTERVAL_MS', 5000, 100),
+    pool: workerPool(r),
+    maxActivities: r.int('WORKER_MAX_ACTIVITIES', 50, 1),
+    maxLocalActivities: r.int('WORKER_MAX_LOCAL_ACTIVITIES', 30, 1),
   });
+}
+
+/**
+ * The worker's pool timeouts: waiting for a connection plus the statement (plus the client's margin)
+ * must end before the activity's attempt times out, or Temporal retries it while the first still runs.
+ */
+function workerPool(r: Reader): PoolTimeouts {
+  const pool = poolTimeouts(r, { connectTimeoutMs: 3_000, statementTimeoutMs: 5_000, idleTimeoutMs: 30_000 });
+  if (pool.connectTimeoutMs + pool.statementTimeoutMs + 1_000 >= ACTIVITY_TIMEOUT_MS) {
+    r.problems.push(
+      `PG_CONNECT_TIMEOUT_MS + PG_STATEMENT_TIMEOUT_MS must stay below ${ACTIVITY_TIMEOUT_MS - 1_000} ms (activities time out after ${ACTIVITY_TIMEOUT_MS} ms)`,
+    );
+  }
+  return pool;
 }
 
 /** The operator CLIs: Postgres always, Temporal settings (connected only by the CLIs that need it). */

@@ -73,7 +73,9 @@ async function rejectForeign(
 }
 
 /**
- * POST /v1/webhooks/stripe. Verifies the signature over the raw body (no unverified mode), dedupes
+ * POST /v1/webhooks/stripe. Verifies the signature over the raw body (no unverified mode) and the
+ * event's shape (a signed body that is no event is 400 `bad-signature`, never a 500 Stripe would
+ * retry for days; NUL and lone surrogates in it are scrubbed before anything is stored), dedupes
  * on event id, checks the event is its purchase's own, and hands it to its purchase workflow with
  * signal-with-start: a running saga gets the signal; a closed one is followed up by a new run that
  * settles the payment. Refund and dispute events go on the purchase's record (and to the saga
