@@ -106,17 +106,20 @@ async function recorded(url: string) {
  * bucket 0. Returns the buckets' `available` after the reclaim.
  */
 async function lapseAnOversoldHold(pool: pg.Pool, sku: string): Promise<number[]> {
-  // 5 units over 2 buckets (3 and 2), one unit of allowance (bucket 0's floor is -1).
-  await createProduct(pool, {
+  // 5 units over 2 buckets (3 and 2), one unit of allowance (bucket 0's floor is -1), written with
+  // the columns every version has (today's createProduct writes columns an old database lacks).
+  await pool.query(
+    `INSERT INTO products (sku, name, price_cents, currency, total, buckets, hold_seconds, max_per_buyer, oversell_allowance)
+     VALUES ($1, 'x', 1, 'usd', 5, 2, 600, 3, 1)`,
+    [sku],
+  );
+  await pool.query(`INSERT INTO stock_buckets (sku, bucket, available, floor) VALUES ($1, 0, 3, -1), ($1, 1, 2, 0)`, [
     sku,
-    name: 'x',
-    priceCents: 1,
-    currency: 'usd',
-    stock: 5,
-    buckets: 2,
-    maxPerBuyer: 3,
-    oversellAllowance: 1,
-  });
+  ]);
+  await pool.query(
+    `INSERT INTO stock_movements (sku, kind, total_delta, available_delta) VALUES ($1, 'create', 5, 5)`,
+    [sku],
+  );
   const batch = 'SELECT outcome, bucket, oversold FROM take_holds_batch($1, $2, $3, $4, $5)';
   expectRow(await pool.query(batch, [sku, [`${sku}-a`], ['a'], [3], 0]), { outcome: 'held', bucket: 0, oversold: 0 });
   expectRow(await pool.query(batch, [sku, [`${sku}-b`], ['b'], [3], 1]), { outcome: 'held', bucket: 1, oversold: 1 });
