@@ -11,8 +11,8 @@ import { reconcile } from '../store/reconcile';
 import { freePort, sleep, spawnChild, type ChildHandle } from '../dev/proc';
 import { startStack } from '../dev/stack';
 import { CheckoutWatch } from './crowd-checkouts';
-import { countBy, printReport, type Answer, type Check, type Phase } from './crowd-report';
-import { HttpClient, parseJson } from './http-client';
+import { countBy, printReport, verdicts, type Answer, type Phase } from './crowd-report';
+import { apiCounters, HttpClient, parseJson } from './http-client';
 
 /**
  * `npm run bench:crowd`: a flash-sale crowd over HTTP. N buyers (default 10,000) for M units (default
@@ -225,7 +225,10 @@ async function drive(
 }
 
 /** A winner's answer is a 201 with its checkout URL, or with --respond-async a 202 with its purchase id. */
-function classifyPurchase(r: { status: number; body: Record<string, unknown> }, respondAsync: boolean): Omit<Answer, 'ms'> {
+function classifyPurchase(
+  r: { status: number; body: Record<string, unknown> },
+  respondAsync: boolean,
+): Omit<Answer, 'ms'> {
   const type = typeof r.body.type === 'string' ? r.body.type : undefined;
   if (!respondAsync && r.status === 201 && typeof r.body.checkoutUrl === 'string') {
     return { cls: 'winner', purchaseId: String(r.body.purchaseId) };
@@ -234,7 +237,9 @@ function classifyPurchase(r: { status: number; body: Record<string, unknown> }, 
     return { cls: 'winner', purchaseId: r.body.purchaseId };
   }
   if (r.status === 409 && type === 'sold-out') return { cls: 'sold-out', final: r.body.final };
-  return { cls: `${r.status} ${type ?? (r.status === 201 ? 'without checkoutUrl' : '(no problem type)')}` };
+  return {
+    cls: `${r.status} ${type ?? (r.status === 201 ? (respondAsync ? 'instead of 202' : 'without checkoutUrl') : '(no problem type)')}`,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -388,24 +393,6 @@ async function waitReady(client: HttpClient): Promise<void> {
   throw new Error(`GET /readyz did not answer 200 within ${READY_TIMEOUT_MS / 1000}s (last: ${last})`);
 }
 
-/**
- * The API's own counters (`flashsale_*_total` with their labels, Node's process ones left out), from
- * /metrics: one API process's view of the funnel, whatever names it uses this week.
- */
-async function apiCounters(client: HttpClient): Promise<Map<string, number>> {
-  const m = new Map<string, number>();
-  try {
-    const r = await client.send('GET', '/metrics');
-    for (const match of r.body.matchAll(/^(flashsale_\w+_total)(\{[^}]*\})? (\S+)$/gm)) {
-      if (/^flashsale_(process|nodejs)_/.test(match[1])) continue;
-      m.set(`${match[1].replace(/^flashsale_/, '')}${match[2] ?? ''}`, Number(match[3]));
-    }
-  } catch {
-    // metrics are a nice-to-have here
-  }
-  return m;
-}
-
 /** Visibility is eventually consistent: poll until the count has not moved for a second. */
 async function stableCount(temporal: Client, query: string, timeoutMs = 60_000): Promise<number> {
   const deadline = Date.now() + timeoutMs;
@@ -529,11 +516,11 @@ async function main(): Promise<number> {
         .join(', '),
   );
   const after = await apiCounters(client);
-  if (watch) console.error(`waiting (at most ${CHECKOUT_WAIT_MS / 1000}s) for the accepted purchases' checkout URLs...`);
+  if (watch)
+    console.error(`waiting (at most ${CHECKOUT_WAIT_MS / 1000}s) for the accepted purchases' checkout URLs...`);
   const checkouts = await watch?.finish(CHECKOUT_WAIT_MS);
 
   const winners = crowd.answers.filter((a) => a.cls === 'winner');
-  const other = crowd.answers.filter((a) => a.cls !== 'winner' && a.cls !== 'sold-out');
 
   console.error('counting sagas and checking stock...');
   const sagas = temporal
@@ -546,7 +533,6 @@ async function main(): Promise<number> {
       }
     : undefined;
   const product = await client.json('GET', `/v1/products/${sku}`);
-  const p = product.body as { total?: number; available?: number; held?: number; sold?: number; soldOut?: boolean };
   const diffs = db ? await reconcile(db, sku) : undefined;
   const rows = db
     ? (
@@ -557,48 +543,20 @@ async function main(): Promise<number> {
       ).rows
     : undefined;
 
-  // ----- the answers buyers got (reported; the exit code is the stock's)
-  const won = opts.respondAsync ? '202' : '201';
-  const distinct = new Set(winners.map((a) => a.purchaseId)).size;
-  const notes: Check[] = [
-    [
-      `winners == units (${winners.length} of ${opts.units}, ${distinct} distinct purchase ids)`,
-      winners.length === opts.units && distinct === winners.length,
-    ],
-    [`every buyer answered ${won} or 409 sold-out (${other.length} other)`, other.length === 0],
-  ];
-  if (checkouts) {
-    notes.push([
-      `every accepted purchase got a checkout URL (${checkouts.ready} of ${checkouts.accepted})`,
-      checkouts.ready === checkouts.accepted,
-    ]);
-  }
-  if (db) {
-    // A unit held by a purchase whose buyer was not told 201/202 (a 503 whose saga went on and took the hold).
-    const { rows: r } = await db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM purchases
-        WHERE sku = $1 AND status IN ('holding', 'awaiting_payment') AND NOT (purchase_id = ANY($2))`,
-      [sku, winners.map((w) => w.purchaseId)],
-    );
-    notes.push([`units held by purchases whose buyer got no ${won}: ${r[0].n}`, r[0].n === 0]);
-  }
-
-  // ----- stock exact
-  const checks: Check[] = [];
-  if (product.status === 200) {
-    checks.push([
-      `product: total ${p.total}, available ${p.available}, held ${p.held}, sold ${p.sold}: held + sold == ${opts.units}`,
-      (p.held ?? NaN) + (p.sold ?? NaN) === opts.units && p.total === opts.units,
-    ]);
-    checks.push([`product: available == 0 (soldOut ${p.soldOut})`, p.available === 0]);
-  } else {
-    checks.push([`GET /v1/products/${sku}: ${product.status}`, false]);
-  }
-  if (diffs) {
-    checks.push([`reconcile: ${diffs.length ? JSON.stringify(diffs) : 'no difference'}`, diffs.length === 0]);
-  } else {
-    checks.push(['reconcile: skipped (no DATABASE_URL)', true]);
-  }
+  // Purchases whose buyer was not told 201/202 (a 503): units their saga held anyway (it went on and took
+  // the hold), and rows left in `holding` with no hold at all (their saga never started).
+  const untold = db
+    ? (
+        await db.query<{ units: number; stranded: number }>(
+          `SELECT coalesce(sum(h.quantity) FILTER (WHERE h.status = 'active'), 0)::int AS units,
+                  count(*) FILTER (WHERE p.status = 'holding' AND h.purchase_id IS NULL)::int AS stranded
+             FROM purchases p LEFT JOIN holds h USING (purchase_id)
+            WHERE p.sku = $1 AND p.status IN ('holding', 'awaiting_payment') AND NOT (p.purchase_id = ANY($2))`,
+          [sku, winners.map((w) => w.purchaseId)],
+        )
+      ).rows[0]
+    : undefined;
+  const { notes, checks } = verdicts({ ...opts, sku, crowd, checkouts, untold, product, diffs });
 
   printReport({
     ...opts,

@@ -1,0 +1,93 @@
+import http from 'node:http';
+import https from 'node:https';
+
+/** HTTP for the benchmarks: one keep-alive agent sized to the concurrency (undici is not installed: node:http). */
+
+export interface Reply {
+  status: number;
+  body: string;
+}
+
+export class HttpClient {
+  private readonly agent: http.Agent;
+  private readonly transport: typeof http | typeof https;
+  private readonly url: URL;
+
+  /** `timeoutMs`: a request with no answer by then fails (as a network error). */
+  constructor(
+    base: string,
+    sockets: number,
+    private readonly timeoutMs: number,
+  ) {
+    this.url = new URL(base);
+    this.transport = this.url.protocol === 'https:' ? https : http;
+    const agentOpts = { keepAlive: true, maxSockets: sockets, maxFreeSockets: sockets };
+    this.agent = this.url.protocol === 'https:' ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
+  }
+
+  send(method: string, pathname: string, headers: Record<string, string> = {}, body?: string): Promise<Reply> {
+    return new Promise((resolve, reject) => {
+      const req = this.transport.request(
+        {
+          host: this.url.hostname,
+          port: this.url.port || (this.url.protocol === 'https:' ? 443 : 80),
+          method,
+          path: pathname,
+          agent: this.agent,
+          headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+          res.on('error', reject);
+        },
+      );
+      req.setTimeout(this.timeoutMs, () => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)));
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  async json(method: string, pathname: string, headers: Record<string, string> = {}, body?: unknown) {
+    const r = await this.send(
+      method,
+      pathname,
+      body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+      body === undefined ? undefined : JSON.stringify(body),
+    );
+    return { status: r.status, body: parseJson(r.body) };
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/** A JSON object body, or `{}` for anything else (empty, not JSON, not an object). */
+export function parseJson(text: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The API's own counters (`flashsale_*_total` with their labels, Node's process ones left out), from
+ * /metrics: one API process's view of the funnel, whatever names it uses this week.
+ */
+export async function apiCounters(client: HttpClient): Promise<Map<string, number>> {
+  const m = new Map<string, number>();
+  try {
+    const r = await client.send('GET', '/metrics');
+    for (const match of r.body.matchAll(/^(flashsale_\w+_total)(\{[^}]*\})? (\S+)$/gm)) {
+      if (/^flashsale_(process|nodejs)_/.test(match[1])) continue;
+      m.set(`${match[1].replace(/^flashsale_/, '')}${match[2] ?? ''}`, Number(match[3]));
+    }
+  } catch {
+    // metrics are a nice-to-have here
+  }
+  return m;
+}
