@@ -3,10 +3,12 @@ import { requireBearer } from './auth';
 import { jsonBodies } from './body';
 import { answerClientErrors } from './client-errors';
 import type { ApiDeps } from './deps';
+import { answerOutages } from './outage';
 import { problemMiddleware } from './problem';
 import { requestGuard } from './request-guard';
 import { catalogueRoutes } from './routes/catalogue';
 import { opsRoutes } from './routes/ops';
+import { pageRoutes } from './routes/pages';
 import { purchaseRoutes } from './routes/purchases';
 import { supportRoutes } from './routes/support';
 import { webhookRoutes } from './routes/webhooks';
@@ -25,9 +27,11 @@ export function createApp(deps: ApiDeps): Koa {
     purchaseRoutes(deps),
     webhookRoutes(deps),
     supportRoutes(deps),
+    pageRoutes(),
   ];
 
   app.use(problemMiddleware(deps.log));
+  app.use(answerOutages(deps));
   app.use(requestGuard(routers.flatMap((r) => r.stack.map((layer) => String(layer.path)))));
   app.use(
     jsonBodies({

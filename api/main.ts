@@ -20,10 +20,11 @@ async function main(): Promise<void> {
   const log = (line: string) => console.log(`api: ${line}`);
   // Several processes may boot at once: migrate() serialises them on an advisory lock.
   await migrate(config.databaseUrl, log);
-  const db = createPool(config.databaseUrl, 30, log);
+  // Short timeouts (PG_CONNECT_TIMEOUT_MS, PG_STATEMENT_TIMEOUT_MS): with Postgres gone, 503 at once.
+  const db = createPool(config.databaseUrl, 30, log, config.pool);
   const gate = new Gate(db, config.databaseUrl, { resyncMs: config.gateResyncMs, log });
   await gate.start();
-  const connection = await connectTemporal(config.temporalAddress);
+  const connection = await connectTemporal(config.temporalAddress, { callTimeoutMs: config.temporalCallTimeoutMs });
   const deps: ApiDeps = {
     db,
     temporal: new Client({ connection, namespace: config.temporalNamespace }),

@@ -78,10 +78,12 @@ export async function requestSupportRefund(
   }
   // The outcome, or the first word of it on the record: Stripe took the refund, or refused it.
   // result() long-polls: its deadline is this wait, not the connection's short one.
-  const result = deps.temporal.withDeadline(Date.now() + waitMs, () => handle.result()).then(
-    (r) => r,
-    () => null,
-  );
+  const result = deps.temporal
+    .withDeadline(Date.now() + waitMs, () => handle.result())
+    .then(
+      (r) => r,
+      () => null,
+    );
   const deadline = Date.now() + waitMs;
   while (Date.now() < deadline) {
     const done = await Promise.race([

@@ -207,7 +207,7 @@ export function loadApiConfig(env: Env): ApiConfig {
       perIpPerSecond: r.int('RATE_LIMIT_PER_IP_PER_SECOND', 100, 0),
     },
     pool: poolTimeouts(r, { connectTimeoutMs: 1_000, statementTimeoutMs: 5_000, idleTimeoutMs: 30_000 }),
-    temporalCallTimeoutMs: r.int('TEMPORAL_CALL_TIMEOUT_MS', 1_500, 100),
+    temporalCallTimeoutMs: r.int('TEMPORAL_CALL_TIMEOUT_MS', 5_000, 100),
   });
 }
 

@@ -6,16 +6,18 @@ export type Tx = pg.PoolClient;
 /** Runs `fn` in one transaction on a pooled connection; rolls back on any throw. */
 export async function withTx<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
   const tx = await db.connect();
+  let broken: Error | undefined;
   try {
     await tx.query('BEGIN');
     const result = await fn(tx);
     await tx.query('COMMIT');
     return result;
   } catch (err) {
-    await tx.query('ROLLBACK').catch(() => {});
+    // A connection whose rollback fails too (a timed-out or dead one) is discarded, not pooled again.
+    await tx.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
     throw err;
   } finally {
-    tx.release();
+    tx.release(broken);
   }
 }
 

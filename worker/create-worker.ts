@@ -1,8 +1,20 @@
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 
-/** Activities one worker runs at once. */
-export const MAX_CONCURRENT_ACTIVITIES = 200;
+/** Activities one worker runs at once, unless told otherwise (WORKER_MAX_ACTIVITIES). */
+export const MAX_CONCURRENT_ACTIVITIES = 50;
+/** Local activities (the hold, through the hold desk) one worker runs at once (WORKER_MAX_LOCAL_ACTIVITIES). */
+export const MAX_CONCURRENT_LOCAL_ACTIVITIES = 30;
+
+/**
+ * The Postgres connections a worker needs so that no activity ever waits for one: each activity and
+ * each local activity holds at most one at a time (a hold desk batch holds one for many holds), and
+ * the sweeper one more. A pool smaller than this makes activities queue for a connection under load,
+ * and an attempt that Temporal times out would still be running, or waiting, when its retry starts.
+ */
+export function workerPoolSize(limits: { activities: number; localActivities: number }): number {
+  return limits.activities + limits.localActivities + 1;
+}
 
 export interface PurchaseWorkerOptions {
   connection: NativeConnection;
@@ -11,6 +23,9 @@ export interface PurchaseWorkerOptions {
   deps: ActivityDeps;
   /** A prebuilt bundle (tests build one per file); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Defaults: MAX_CONCURRENT_ACTIVITIES, MAX_CONCURRENT_LOCAL_ACTIVITIES; size `deps.db` with workerPoolSize. */
+  maxConcurrentActivities?: number;
+  maxConcurrentLocalActivities?: number;
 }
 
 /** A worker for the purchase and support-refund workflows and their activities. */
@@ -25,6 +40,7 @@ export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise
       : { workflowsPath: require.resolve('../workflows') }),
     // In-flight activities get this long to finish when the worker is told to stop.
     shutdownGraceTime: '10 seconds',
-    maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_ACTIVITIES,
+    maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? MAX_CONCURRENT_ACTIVITIES,
+    maxConcurrentLocalActivityExecutions: opts.maxConcurrentLocalActivities ?? MAX_CONCURRENT_LOCAL_ACTIVITIES,
   });
 }

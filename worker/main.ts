@@ -4,7 +4,7 @@ import { ConfigError, loadWorkerConfig } from '../config';
 import { HoldDesk } from '../store/hold-desk';
 import { sweepExpired } from '../store/holds';
 import { migrate } from '../store/migrate';
-import { createPurchaseWorker, MAX_CONCURRENT_ACTIVITIES } from './create-worker';
+import { createPurchaseWorker, workerPoolSize } from './create-worker';
 
 // The worker process: purchase sagas, support refunds, and the sweeper that returns lapsed holds.
 async function main(): Promise<void> {
@@ -12,14 +12,24 @@ async function main(): Promise<void> {
   const log = (line: string) => console.log(`worker: ${line}`);
   // Several processes may boot at once: migrate() serialises them on an advisory lock.
   await migrate(config.databaseUrl, log);
-  const db = createPool(config.databaseUrl, 20, log);
+  const limits = { activities: config.maxActivities, localActivities: config.maxLocalActivities };
+  // A connection for every activity that may run at once: none of them waits for the pool.
+  const db = createPool(config.databaseUrl, workerPoolSize(limits), log, config.pool);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const returnUrl = `${config.publicUrl}/v1/purchases/{purchaseId}`;
+  const returnUrl = `${config.publicUrl}/checkout/return/{purchaseId}`;
   const worker = await createPurchaseWorker({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    deps: { db, stripe: createStripe(config), desk: new HoldDesk(db), successUrl: returnUrl, cancelUrl: returnUrl },
+    deps: {
+      db,
+      stripe: createStripe(config),
+      desk: new HoldDesk(db),
+      successUrl: returnUrl,
+      cancelUrl: `${returnUrl}?result=cancel`,
+    },
+    maxConcurrentActivities: limits.activities,
+    maxConcurrentLocalActivities: limits.localActivities,
   });
   const sweeper = setInterval(() => {
     sweepExpired(db).then(
@@ -28,7 +38,7 @@ async function main(): Promise<void> {
     );
   }, config.sweepIntervalMs);
   log(
-    `polling task queue "${config.taskQueue}" on ${config.temporalAddress} (${MAX_CONCURRENT_ACTIVITIES} activities at once)`,
+    `polling task queue "${config.taskQueue}" on ${config.temporalAddress} (${limits.activities} activities and ${limits.localActivities} local activities at once, ${workerPoolSize(limits)} Postgres connections)`,
   );
   try {
     // Resolves after SIGINT/SIGTERM (installed by the Temporal runtime) and the grace time.

@@ -4,6 +4,9 @@ import { Router } from '@koa/router';
 import { ping } from '../../store/db';
 import type { ApiDeps } from '../deps';
 
+/** Each readiness check answers within this long, or counts as failed: /readyz itself answers within 2 s. */
+const READY_CHECK_MS = 1_500;
+
 /** The HTTP contract as an OpenAPI 3.1 document, read once when the process starts. */
 const OPENAPI_DOCUMENT = fs.readFileSync(path.join(__dirname, '../../docs/openapi.json'));
 
@@ -20,7 +23,10 @@ export function opsRoutes(deps: ApiDeps): Router {
     const checks: Record<string, string> = {};
     const probe = async (name: string, fn: () => Promise<unknown>) => {
       try {
-        await Promise.race([fn(), new Promise((_, j) => setTimeout(() => j(new Error('timed out')), 2000).unref())]);
+        await Promise.race([
+          fn(),
+          new Promise((_, j) => setTimeout(() => j(new Error('timed out')), READY_CHECK_MS).unref()),
+        ]);
         checks[name] = 'ok';
       } catch (err) {
         checks[name] = (err as Error).message;
@@ -28,7 +34,9 @@ export function opsRoutes(deps: ApiDeps): Router {
     };
     await Promise.all([
       probe('postgres', () => ping(deps.db)),
-      probe('temporal', () => deps.temporal.workflowService.getSystemInfo({})),
+      probe('temporal', () =>
+        deps.temporal.withDeadline(Date.now() + READY_CHECK_MS, () => deps.temporal.workflowService.getSystemInfo({})),
+      ),
     ]);
     const ready = !deps.lifecycle.draining && Object.values(checks).every((v) => v === 'ok');
     ctx.status = ready ? 200 : 503;

@@ -17,7 +17,9 @@ const repoRoot = path.resolve(__dirname, '../..');
 export const CHAOS_ADMIN_TOKEN = 'chaos-admin-token';
 /** The HS256 secret the API verifies buyer tokens with (sign them with config/buyer-tokens.ts). */
 export const CHAOS_BUYER_TOKEN_SECRET = 'chaos-buyer-token-secret-0123456789abcdef';
-const WEBHOOK_SECRET = 'whsec_chaos_secret';
+/** The secret the API verifies Stripe signatures with (sign test events with it). */
+export const CHAOS_WEBHOOK_SECRET = 'whsec_chaos_secret';
+const WEBHOOK_SECRET = CHAOS_WEBHOOK_SECRET;
 const READY_TIMEOUT_MS = 90_000;
 
 export interface ChaosStack {
@@ -36,6 +38,12 @@ export interface ChaosStack {
   restartPostgres(): Promise<number>;
   /** SIGTERM, then a start on the same port and file; returns how long it was down. */
   restartTemporal(): Promise<number>;
+  /** Fast shutdown of Postgres, left down (an outage) until `startPostgres`, on the same port and data. */
+  stopPostgres(): Promise<void>;
+  startPostgres(): Promise<void>;
+  /** SIGTERM to the Temporal server, left down until `startTemporal`, on the same port and file. */
+  stopTemporal(): Promise<void>;
+  startTemporal(): Promise<void>;
   /** API or worker exits this test did not cause, each with the end of its log. */
   unexpectedExits: string[];
   stop(opts: { keepDir: boolean }): Promise<void>;
@@ -222,6 +230,18 @@ export async function startChaosStack(log: Log): Promise<ChaosStack> {
         await temporalServer!.stop();
         temporalServer = await startTemporal(temporalOptions);
         return Date.now() - started;
+      },
+      async stopPostgres() {
+        await postgres!.stop();
+      },
+      async startPostgres() {
+        postgres = await startPostgres(pgOptions);
+      },
+      async stopTemporal() {
+        await temporalServer!.stop();
+      },
+      async startTemporal() {
+        temporalServer = await startTemporal(temporalOptions);
       },
       unexpectedExits,
       stop,

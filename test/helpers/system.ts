@@ -190,8 +190,8 @@ export async function startSystem(
           db,
           stripe,
           desk: new HoldDesk(db),
-          successUrl: `${apiUrl}/v1/purchases/{purchaseId}`,
-          cancelUrl: `${apiUrl}/v1/purchases/{purchaseId}`,
+          successUrl: `${apiUrl}/checkout/return/{purchaseId}`,
+          cancelUrl: `${apiUrl}/checkout/return/{purchaseId}?result=cancel`,
         },
       });
       running = worker.run();

@@ -378,7 +378,8 @@ test('a refund refused while the charge was disputed goes through on retry once 
   const won = await sys.emulatorCall('POST', `/_emulator/disputes/${dispute.body.id}/close`, { outcome: 'won' });
   t.is(won.status, 200, JSON.stringify(won.body));
   const out = await supportCli(['retry', purchaseId]);
-  t.is(out.code, 0, out.stderr);
+  // The saga also tries again on its own (5 s, 10 s, ...): it may have refunded before support asked.
+  if (out.code !== 0) t.regex(out.stderr, /is refunded, not needs_attention/, out.stderr);
   await sys.waitForPurchase(purchaseId, (r) => r.status === 'refunded' && r.refund_status === 'succeeded');
   t.is(await refundsOf(purchaseId), 1);
 });

@@ -1,0 +1,111 @@
+import type { AddressInfo } from 'node:net';
+import { ServiceError, WorkflowNotFoundError } from '@temporalio/client';
+import test from 'ava';
+import Koa from 'koa';
+import { answerOutages, isOutage, outageOf } from '../../api/outage';
+import { Problem, problemMiddleware } from '../../api/problem';
+
+// Unit tests of api/outage.ts: which errors mean an outage, and what the middleware answers. The
+// services are stand-ins here; test/api/outages.test.ts stops the real ones.
+
+const pgError = (code: string, message = 'pg') => Object.assign(new Error(message), { code, severity: 'FATAL' });
+const grpcError = (code: number) => Object.assign(new Error(`${code} grpc`), { code, details: 'x', metadata: {} });
+
+test('Postgres errors of a server that cannot serve are outages; a refused request is not', (t) => {
+  for (const code of ['ECONNREFUSED', 'ECONNRESET', '57P01', '57P03', '57014', '08006', '53300']) {
+    t.is(outageOf(pgError(code)), 'postgres', code);
+  }
+  t.is(outageOf(new Error('timeout exceeded when trying to connect')), 'postgres');
+  t.is(outageOf(new Error('Connection terminated unexpectedly')), 'postgres');
+  t.is(outageOf(new AggregateError([pgError('ECONNREFUSED')], 'connect failed')), 'postgres');
+  for (const code of ['23505', '23514', '40001', '22P02']) t.false(isOutage(pgError(code)), code);
+  t.false(isOutage(new Error('boom')));
+  t.false(isOutage(new Problem(404, 'not-found')));
+});
+
+test('Temporal errors of a server that is down or late are outages; a refusal of the request is not', (t) => {
+  for (const code of [14, 4, 8]) {
+    t.is(outageOf(new ServiceError('Failed to start Workflow', { cause: grpcError(code) })), 'temporal', `${code}`);
+  }
+  t.is(outageOf(grpcError(14)), 'temporal');
+  t.is(outageOf(new ServiceError('Failed to connect', { cause: pgError('ECONNREFUSED') })), 'temporal');
+  t.is(outageOf(new ServiceError('Failed to connect')), 'temporal');
+  t.false(isOutage(new ServiceError('Invalid', { cause: grpcError(3) })), 'INVALID_ARGUMENT');
+  t.false(isOutage(new WorkflowNotFoundError('gone', 'purchase-x', undefined)));
+});
+
+/** An app with the outage middleware in front of `route`, and stand-ins for the probe's services. */
+async function serve(route: Koa.Middleware, postgresDown: boolean) {
+  const app = new Koa();
+  const deps = {
+    db: { query: async () => (postgresDown ? Promise.reject(pgError('ECONNREFUSED')) : { rows: [] }) },
+    temporal: {
+      withDeadline: (_: number, fn: () => Promise<unknown>) => fn(),
+      workflowService: { getSystemInfo: async () => ({}) },
+    },
+    log: () => {},
+  };
+  app.use(problemMiddleware(() => {}));
+  app.use(answerOutages(deps as any));
+  app.use(route);
+  const server = await new Promise<ReturnType<Koa['listen']>>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const get = async () => {
+    const started = Date.now();
+    const res = await fetch(url);
+    return {
+      status: res.status,
+      ms: Date.now() - started,
+      retryAfter: res.headers.get('retry-after'),
+      body: await res.json(),
+    };
+  };
+  const close = () =>
+    new Promise((r) => {
+      server.close(r);
+      server.closeAllConnections();
+    });
+  return { get, close };
+}
+
+test('an outage error thrown by a route is answered 503 unavailable with Retry-After; any other error 500', async (t) => {
+  let thrown: Error = pgError('57P01', 'terminating connection due to administrator command');
+  const app = await serve(() => Promise.reject(thrown), false);
+  try {
+    const outage = await app.get();
+    t.is(outage.status, 503);
+    t.is(outage.retryAfter, '2');
+    t.is(outage.body.type, 'unavailable');
+    t.notRegex(outage.body.detail, /administrator/, 'no internals in a 5xx');
+    thrown = new Error('a bug');
+    t.is((await app.get()).status, 500);
+  } finally {
+    await app.close();
+  }
+});
+
+test('a request still waiting after 1 s is answered 503 at once when Postgres is down, and left alone when it is up', async (t) => {
+  const slow: Koa.Middleware = async (ctx) => {
+    await new Promise((r) => setTimeout(r, 1_600));
+    ctx.body = { done: true };
+  };
+  const down = await serve(slow, true);
+  try {
+    const cut = await down.get();
+    t.is(cut.status, 503);
+    t.is(cut.retryAfter, '2');
+    t.true(cut.ms < 1_500, `answered in ${cut.ms} ms`);
+  } finally {
+    await down.close();
+  }
+  const up = await serve(slow, false);
+  try {
+    const waited = await up.get();
+    t.is(waited.status, 200);
+    t.true(waited.ms >= 1_600);
+  } finally {
+    await up.close();
+  }
+});
