@@ -108,10 +108,15 @@ export class PurchaseSaga {
     if (!(await this.cardWithinLimit())) return this.refundPaid(this.cardLimitReason(), 'refunded_card_limit');
     const retake = await acts.retakeForLatePayment(state.purchaseId);
     if (retake.outcome === 'sold') {
-      await this.setStatus('late_confirmed', {
+      // Paid in time (Stripe's event time) but its unit went back to stock before the news arrived: still a sale in time.
+      const inTime =
+        this.paidAt !== undefined && !!state.holdExpiresAt && this.paidAt <= Date.parse(state.holdExpiresAt);
+      await this.setStatus(inTime ? 'confirmed' : 'late_confirmed', {
         paymentIntentId: state.paymentIntentId,
         oversold: retake.oversold,
-        reason: 'paid after the hold lapsed; a unit was still free',
+        reason: inTime
+          ? 'paid in time; its unit had gone back to stock before the payment was confirmed, and another was taken'
+          : 'paid after the hold lapsed; a unit was still free',
       });
       return;
     }
