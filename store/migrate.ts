@@ -103,6 +103,8 @@ export async function migrate(
 ): Promise<string[]> {
   const dir = opts.dir ?? MIGRATIONS_DIR;
   const client = new pg.Client({ connectionString: databaseUrl });
+  // A connection lost mid-run fails the query in flight; the event itself must not crash the process.
+  client.on('error', () => {});
   await client.connect();
   const applied: string[] = [];
   try {

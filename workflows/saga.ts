@@ -109,8 +109,9 @@ export class PurchaseSaga {
     const retake = await acts.retakeForLatePayment(state.purchaseId);
     if (retake.outcome === 'sold') {
       // Paid in time (Stripe's event time) but its unit went back to stock before the news arrived: still a sale in time.
+      // Stripe's event times are whole seconds: in time only if that whole second ended before the hold did.
       const inTime =
-        this.paidAt !== undefined && !!state.holdExpiresAt && this.paidAt <= Date.parse(state.holdExpiresAt);
+        this.paidAt !== undefined && !!state.holdExpiresAt && this.paidAt + 1000 <= Date.parse(state.holdExpiresAt);
       await this.setStatus(inTime ? 'confirmed' : 'late_confirmed', {
         paymentIntentId: state.paymentIntentId,
         oversold: retake.oversold,

@@ -154,8 +154,14 @@ export function webhookRoutes(deps: ApiDeps): Router {
     }
 
     if (bringsMoney(mapped.payment)) {
-      // Paid while the hold ran: the unit stays this buyer's until the saga (maybe behind) sells it.
-      await keepHoldForPayment(deps.db, purchase.purchaseId, new Date(event.created * 1000), PAID_HOLD_GRACE_SECONDS);
+      // Paid while the hold ran (to the end of the event's whole second, to be sure): the unit stays
+      // this buyer's until the saga (maybe behind) sells it.
+      await keepHoldForPayment(
+        deps.db,
+        purchase.purchaseId,
+        new Date((event.created + 1) * 1000),
+        PAID_HOLD_GRACE_SECONDS,
+      );
     }
     try {
       await deliverPaymentEvent({ temporal: deps.temporal, taskQueue: deps.taskQueue }, purchase, mapped.payment);
