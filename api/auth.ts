@@ -9,11 +9,15 @@ function same(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+const bearerOf = (ctx: Koa.Context): string => {
+  const header = ctx.get('authorization');
+  return header.startsWith('Bearer ') ? header.slice(7).trim() : '';
+};
+
 /** Requires `Authorization: Bearer <token>`; 401 `unauthorized` otherwise. */
 export function requireBearer(token: string, realm: string): Koa.Middleware {
   return async (ctx, next) => {
-    const header = ctx.get('authorization');
-    const given = header.startsWith('Bearer ') ? header.slice(7) : '';
+    const given = bearerOf(ctx);
     if (!token || !given || !same(given, token)) {
       throw new Problem(
         401,
@@ -28,11 +32,6 @@ export function requireBearer(token: string, realm: string): Koa.Middleware {
     await next();
   };
 }
-
-const bearerOf = (ctx: Koa.Context): string => {
-  const header = ctx.get('authorization');
-  return header.startsWith('Bearer ') ? header.slice(7).trim() : '';
-};
 
 const noBuyer = (why: string) =>
   new Problem(

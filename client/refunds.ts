@@ -1,4 +1,5 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { SignalDefinition } from '@temporalio/common';
 import type { Db } from '../store/db';
 import { getPurchase } from '../store/purchases';
 import {
@@ -117,12 +118,21 @@ export async function deliverRefundNews(
   owner: { step: 'late' | 'support' | 'stray'; purchaseId: string; sessionId?: string },
   news: RefundEvent,
 ): Promise<boolean> {
+  return signalIfRunning(temporal, refundOwner(owner.step, owner.purchaseId, owner.sessionId), refundEventSignal, news);
+}
+
+/** Signals a workflow if it is still running; false when it is not (closed, or never started). */
+async function signalIfRunning<A>(
+  temporal: Client,
+  workflowId: string,
+  signal: SignalDefinition<[A]>,
+  arg: A,
+): Promise<boolean> {
   try {
-    await temporal.workflow
-      .getHandle(refundOwner(owner.step, owner.purchaseId, owner.sessionId))
-      .signal(refundEventSignal, news);
+    await temporal.workflow.getHandle(workflowId).signal(signal, arg);
     return true;
   } catch (err) {
+    // Temporal answers a signal to a closed workflow as not found, like one to an id never used.
     if (err instanceof WorkflowNotFoundError) return false;
     throw err;
   }
@@ -140,14 +150,7 @@ export async function tellSupportAction(
 ): Promise<string[]> {
   const told: string[] = [];
   for (const workflowId of [purchaseWorkflowId(purchaseId), refundWorkflowId(purchaseId)]) {
-    try {
-      const handle = temporal.workflow.getHandle(workflowId);
-      if ((await handle.describe()).status.name !== 'RUNNING') continue;
-      await handle.signal(supportActionSignal, action);
-      told.push(workflowId);
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
-    }
+    if (await signalIfRunning(temporal, workflowId, supportActionSignal, action)) told.push(workflowId);
   }
   return told;
 }
@@ -175,13 +178,5 @@ export async function tellStraySupportAction(
   sessionId: string,
   action: SupportAction,
 ): Promise<boolean> {
-  try {
-    const handle = temporal.workflow.getHandle(strayPaymentWorkflowId(sessionId));
-    if ((await handle.describe()).status.name !== 'RUNNING') return false;
-    await handle.signal(supportActionSignal, action);
-    return true;
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
-    throw err;
-  }
+  return signalIfRunning(temporal, strayPaymentWorkflowId(sessionId), supportActionSignal, action);
 }

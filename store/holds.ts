@@ -130,31 +130,24 @@ export async function releaseHold(
 }
 
 /**
- * Keeps an active hold for at least `seconds` more (a delayed payment is settling). Returns the new
- * expiry, or null when the hold is no longer active (it lapsed and went back to stock first).
+ * Keeps an active hold `seconds` longer (never shorter), provided it was still running at
+ * `runningAt` (default now): for a delayed payment that is settling, or for a payment Stripe took
+ * while the hold ran but whose saga is behind (a worker restarting, a slow webhook), so the saga turns
+ * it into the sale instead of finding it reclaimed by the next buyer. Null when the hold ended, or
+ * lapsed before `runningAt` (a late payment, settled by a re-take).
  */
-export async function extendHold(db: Db, purchaseId: string, seconds: number): Promise<string | null> {
+export async function extendHold(
+  db: Db,
+  purchaseId: string,
+  seconds: number,
+  runningAt?: Date,
+): Promise<string | null> {
   const { rows } = await db.query<{ expires_at: Date }>(
     `UPDATE holds SET expires_at = greatest(expires_at, now() + make_interval(secs => $2)), updated_at = now()
-      WHERE purchase_id = $1 AND status = 'active' AND expires_at > now() RETURNING expires_at`,
-    [purchaseId, seconds],
+      WHERE purchase_id = $1 AND status = 'active' AND expires_at > coalesce($3, now()) RETURNING expires_at`,
+    [purchaseId, seconds, runningAt ?? null],
   );
   return rows[0]?.expires_at.toISOString() ?? null;
-}
-
-/**
- * Money for this hold reached Stripe at `paidAt`, while the hold was still running: keep the unit
- * for `seconds` more, so the saga (which may be behind: a worker restarting, a slow webhook) turns
- * it into the sale instead of finding it reclaimed by the next buyer. No-op once the hold ended, or
- * when the payment came after it lapsed (that is a late payment, settled by a re-take).
- */
-export async function keepHoldForPayment(db: Db, purchaseId: string, paidAt: Date, seconds: number): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE holds SET expires_at = greatest(expires_at, now() + make_interval(secs => $3)), updated_at = now()
-      WHERE purchase_id = $1 AND status = 'active' AND expires_at > $2`,
-    [purchaseId, paidAt, seconds],
-  );
-  return (rowCount ?? 0) > 0;
 }
 
 export type ConvertResult =

@@ -173,6 +173,14 @@ export interface PaymentEvent {
   createdAt?: string;
 }
 
+/**
+ * The latest moment (ms) the money of this event can have been paid: Stripe's event times are whole
+ * seconds, so the end of that second. Undefined when the event carries no time.
+ */
+export function paidBy(e: Pick<PaymentEvent, 'createdAt'>): number | undefined {
+  return e.createdAt ? Date.parse(e.createdAt) + 999 : undefined;
+}
+
 /** The events that bring money: only these can confirm a purchase. */
 export function bringsMoney(e: Pick<PaymentEvent, 'type' | 'paymentStatus'>): boolean {
   if (e.type === 'checkout.session.async_payment_succeeded') return true;

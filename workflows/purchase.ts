@@ -10,6 +10,7 @@ import {
   foreignEventReason,
   isFinal,
   isPaid,
+  paidBy,
   type PaymentEvent,
   type PurchaseInput,
   type PurchaseState,
@@ -49,7 +50,7 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     const wasPaid = fold.payment === 'paid';
     if (!fold.apply(e)) return;
     if (e.paymentIntentId) state.paymentIntentId = e.paymentIntentId;
-    if (!wasPaid && fold.payment === 'paid') saga.paidAt = e.createdAt ? Date.parse(e.createdAt) : Date.now();
+    if (!wasPaid && fold.payment === 'paid') saga.paidAt = paidBy(e) ?? Date.now();
   });
 
   if (input.followUp) return followUp(saga);

@@ -31,7 +31,10 @@ export class PurchaseSaga {
   /** Support's retries and by-hand settlements, and refunds' news. */
   readonly desk = new SupportDesk().listen();
   cancelRequested = false;
-  /** When the payment was made (Stripe's event time), once it is known to be paid. */
+  /**
+   * The latest moment the payment can have been made, once it is known to be paid: the end of the
+   * whole second of Stripe's event time (events carry whole seconds), or when the saga learned it.
+   */
   paidAt?: number;
 
   constructor(readonly input: PurchaseInput) {
@@ -108,10 +111,8 @@ export class PurchaseSaga {
     if (!(await this.cardWithinLimit())) return this.refundPaid(this.cardLimitReason(), 'refunded_card_limit');
     const retake = await acts.retakeForLatePayment(state.purchaseId);
     if (retake.outcome === 'sold') {
-      // Paid in time (Stripe's event time) but its unit went back to stock before the news arrived: still a sale in time.
-      // Stripe's event times are whole seconds: in time only if that whole second ended before the hold did.
-      const inTime =
-        this.paidAt !== undefined && !!state.holdExpiresAt && this.paidAt + 1000 <= Date.parse(state.holdExpiresAt);
+      // Paid in time, but its unit went back to stock before the news arrived: still a sale in time.
+      const inTime = this.paidInTime();
       await this.setStatus(inTime ? 'confirmed' : 'late_confirmed', {
         paymentIntentId: state.paymentIntentId,
         oversold: retake.oversold,
@@ -179,6 +180,12 @@ export class PurchaseSaga {
     }
   }
 
+  /** Paid before the hold ended (a payment whose time is not known yet: now). One rule for every path. */
+  private paidInTime(): boolean {
+    const end = this.state.holdExpiresAt;
+    return end === undefined || (this.paidAt ?? Date.now()) <= Date.parse(end);
+  }
+
   /** Paid, and the hold may still be ours: the hold becomes the sale, else a late payment is settled. */
   async confirmPaid(): Promise<void> {
     if (!(await this.cardWithinLimit())) {
@@ -187,8 +194,7 @@ export class PurchaseSaga {
     }
     if ((await acts.convertHold(this.input.purchaseId)) === 'sold') {
       // Paid after the hold's end (while Stripe's expire was failing, say) and the unit was still ours: a late sale.
-      const paidAt = this.paidAt ?? Date.now();
-      const late = this.state.holdExpiresAt !== undefined && paidAt > Date.parse(this.state.holdExpiresAt);
+      const late = !this.paidInTime();
       await this.setStatus(late ? 'late_confirmed' : 'confirmed', {
         paymentIntentId: this.state.paymentIntentId,
         reason: late ? 'paid after the hold lapsed; its unit was still held' : 'paid in time',

@@ -3,7 +3,7 @@ import type Koa from 'koa';
 import type Stripe from 'stripe';
 import { deliverPaymentEvent } from '../../client/purchases';
 import { startStrayRefund } from '../../client/refunds';
-import { keepHoldForPayment } from '../../store/holds';
+import { extendHold } from '../../store/holds';
 import { noteStrayPayment } from '../../store/payments';
 import { appendAudit, getPurchase, type PurchaseRecord } from '../../store/purchases';
 import {
@@ -12,7 +12,15 @@ import {
   recordReceivedEvent,
   recordRejectedEvent,
 } from '../../store/webhook-events';
-import { bringsMoney, bringsNoPayment, foreignEventReason, isFinal, isPaid, type PaymentEvent } from '../../vocabulary';
+import {
+  bringsMoney,
+  bringsNoPayment,
+  foreignEventReason,
+  isFinal,
+  isPaid,
+  paidBy,
+  type PaymentEvent,
+} from '../../vocabulary';
 import type { ApiDeps } from '../deps';
 import { notAnEvent, scrubEvent } from '../event-guard';
 import { recordMoneyNews } from '../money-news';
@@ -36,8 +44,22 @@ async function rawBody(ctx: Koa.Context): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-const unavailable = () =>
-  new Problem(503, 'unavailable', 'could not hand the event over; Stripe will retry', {}, { 'Retry-After': '5' });
+/** Runs a step of handling an event; a failure is a 503 (Stripe delivers the event again), logged and counted. */
+async function orRetryLater<T>(deps: ApiDeps, what: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    deps.metrics.webhookEvents.inc({ result: 'error' });
+    deps.log(`webhook: could not ${what}`, err);
+    throw new Problem(
+      503,
+      'unavailable',
+      'could not hand the event over; Stripe will retry',
+      {},
+      { 'Retry-After': '5' },
+    );
+  }
+}
 
 /**
  * An event that names a purchase but is not its own (another session, amount, currency or mode):
@@ -103,14 +125,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
 
     const news = toMoneyNews(event);
     if (news) {
-      let result;
-      try {
-        result = await recordMoneyNews(deps, news);
-      } catch (err) {
-        deps.metrics.webhookEvents.inc({ result: 'error' });
-        deps.log(`webhook ${event.id}: could not record ${event.type}`, err);
-        throw unavailable();
-      }
+      const result = await orRetryLater(deps, `record ${event.type} ${event.id}`, () => recordMoneyNews(deps, news));
       deps.metrics.webhookEvents.inc({ result });
       ctx.body = { received: true };
       return;
@@ -126,13 +141,9 @@ export function webhookRoutes(deps: ApiDeps): Router {
     }
     const foreign = foreignEventReason(mapped.payment, purchase, deps.livemode);
     if (foreign) {
-      try {
-        await rejectForeign(deps, event, mapped.payment, purchase, foreign);
-      } catch (err) {
-        deps.metrics.webhookEvents.inc({ result: 'error' });
-        deps.log(`webhook ${event.id}: could not settle a foreign event for ${purchase.purchaseId}`, err);
-        throw unavailable();
-      }
+      await orRetryLater(deps, `settle the foreign event ${event.id} of ${purchase.purchaseId}`, () =>
+        rejectForeign(deps, event, mapped.payment, purchase, foreign),
+      );
       deps.metrics.webhookEvents.inc({ result: 'rejected' });
       ctx.body = { received: true, rejected: foreign };
       return;
@@ -154,22 +165,17 @@ export function webhookRoutes(deps: ApiDeps): Router {
     }
 
     if (bringsMoney(mapped.payment)) {
-      // Paid while the hold ran (to the end of the event's whole second, to be sure): the unit stays
-      // this buyer's until the saga (maybe behind) sells it.
-      await keepHoldForPayment(
+      // Paid while the hold ran: the unit stays this buyer's until the saga (maybe behind) sells it.
+      await extendHold(
         deps.db,
         purchase.purchaseId,
-        new Date((event.created + 1) * 1000),
         PAID_HOLD_GRACE_SECONDS,
+        new Date(paidBy(mapped.payment) ?? Date.now()),
       );
     }
-    try {
-      await deliverPaymentEvent({ temporal: deps.temporal, taskQueue: deps.taskQueue }, purchase, mapped.payment);
-    } catch (err) {
-      deps.metrics.webhookEvents.inc({ result: 'error' });
-      deps.log(`webhook ${event.id}: could not hand it to purchase ${purchase.purchaseId}`, err);
-      throw unavailable();
-    }
+    await orRetryLater(deps, `hand ${event.id} to purchase ${purchase.purchaseId}`, () =>
+      deliverPaymentEvent({ temporal: deps.temporal, taskQueue: deps.taskQueue }, purchase, mapped.payment),
+    );
     await markEventDelivered(deps.db, event.id);
     deps.metrics.paymentEvents.inc({ type: mapped.payment.type });
     deps.metrics.webhookEvents.inc({ result: 'delivered' });
