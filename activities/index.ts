@@ -112,8 +112,13 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     /** The hold becomes a sale, once. `lapsed` when it already went back to stock. */
-    async convertHold(purchaseId: string): Promise<'sold' | 'lapsed'> {
-      const r = await holds.convertHold(db, purchaseId);
+    async convertHold(purchaseId: string, sale?: purchases.PurchasePatch): Promise<'sold' | 'lapsed'> {
+      // The sale's record in the same transaction: one activity task for a paid buyer, not two.
+      const r = await holds.convertHold(
+        db,
+        purchaseId,
+        sale && ((tx) => purchases.recordPurchase(tx, purchaseId, sale)),
+      );
       if (r.outcome === 'not_found') throw holdOf(r.outcome, purchaseId);
       return r.outcome;
     },

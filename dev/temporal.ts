@@ -95,8 +95,13 @@ function serverArgs(o: { port: number; uiPort: number; namespace: string; dbFile
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
     args.push('--search-attribute', `${name}=${CLI_TYPE_NAMES[type]}`);
   }
-  // The SDK's own test server turns these on; workflow updates and update-with-start need them.
-  for (const key of ['frontend.enableUpdateWorkflowExecution', 'frontend.enableExecuteMultiOperation']) {
+  // The SDK's own test server turns the first two on; workflow updates and update-with-start need them.
+  // The new matcher serves tasks by priority: settlement steps go ahead of new purchases' (workflows/proxies.ts).
+  for (const key of [
+    'frontend.enableUpdateWorkflowExecution',
+    'frontend.enableExecuteMultiOperation',
+    'matching.useNewMatcher',
+  ]) {
     args.push('--dynamic-config-value', `${key}=true`);
   }
   if (o.dbFile) {

@@ -157,7 +157,12 @@ export type ConvertResult =
  * Turns an active hold into a sale (`active` → `sold`), once. A hold already returned to stock
  * answers `lapsed`: the caller must re-take a unit (retakeForLatePayment) instead.
  */
-export async function convertHold(db: Db, purchaseId: string): Promise<ConvertResult> {
+/** `recordSale` runs in the same transaction when this call sells the hold (not when it was sold before). */
+export async function convertHold(
+  db: Db,
+  purchaseId: string,
+  recordSale?: (tx: Tx) => Promise<void>,
+): Promise<ConvertResult> {
   return withTx(db, async (tx) => {
     const { rows } = await tx.query<HoldRow>(
       `UPDATE holds SET status = 'sold', updated_at = now() WHERE purchase_id = $1 AND status = 'active' RETURNING *`,
@@ -167,6 +172,7 @@ export async function convertHold(db: Db, purchaseId: string): Promise<ConvertRe
     if (row) {
       if (row.unit_ids) await tx.query(`UPDATE units SET status = 'sold' WHERE purchase_id = $1`, [purchaseId]);
       await appendMovements(tx, [{ sku: row.sku, purchaseId, kind: 'sell', held: -row.quantity, sold: row.quantity }]);
+      await recordSale?.(tx);
       return { outcome: 'sold', hold: toHold(row) };
     }
     const hold = await findHold(tx, purchaseId);

@@ -7,7 +7,7 @@ import {
   PurchaseStatus,
   Rejection,
 } from '../vocabulary';
-import type { Db } from './db';
+import type { Db, Tx } from './db';
 
 /** The durable record of a purchase (table `purchases`). */
 export interface PurchaseRecord extends PurchaseState {
@@ -144,7 +144,7 @@ export async function getPurchase(db: Db, purchaseId: string): Promise<PurchaseR
 export type PurchasePatch = Partial<Omit<PurchaseState, 'purchaseId' | 'sku' | 'buyerId' | 'quantity'>>;
 
 /** Writes the saga's view of a purchase to its record. Idempotent: the same patch twice is the same row. */
-export async function recordPurchase(db: Db, purchaseId: string, patch: PurchasePatch): Promise<void> {
+export async function recordPurchase(db: Db | Tx, purchaseId: string, patch: PurchasePatch): Promise<void> {
   const cols: Record<string, unknown> = {
     status: patch.status,
     amount_cents: patch.amountCents,

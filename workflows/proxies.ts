@@ -3,9 +3,19 @@ import type { Activities } from '../activities';
 
 // How the workflows call their activities: timeouts and retry policies, one proxy per kind of step.
 
+/**
+ * Temporal priority of every step that settles money or stock already in play (confirm, re-take,
+ * release, expire, refund, bookkeeping): 1, ahead of opening new sessions (the server default, 3).
+ * Under a crowd the activity queue fills with new purchases' checkout steps; a paid buyer's
+ * confirmation or a late payment's refund must not wait behind them. Servers without priority
+ * ignore it (the dev server needs `matching.useNewMatcher`, which `dev/temporal.ts` turns on).
+ */
+const SETTLE_FIRST = { priorityKey: 1 };
+
 // Postgres and bookkeeping steps: retried until they succeed (transient faults heal; a fault that
 // does not heal shows up in the Temporal UI as a pending activity with its last failure).
 export const acts = proxyActivities<Activities>({
+  priority: SETTLE_FIRST,
   // Short: these are single transactions; a worker that died mid-call is noticed this soon.
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '20 seconds' },
@@ -35,6 +45,7 @@ export const checkoutActs = proxyActivities<Activities>({
 // they heal. A refusal (4xx) is not retried by the activity: the workflow flags the purchase
 // `needs_attention` with Stripe's answer and tries again on its own schedule (attended.ts).
 export const stripeActs = proxyActivities<Activities>({
+  priority: SETTLE_FIRST,
   startToCloseTimeout: '20 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });

@@ -12,6 +12,8 @@ export { acts, checkoutActs, localActs, stripeActs } from './proxies';
 
 /** v7: before declaring a delayed payment that never settled failed, the saga reads Stripe. */
 const READ_BEFORE_GIVING_UP_PATCH = 'read-stripe-before-giving-up';
+/** The sale's record is written by convertHold's own transaction (before: a recordPurchase step after it). */
+const SALE_RECORDED_WITH_HOLD_PATCH = 'sale-recorded-with-hold';
 
 /** How long a session that was completed with a delayed payment method may take to settle. */
 export const ASYNC_SETTLE_TIMEOUT = '7 days';
@@ -192,14 +194,19 @@ export class PurchaseSaga {
       await acts.releaseHold(this.input.purchaseId, 'release');
       return this.refundPaid(this.cardLimitReason(), 'refunded_card_limit');
     }
-    if ((await acts.convertHold(this.input.purchaseId)) === 'sold') {
-      // Paid after the hold's end (while Stripe's expire was failing, say) and the unit was still ours: a late sale.
-      const late = !this.paidInTime();
-      await this.setStatus(late ? 'late_confirmed' : 'confirmed', {
-        paymentIntentId: this.state.paymentIntentId,
-        reason: late ? 'paid after the hold lapsed; its unit was still held' : 'paid in time',
-      });
-      return;
+    // Paid after the hold's end (while Stripe's expire was failing, say) and the unit was still ours: a late sale.
+    const late = !this.paidInTime();
+    const status = late ? 'late_confirmed' : 'confirmed';
+    const sale = {
+      paymentIntentId: this.state.paymentIntentId,
+      reason: late ? 'paid after the hold lapsed; its unit was still held' : 'paid in time',
+    };
+    if (patched(SALE_RECORDED_WITH_HOLD_PATCH)) {
+      if ((await acts.convertHold(this.input.purchaseId, { ...sale, status })) === 'sold') {
+        return this.markStatus(status, sale);
+      }
+    } else if ((await acts.convertHold(this.input.purchaseId)) === 'sold') {
+      return this.setStatus(status, sale);
     }
     // The hold went back to stock a moment before (its expiry passed and a taker reclaimed it).
     await this.settleLatePayment();

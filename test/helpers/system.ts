@@ -77,7 +77,7 @@ export interface System {
   /** Another API instance on its own port, with its own gate, against the same Postgres and Temporal. Returns its URL. */
   startAnotherApi(): Promise<string>;
   /** Starts a worker in this process (tests that kill workers run their own in a child process). */
-  startWorker(): Promise<void>;
+  startWorker(limits?: { maxConcurrentActivities?: number }): Promise<void>;
   stopWorker(): Promise<void>;
   /** An HTTP call to the API (`path` may be a full URL, for another API instance). */
   api(
@@ -179,9 +179,10 @@ export async function startSystem(
     taskQueue,
     apiUrl,
     lifecycle: deps.lifecycle,
-    async startWorker() {
+    async startWorker(limits = {}) {
       workerConnection ??= await NativeConnection.connect({ address: temporalAddress() });
       worker = await createPurchaseWorker({
+        ...limits,
         connection: workerConnection,
         namespace: 'default',
         taskQueue,
