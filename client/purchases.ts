@@ -65,13 +65,6 @@ export async function beginPurchase(c: SagaClient, input: PurchaseInput): Promis
   await c.temporal.workflow.start<typeof purchaseWorkflow>('purchaseWorkflow', startOptions(c, input));
 }
 
-/** Waits until a started saga has taken its hold and opened its session (or was refused). */
-export async function checkoutReady(c: SagaClient, purchaseId: string, waitMs = SAGA_WAIT_MS): Promise<PurchaseState> {
-  return c.temporal.withDeadline(Date.now() + waitMs, () =>
-    c.temporal.workflow.getHandle(purchaseWorkflowId(purchaseId)).executeUpdate(checkoutReadyUpdate),
-  );
-}
-
 /** Asks the saga to give the hold back; resolves with its state once it has (or once money is on its way). */
 export async function cancelPurchase(c: SagaClient, purchaseId: string, waitMs = SAGA_WAIT_MS): Promise<PurchaseState> {
   return c.temporal.withDeadline(Date.now() + waitMs, () =>

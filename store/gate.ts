@@ -9,6 +9,12 @@ const MAX_REFUSAL_AGE_MS = 30_000;
 /** When units are only in flight (not held), a refused buyer may try again this soon. */
 const IN_FLIGHT_RETRY_MS = 1_000;
 const RECONNECT_MS = 1_000;
+/**
+ * A permit whose hold step has not shown up in a view after this long is dropped: its saga did not
+ * run (a start that failed after all, a worker down). Until then the gate under-admits; if the saga
+ * runs later it still takes its hold with the conditional update, so nothing is oversold.
+ */
+const PERMIT_TTL_MS = 60_000;
 const CHANNEL = 'stock_changed';
 
 export interface GateOptions {
@@ -33,6 +39,7 @@ export type GateAnswer =
 
 interface InFlight {
   units: number;
+  grantedAt: number;
   purchaseId?: string;
   /** Set when the saga's hold step answered: the permit counts until a view read after that replaces it. */
   settledAt?: number;
@@ -100,7 +107,7 @@ export class Gate {
     }
     const view = s.view;
     if (this.free(s) >= units) {
-      const flight: InFlight = { units };
+      const flight: InFlight = { units, grantedAt: Date.now() };
       s.inFlight.add(flight);
       const permit: Permit = {
         sku,
@@ -183,10 +190,15 @@ export class Gate {
           const pending = [...s.inFlight].flatMap((f) => (f.purchaseId ? [f.purchaseId] : []));
           s.view = await stockView(this.db, sku, pending);
           s.readAt = Date.now();
-          // Permits whose hold this read counted, or whose saga answered before it began, are now part of the view.
+          // Permits whose hold step this read saw answered, or whose saga answered before it began, are
+          // now part of the view; so is a permit too old to be waited for.
           const landed = new Set(s.view?.landed ?? []);
           for (const f of s.inFlight) {
-            if ((f.purchaseId && landed.has(f.purchaseId)) || (f.settledAt !== undefined && f.settledAt < startedAt)) {
+            if (
+              (f.purchaseId && landed.has(f.purchaseId)) ||
+              (f.settledAt !== undefined && f.settledAt < startedAt) ||
+              startedAt - f.grantedAt > PERMIT_TTL_MS
+            ) {
               s.inFlight.delete(f);
             }
           }

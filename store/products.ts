@@ -273,7 +273,10 @@ export interface StockView {
   /** Units in active holds that have not lapsed: they may come back. */
   held: number;
   nextLapseAt: Date | null;
-  /** Of the purchase ids asked about, those that have a hold row now (their take is in the figures above). */
+  /**
+   * Of the purchase ids asked about, those whose hold step has answered: a hold row (its take is in
+   * the figures above), or a record past `holding` without one (refused, or failed before the hold).
+   */
   landed: string[];
 }
 
@@ -287,7 +290,9 @@ export async function stockView(db: Db, sku: string, pending: string[] = []): Pr
     landed: string[] | null;
   }>(
     `SELECT (SELECT sum(available - floor)::int FROM stock_buckets WHERE sku = $1) AS room,
-            (SELECT array_agg(purchase_id) FROM holds WHERE purchase_id = ANY($2::text[])) AS landed,
+            (SELECT array_agg(p.purchase_id) FROM purchases p
+              WHERE p.purchase_id = ANY($2::text[])
+                AND (p.status <> 'holding' OR EXISTS (SELECT 1 FROM holds h WHERE h.purchase_id = p.purchase_id))) AS landed,
             coalesce(sum(quantity) FILTER (WHERE expires_at > now()), 0)::int AS held,
             coalesce(sum(quantity) FILTER (WHERE expires_at <= now()), 0)::int AS lapsed,
             min(expires_at) FILTER (WHERE expires_at > now()) AS next_lapse

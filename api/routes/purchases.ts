@@ -1,6 +1,6 @@
 import { Router } from '@koa/router';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { beginPurchase, cancelPurchase, checkoutReady, startPurchase } from '../../client/purchases';
+import { beginPurchase, cancelPurchase, startPurchase } from '../../client/purchases';
 import type { Admission } from '../../store/admission';
 import { getPurchase } from '../../store/purchases';
 import { isFinal, isPaid, type PurchaseRequest, type PurchaseState } from '../../vocabulary';
@@ -184,13 +184,8 @@ export function purchaseRoutes(deps: ApiDeps): Router {
           throw unavailable('the purchase service is busy; retry with the same Idempotency-Key');
         }
       }
-      // The permit is held until the saga's hold step has answered, in the background.
-      if (permit) {
-        deadline(deps.purchaseTimeoutMs, 'the hold', checkoutReady(sagas, record.purchaseId))
-          .then((state) => countHold(deps, state))
-          .catch(() => {})
-          .finally(() => permit.settle());
-      }
+      // The permit stays bound to this purchase until a view of the gate sees its hold step answered
+      // (its hold row, or its refusal): no second call to the saga, whose server is the crowd's bottleneck.
       ctx.status = 202;
       ctx.set('Location', `/v1/purchases/${record.purchaseId}`);
       ctx.body = {
