@@ -1,4 +1,5 @@
 import Koa from 'koa';
+import { accessLog } from './access-log';
 import { requireBearer } from './auth';
 import { jsonBodies } from './body';
 import { answerClientErrors } from './client-errors';
@@ -30,7 +31,8 @@ export function createApp(deps: ApiDeps): Koa {
     pageRoutes(),
   ];
 
-  app.use(problemMiddleware(deps.log));
+  app.use(accessLog(deps.logger, deps.metrics));
+  app.use(problemMiddleware());
   app.use(answerOutages(deps));
   app.use(requestGuard(routers.flatMap((r) => r.stack.map((layer) => String(layer.path)))));
   app.use(

@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type Stripe from 'stripe';
 import type { BuyerVerifier } from '../config/buyer-tokens';
+import type { Logger } from '../config/log';
 import type { Admissions } from '../store/admission';
 import type { Db } from '../store/db';
 import type { Metrics } from './metrics';
@@ -26,7 +27,8 @@ export interface ApiDeps {
   metrics: Metrics;
   /** Set when the process is shutting down: /readyz answers 503 so load balancers stop sending traffic. */
   lifecycle: { draining: boolean };
-  log: (msg: string, err?: unknown) => void;
+  /** The process's logger; within a request, log through `requestLog(ctx)` (api/access-log.ts) instead. */
+  logger: Logger;
   /** How long POST /v1/purchases waits for the hold and the Checkout Session before answering 503. */
   purchaseTimeoutMs: number;
 }

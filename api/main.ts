@@ -1,7 +1,9 @@
 import { Client } from '@temporalio/client';
 import { connectTemporal, createPool, createStripe } from '../config/clients';
-import { ConfigError, isLiveKey, loadApiConfig } from '../config';
+import { isLiveKey, loadApiConfig } from '../config';
 import { createBuyerVerifier } from '../config/buyer-tokens';
+import { createLogger, exitOnFailure, type Logger } from '../config/log';
+import { describeTemporal } from '../config/temporal';
 import { Admissions } from '../store/admission';
 import { Gate } from '../store/gate';
 import { migrate } from '../store/migrate';
@@ -13,18 +15,22 @@ import { createRateLimits } from './rate-limits';
 /** How long in-flight requests get to finish after the listener closes. */
 const DRAIN_MS = 5000;
 
+let logger: Logger | undefined;
+
 // The API process. On SIGINT/SIGTERM: /readyz turns 503, in-flight requests finish, then the
 // Temporal connection and the pool close.
 async function main(): Promise<void> {
+  logger = createLogger('api');
   const config = loadApiConfig(process.env);
-  const log = (line: string) => console.log(`api: ${line}`);
+  const root = logger;
+  const log = (line: string) => root.info(line);
   // Several processes may boot at once: migrate() serialises them on an advisory lock.
   await migrate(config.databaseUrl, log);
   // Short timeouts (PG_CONNECT_TIMEOUT_MS, PG_STATEMENT_TIMEOUT_MS): with Postgres gone, 503 at once.
-  const db = createPool(config.databaseUrl, 30, log, config.pool);
-  const gate = new Gate(db, config.databaseUrl, { resyncMs: config.gateResyncMs, log });
+  const db = createPool(config.databaseUrl, 30, (line) => root.warn(line), config.pool);
+  const gate = new Gate(db, config.databaseUrl, { resyncMs: config.gateResyncMs, log: (line) => root.warn(line) });
   await gate.start();
-  const connection = await connectTemporal(config.temporalAddress, { callTimeoutMs: config.temporalCallTimeoutMs });
+  const connection = await connectTemporal(config.temporal, { callTimeoutMs: config.temporalCallTimeoutMs });
   const deps: ApiDeps = {
     db,
     temporal: new Client({ connection, namespace: config.temporalNamespace }),
@@ -39,11 +45,11 @@ async function main(): Promise<void> {
     supportToken: config.supportToken,
     metrics: createMetrics(db, gate),
     lifecycle: { draining: false },
-    log: (msg, err) => console.error(msg, err ?? ''),
+    logger: root,
     purchaseTimeoutMs: config.purchaseTimeoutMs,
   };
   const server = createApp(deps).listen(config.port, config.host, () => {
-    log(`listening on http://${config.host}:${config.port}`);
+    log(`listening on http://${config.host}:${config.port}; Temporal ${describeTemporal(config.temporal)}`);
   });
   let stopping = false;
   const stop = async (signal: string) => {
@@ -66,7 +72,4 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
-main().catch((err) => {
-  console.error(err instanceof ConfigError ? err.message : err);
-  process.exit(1);
-});
+main().catch((err) => exitOnFailure(logger, err));

@@ -5,10 +5,18 @@ import { countByStatus } from '../store/purchases';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-/** Prometheus metrics of one API process, on its own registry (several apps can live in one test process). */
-export function createMetrics(db: Db, gate: Gate) {
+/** How old the purchases-by-status counts may get before a scrape has them counted again. */
+export const STATUS_COUNT_MAX_AGE_MS = 15_000;
+
+/**
+ * Prometheus metrics of one API process, on its own registry (several apps can live in one test
+ * process). Node's process metrics keep their standard names (`process_*`, `nodejs_*`), which stock
+ * dashboards expect; the service's own carry the `flashsale_` prefix.
+ */
+export function createMetrics(db: Db, gate: Gate, opts: { statusMaxAgeMs?: number } = {}) {
   const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry, prefix: 'flashsale_' });
+  client.collectDefaultMetrics({ register: registry });
+  const statusCounts = sharedStatusCounts(db, opts.statusMaxAgeMs ?? STATUS_COUNT_MAX_AGE_MS);
   const counter = (name: string, help: string, labelNames: string[] = []) =>
     new client.Counter({ name, help, labelNames, registers: [registry] });
   const gateView = (name: string, help: string, pick: (v: ReturnType<Gate['views']>[number]) => number) =>
@@ -51,16 +59,53 @@ export function createMetrics(db: Db, gate: Gate) {
       'Units under permits whose hold is not yet in the view',
       (v) => v.inFlight,
     ),
+    httpSeconds: new client.Histogram({
+      name: 'flashsale_http_request_duration_seconds',
+      help: 'HTTP requests by route template, method and status: time to the answer',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
+      registers: [registry],
+    }),
     purchasesByStatus: new client.Gauge({
       name: 'flashsale_purchases',
-      help: 'Purchases by current status (from the purchase records)',
+      help: `Purchases by current status (from the purchase records, counted at most every ${(opts.statusMaxAgeMs ?? STATUS_COUNT_MAX_AGE_MS) / 1000} s)`,
       labelNames: ['status'] as const,
       registers: [registry],
       async collect() {
-        const rows = await countByStatus(db);
+        const counts = await statusCounts();
         this.reset();
-        for (const r of rows) this.set({ status: r.status }, r.n);
+        for (const r of counts.rows) this.set({ status: r.status }, r.n);
       },
     }),
+    purchasesCountedAt: new client.Gauge({
+      name: 'flashsale_purchases_counted_at_seconds',
+      help: 'When flashsale_purchases was last counted (Unix time): how stale it is',
+      registers: [registry],
+      async collect() {
+        this.set((await statusCounts()).at / 1000);
+      },
+    }),
+  };
+}
+
+type StatusCounts = { rows: { status: string; n: number }[]; at: number };
+
+/**
+ * The purchases-by-status counts, shared by every scrape: the GROUP BY over the purchases table
+ * runs at most once every `maxAgeMs` (and never twice at once), not on each scrape of each
+ * replica. A scrape answers with the last counts and, when they are older, starts a new count in
+ * the background; only the very first scrape waits for one. A failed count keeps the last one.
+ */
+function sharedStatusCounts(db: Db, maxAgeMs: number): () => Promise<StatusCounts> {
+  let last: StatusCounts | undefined;
+  let running: Promise<StatusCounts> | undefined;
+  const count = () =>
+    (running ??= countByStatus(db)
+      .then((rows) => (last = { rows, at: Date.now() }))
+      .finally(() => (running = undefined)));
+  return async () => {
+    if (!last) return count();
+    if (Date.now() - last.at >= maxAgeMs) count().catch(() => {});
+    return last;
   };
 }

@@ -1,6 +1,7 @@
 import { isGrpcServiceError, ServiceError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import type Koa from 'koa';
 import { ping } from '../store/db';
+import { requestLog } from './access-log';
 import type { ApiDeps } from './deps';
 import { Problem } from './problem';
 
@@ -175,7 +176,7 @@ function createProbe(deps: Pick<ApiDeps, 'db' | 'temporal'>): () => Promise<Depe
  * `problemMiddleware`, which renders the problem. Retrying is safe: the write routes are idempotent
  * (the same Idempotency-Key joins the same purchase; Stripe redelivers the same event).
  */
-export function answerOutages(deps: Pick<ApiDeps, 'db' | 'temporal' | 'log'>): Koa.Middleware {
+export function answerOutages(deps: Pick<ApiDeps, 'db' | 'temporal'>): Koa.Middleware {
   const probe = createProbe(deps);
   let lastOutageAt = -Infinity;
   const seen = (down: Dependency | undefined) => {
@@ -189,7 +190,10 @@ export function answerOutages(deps: Pick<ApiDeps, 'db' | 'temporal' | 'log'>): K
   const note = (ctx: Koa.Context, what: string) => {
     unlogged++;
     if (Date.now() - loggedAt < LOG_EVERY_MS) return;
-    deps.log(`outage: ${what} (${ctx.method} ${ctx.path}); ${unlogged} answer(s) 503 since the last line`);
+    requestLog(ctx).warn(
+      { unanswered: unlogged },
+      `outage: ${what} (${ctx.method} ${ctx.path}); ${unlogged} answer(s) 503 since the last line`,
+    );
     loggedAt = Date.now();
     unlogged = 0;
   };

@@ -1,4 +1,5 @@
 import type Koa from 'koa';
+import { requestLog } from './access-log';
 
 /** The problem `type`s of the HTTP contract (docs/openapi.json). Stable: clients branch on them. */
 export type ProblemType =
@@ -88,7 +89,7 @@ function fromHttpError(err: unknown): Problem | undefined {
  * Renders every error as application/problem+json, and the answers Koa and the routers leave
  * without a body (404, 405, 501) as problems too; a 5xx never shows its internals to the client.
  */
-export function problemMiddleware(log: (msg: string, err: unknown) => void): Koa.Middleware {
+export function problemMiddleware(): Koa.Middleware {
   return async (ctx, next) => {
     try {
       await next();
@@ -108,7 +109,7 @@ export function problemMiddleware(log: (msg: string, err: unknown) => void): Koa
     } catch (err) {
       let p = err instanceof Problem ? err : fromHttpError(err);
       if (!p) {
-        log(`${ctx.method} ${ctx.path} failed`, err);
+        requestLog(ctx).error({ err }, `${ctx.method} ${ctx.path} failed`);
         p = new Problem(500, 'internal', 'an internal error occurred; it has been logged');
       }
       ctx.status = p.status;

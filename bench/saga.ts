@@ -16,6 +16,7 @@ import { startEmulator } from '../dev/emulator';
 import { startStack } from '../dev/stack';
 import { createBuyerVerifier, signBuyerToken } from '../config/buyer-tokens';
 import { createStripe } from '../config/clients';
+import { createLogger } from '../config/log';
 import { createPurchaseWorker } from '../worker/create-worker';
 
 /**
@@ -94,7 +95,7 @@ async function main(): Promise<void> {
     supportToken: 'bench-support',
     metrics: createMetrics(db, gate),
     lifecycle: { draining: false },
-    log: (m, e) => console.error(m, e),
+    logger: createLogger('bench-api', { LOG_LEVEL: process.env.LOG_LEVEL || 'warn' }),
     admissions: new Admissions(db, gate),
     purchaseTimeoutMs: 20_000,
   });

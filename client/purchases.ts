@@ -80,6 +80,8 @@ export async function deliverPaymentEvent(
   c: SagaClient,
   purchase: { purchaseId: string; sku: string; buyerId: string; quantity: number; status: PurchaseStatus },
   event: PaymentEvent,
+  /** The webhook request's id, on the log lines of a follow-up run this starts. */
+  requestId?: string,
 ): Promise<void> {
   await c.temporal.workflow.signalWithStart<typeof purchaseWorkflow, [PaymentEvent]>('purchaseWorkflow', {
     workflowId: purchaseWorkflowId(purchase.purchaseId),
@@ -91,6 +93,7 @@ export async function deliverPaymentEvent(
         buyerId: purchase.buyerId,
         quantity: purchase.quantity,
         followUp: true,
+        ...(requestId ? { requestId } : {}),
       },
     ],
     signal: paymentEventSignal,

@@ -1,7 +1,9 @@
 import { Connection, isRetryableError, makeGrpcRetryInterceptor, type ConnectionOptions } from '@temporalio/client';
 import pg from 'pg';
 import Stripe from 'stripe';
+import type { NativeConnectionOptions } from '@temporalio/worker';
 import type { PoolTimeouts, StripeConfig } from './index';
+import type { TemporalSettings } from './temporal';
 
 // Long-lived clients, built once by an entry point from its configuration.
 
@@ -75,18 +77,33 @@ function briefCalls(callTimeoutMs: number): Interceptor {
     );
 }
 
+/** What a connection needs of the settings: address, TLS, API key and metadata (the namespace goes to the Client). */
+function connectionOptions(s: TemporalSettings) {
+  return {
+    address: s.address,
+    ...(s.tls !== undefined ? { tls: s.tls } : {}),
+    ...(s.apiKey ? { apiKey: s.apiKey } : {}),
+    ...(s.metadata ? { metadata: s.metadata } : {}),
+  };
+}
+
 /**
  * A Temporal client connection (the API and the CLIs; the worker uses a NativeConnection). With
  * `limits` (the API), calls are brief (see `briefCalls`) and a lost connection is tried again at
  * least every second (gRPC's own backoff grows to two minutes), so the API resumes as soon as the
  * server is back.
  */
-export function connectTemporal(address: string, limits?: { callTimeoutMs: number }): Promise<Connection> {
-  if (!limits) return Connection.connect({ address, connectTimeout: '10s' });
+export function connectTemporal(settings: TemporalSettings, limits?: { callTimeoutMs: number }): Promise<Connection> {
+  const base = { ...connectionOptions(settings), connectTimeout: '10s' };
+  if (!limits) return Connection.connect(base);
   return Connection.connect({
-    address,
-    connectTimeout: '10s',
+    ...base,
     interceptors: [briefCalls(limits.callTimeoutMs)],
     channelArgs: { 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': 1_000 },
   });
+}
+
+/** The worker's NativeConnection options from the same settings. */
+export function nativeConnectionOptions(settings: TemporalSettings): NativeConnectionOptions {
+  return connectionOptions(settings);
 }

@@ -1,4 +1,5 @@
 import { MIN_SECRET_LENGTH, type BuyerTokenConfig } from './buyer-tokens';
+import { loadTemporalSettings, type TemporalSettings } from './temporal';
 
 // One typed, validated configuration per process, read from the environment by the entry points
 // (api/main.ts, worker/main.ts, the ops/ CLIs) and nowhere else. A missing or malformed value
@@ -13,6 +14,8 @@ export interface CommonConfig {
   databaseUrl: string;
   temporalAddress: string;
   temporalNamespace: string;
+  /** Address, namespace, TLS and API key (config/temporal.ts: a TOML profile and TEMPORAL_* variables). */
+  temporal: TemporalSettings;
   taskQueue: string;
 }
 
@@ -53,6 +56,8 @@ export interface WorkerConfig extends CommonConfig, StripeConfig {
   /** Activities and local activities (the hold) one worker runs at once; the pool has a connection for each. */
   maxActivities: number;
   maxLocalActivities: number;
+  /** Where the worker serves /healthz and /metrics (WORKER_METRICS_PORT; 0: a free port, logged). */
+  metrics: { port: number; host: string };
 }
 
 /** Timeouts of a Postgres pool (config/clients.ts `createPool`). */
@@ -100,9 +105,11 @@ class Reader {
 }
 
 function temporal(r: Reader): Omit<CommonConfig, 'databaseUrl'> {
+  const settings = loadTemporalSettings(r.env, r.problems);
   return {
-    temporalAddress: r.text('TEMPORAL_ADDRESS', '127.0.0.1:7233'),
-    temporalNamespace: r.text('TEMPORAL_NAMESPACE', 'default'),
+    temporalAddress: settings.address,
+    temporalNamespace: settings.namespace,
+    temporal: settings,
     taskQueue: r.text('TASK_QUEUE', 'purchases'),
   };
 }
@@ -221,6 +228,7 @@ export function loadWorkerConfig(env: Env): WorkerConfig {
     pool: workerPool(r),
     maxActivities: r.int('WORKER_MAX_ACTIVITIES', 50, 1),
     maxLocalActivities: r.int('WORKER_MAX_LOCAL_ACTIVITIES', 30, 1),
+    metrics: { port: r.int('WORKER_METRICS_PORT', 9464, 0), host: r.text('WORKER_METRICS_HOST', '127.0.0.1') },
   });
 }
 

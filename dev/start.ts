@@ -2,17 +2,27 @@
 // .data/), the Temporal dev server (state in .data/temporal.db, Web UI), the payments emulator
 // (unless STRIPE_SECRET_KEY is set), the worker and the API. Ctrl-C stops everything, in order.
 import path from 'node:path';
+import { prettyFactory } from 'pino-pretty';
 import { devBuyerSecret } from '../config/buyer-tokens';
 import { isLiveKey } from '../config';
 import { spawnChild, type ChildHandle } from './proc';
 import { startStack, type Stack } from './stack';
 
 const root = path.resolve(__dirname, '..');
+// The launcher's own lines (progress, the banner) are for the person at the terminal: plain text.
 const log = (line: string): void => console.log(line);
+/** The services log JSON (config/log.ts); here each line is shown as one readable line. */
+const pretty = prettyFactory({
+  colorize: process.stdout.isTTY,
+  singleLine: true,
+  translateTime: 'SYS:HH:MM:ss.l',
+  ignore: 'pid,hostname,service',
+});
 
 const env = process.env;
 const port = env.PORT || '3000';
 const emulatorPort = env.STRIPE_EMULATOR_PORT || '12111';
+const workerMetricsPort = env.WORKER_METRICS_PORT || '9464';
 const useEmulator = !env.STRIPE_SECRET_KEY;
 const local = {
   ADMIN_TOKEN: env.ADMIN_TOKEN || 'dev-admin-token',
@@ -28,7 +38,7 @@ function node(name: string, script: string, extraEnv: NodeJS.ProcessEnv): ChildH
     args: ['--import', 'tsx', path.join(root, script)],
     env: { ...process.env, ...extraEnv },
     cwd: root,
-    onLine: (line) => console.log(`[${name}] ${line}`),
+    onLine: (line) => console.log(`[${name}] ${line.startsWith('{') ? pretty(line).trimEnd() : line}`),
     deathSignal: 'SIGTERM',
     stopSteps: [
       ['SIGTERM', 15_000],
@@ -97,7 +107,7 @@ async function main(): Promise<void> {
       }),
     );
   }
-  children.push(node('worker', 'worker/main.ts', shared));
+  children.push(node('worker', 'worker/main.ts', { ...shared, WORKER_METRICS_PORT: workerMetricsPort }));
   children.push(node('api', 'api/main.ts', shared));
   for (const child of children) {
     void child.exited.then((info) => {
@@ -111,6 +121,7 @@ async function main(): Promise<void> {
   log('');
   log('flash-sale checkout is starting:');
   log(`  API            http://127.0.0.1:${port}   (GET /readyz turns 200 when it is up)`);
+  log(`  Worker         http://127.0.0.1:${workerMetricsPort}/metrics and /healthz`);
   if (stack.temporalUiUrl) log(`  Temporal UI    ${stack.temporalUiUrl}`);
   log(`  Temporal       ${stack.temporalAddress} (namespace ${stack.temporalNamespace})`);
   log(`  Postgres       ${stack.databaseUrl}`);

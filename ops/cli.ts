@@ -81,7 +81,7 @@ export async function openCliClients(
   let connection: Connection | undefined;
   if (needs.temporal) {
     try {
-      connection = await connectTemporal(config.temporalAddress);
+      connection = await connectTemporal(config.temporal);
     } catch (err) {
       throw new Error(
         `cannot reach Temporal at ${config.temporalAddress} (TEMPORAL_ADDRESS): ${(err as Error).message}`,

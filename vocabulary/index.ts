@@ -90,6 +90,11 @@ export interface PurchaseInput extends PurchaseRequest {
    * no hold or checkout of its own, it settles the payment (re-take or refund) from the record.
    */
   followUp?: boolean;
+  /**
+   * The id of the HTTP request that started this run (X-Request-Id, or one the API made up): on
+   * every log line of the saga and its activities. Unset for sagas started before it existed.
+   */
+  requestId?: string;
 }
 
 /** Where a refund stands, as Stripe reports it (`pending` until it settles one way or the other). */

@@ -1,5 +1,12 @@
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
+import { activityInterceptors } from './interceptors';
+
+/**
+ * The workflow interceptor modules (the request id on the saga's log lines and activity headers):
+ * bundled with the workflows, here or by whoever prebuilds a bundle (`bundleWorkflowCode`).
+ */
+export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('../workflows/interceptors')];
 
 /** Activities one worker runs at once, unless told otherwise (WORKER_MAX_ACTIVITIES). */
 export const MAX_CONCURRENT_ACTIVITIES = 50;
@@ -38,6 +45,7 @@ export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise
     ...(opts.workflowBundle
       ? { workflowBundle: opts.workflowBundle }
       : { workflowsPath: require.resolve('../workflows') }),
+    interceptors: { activity: [activityInterceptors], workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
     // In-flight activities get this long to finish when the worker is told to stop.
     shutdownGraceTime: '10 seconds',
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? MAX_CONCURRENT_ACTIVITIES,

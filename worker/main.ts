@@ -1,21 +1,29 @@
 import { NativeConnection } from '@temporalio/worker';
-import { createPool, createStripe } from '../config/clients';
-import { ConfigError, loadWorkerConfig } from '../config';
+import { createPool, createStripe, nativeConnectionOptions } from '../config/clients';
+import { loadWorkerConfig } from '../config';
+import { createLogger, exitOnFailure, type Logger } from '../config/log';
+import { describeTemporal } from '../config/temporal';
 import { HoldDesk } from '../store/hold-desk';
 import { sweepExpired } from '../store/holds';
 import { migrate } from '../store/migrate';
 import { createPurchaseWorker, workerPoolSize } from './create-worker';
+import { installRuntime, serveTelemetry } from './telemetry';
+
+let logger: Logger | undefined;
 
 // The worker process: purchase sagas, support refunds, and the sweeper that returns lapsed holds.
 async function main(): Promise<void> {
+  logger = createLogger('worker');
   const config = loadWorkerConfig(process.env);
-  const log = (line: string) => console.log(`worker: ${line}`);
+  const log = logger;
+  // Before any connection: the runtime's logger and metrics are fixed when it starts.
+  const sdkMetricsUrl = await installRuntime(log);
   // Several processes may boot at once: migrate() serialises them on an advisory lock.
-  await migrate(config.databaseUrl, log);
+  await migrate(config.databaseUrl, (line) => log.info(line));
   const limits = { activities: config.maxActivities, localActivities: config.maxLocalActivities };
   // A connection for every activity that may run at once: none of them waits for the pool.
-  const db = createPool(config.databaseUrl, workerPoolSize(limits), log, config.pool);
-  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const db = createPool(config.databaseUrl, workerPoolSize(limits), (line) => log.warn(line), config.pool);
+  const connection = await NativeConnection.connect(nativeConnectionOptions(config.temporal));
   const returnUrl = `${config.publicUrl}/checkout/return/{purchaseId}`;
   const worker = await createPurchaseWorker({
     connection,
@@ -31,26 +39,35 @@ async function main(): Promise<void> {
     maxConcurrentActivities: limits.activities,
     maxConcurrentLocalActivities: limits.localActivities,
   });
+  const telemetry = await serveTelemetry({
+    ...config.metrics,
+    sdkMetricsUrl,
+    state: () => worker.getState(),
+    logger: log,
+  });
   const sweeper = setInterval(() => {
     sweepExpired(db).then(
-      (n) => n > 0 && log(`sweeper returned ${n} lapsed hold(s) to stock`),
-      (err: Error) => log(`sweeper: ${err.message}`),
+      (n) => {
+        if (n === 0) return;
+        telemetry.sweptHolds.inc(n);
+        log.info({ holds: n }, `sweeper returned ${n} lapsed hold(s) to stock`);
+      },
+      (err: Error) => log.warn({ err }, 'sweeper failed'),
     );
   }, config.sweepIntervalMs);
-  log(
-    `polling task queue "${config.taskQueue}" on ${config.temporalAddress} (${limits.activities} activities and ${limits.localActivities} local activities at once, ${workerPoolSize(limits)} Postgres connections)`,
+  log.info(
+    { taskQueue: config.taskQueue, metrics: telemetry.url, ...limits, postgresConnections: workerPoolSize(limits) },
+    `polling task queue "${config.taskQueue}" on ${describeTemporal(config.temporal)}; /healthz and /metrics on ${telemetry.url}`,
   );
   try {
     // Resolves after SIGINT/SIGTERM (installed by the Temporal runtime) and the grace time.
     await worker.run();
   } finally {
     clearInterval(sweeper);
+    await telemetry.close();
     await connection.close();
     await db.end();
   }
 }
 
-main().catch((err) => {
-  console.error(err instanceof ConfigError ? err.message : err);
-  process.exit(1);
-});
+main().catch((err) => exitOnFailure(logger, err));

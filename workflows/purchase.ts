@@ -3,6 +3,7 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  log,
   patched,
   setHandler,
 } from '@temporalio/workflow';
@@ -53,6 +54,11 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     if (!wasPaid && fold.payment === 'paid') saga.paidAt = paidBy(e) ?? Date.now();
   });
 
+  log.info(input.followUp ? 'purchase follow-up started' : 'purchase saga started', {
+    purchaseId: input.purchaseId,
+    sku: input.sku,
+    quantity: input.quantity,
+  });
   if (input.followUp) return followUp(saga);
 
   // Registered before the step it undoes: a cancel can land while the step runs. Releasing a hold

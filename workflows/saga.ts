@@ -1,4 +1,4 @@
-import { condition, patched, upsertSearchAttributes } from '@temporalio/workflow';
+import { condition, log, patched, upsertSearchAttributes } from '@temporalio/workflow';
 import { isPaid, type PurchaseInput, type PurchaseState, type PurchaseStatus } from '../vocabulary';
 import type { SessionState } from '../activities';
 import { attended, SupportDesk, type Attended } from './attended';
@@ -61,6 +61,10 @@ export class PurchaseSaga {
 
   /** The state and search attributes only, for a step whose activity already wrote the record. */
   markStatus(status: PurchaseStatus, patch: Partial<PurchaseState> = {}): void {
+    // Not a command: logged once when it happens, not again on replay.
+    if (status !== this.state.status) {
+      log.info('purchase status changed', { purchaseId: this.state.purchaseId, from: this.state.status, to: status });
+    }
     Object.assign(this.state, patch, { status });
     upsertSearchAttributes([
       { key: PurchaseStatusKey, value: status },

@@ -4,6 +4,7 @@ import { beginPurchase, cancelPurchase, startPurchase } from '../../client/purch
 import type { Admission } from '../../store/admission';
 import { getPurchase } from '../../store/purchases';
 import { isFinal, isPaid, type PurchaseRequest, type PurchaseState } from '../../vocabulary';
+import { requestId, requestLog } from '../access-log';
 import { buyerOf, readerOf } from '../auth';
 import type { ApiDeps } from '../deps';
 import { invalid, Problem } from '../problem';
@@ -169,7 +170,12 @@ export function purchaseRoutes(deps: ApiDeps): Router {
     if (admission.outcome !== 'new' && admission.outcome !== 'known') throw admissionProblem(admission);
     const { record } = admission;
     const created = admission.outcome === 'new';
-    const input = { purchaseId: record.purchaseId, ...req, ...(created ? { terms: admission.terms } : {}) };
+    const input = {
+      purchaseId: record.purchaseId,
+      ...req,
+      ...(created ? { terms: admission.terms } : {}),
+      requestId: requestId(ctx),
+    };
     const permit = created ? admission.permit : undefined;
     if (created) deps.metrics.sagasStarted.inc();
 
@@ -180,7 +186,7 @@ export function purchaseRoutes(deps: ApiDeps): Router {
         permit?.settle();
         const now = await getPurchase(deps.db, record.purchaseId);
         if (!now || !isFinal(now.status)) {
-          deps.log(`purchase ${record.purchaseId}: could not start its workflow`, err);
+          requestLog(ctx).error({ err }, `purchase ${record.purchaseId}: could not start its workflow`);
           throw unavailable('the purchase service is busy; retry with the same Idempotency-Key');
         }
       }
@@ -211,7 +217,7 @@ export function purchaseRoutes(deps: ApiDeps): Router {
         if (now && isFinal(now.status)) state = now;
         else if (err instanceof Problem) throw err;
         else {
-          deps.log(`purchase ${record.purchaseId}: could not reach its workflow`, err);
+          requestLog(ctx).error({ err }, `purchase ${record.purchaseId}: could not reach its workflow`);
           throw unavailable('the purchase service is busy; retry with the same Idempotency-Key');
         }
       } finally {
@@ -253,7 +259,7 @@ export function purchaseRoutes(deps: ApiDeps): Router {
       if (!(err instanceof WorkflowNotFoundError) && !(err instanceof Problem)) {
         const closed = (await getPurchase(deps.db, id))!;
         if (!isFinal(closed.status)) {
-          deps.log(`cancel ${id}: could not reach its workflow`, err);
+          requestLog(ctx).error({ err }, `cancel ${id}: could not reach its workflow`);
           throw unavailable('could not reach the purchase; try again');
         }
       }

@@ -21,6 +21,8 @@ import {
   paidBy,
   type PaymentEvent,
 } from '../../vocabulary';
+import type { Logger } from '../../config/log';
+import { requestId, requestLog } from '../access-log';
 import type { ApiDeps } from '../deps';
 import { notAnEvent, scrubEvent } from '../event-guard';
 import { recordMoneyNews } from '../money-news';
@@ -45,12 +47,12 @@ async function rawBody(ctx: Koa.Context): Promise<Buffer> {
 }
 
 /** Runs a step of handling an event; a failure is a 503 (Stripe delivers the event again), logged and counted. */
-async function orRetryLater<T>(deps: ApiDeps, what: string, step: () => Promise<T>): Promise<T> {
+async function orRetryLater<T>(deps: ApiDeps, log: Logger, what: string, step: () => Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (err) {
     deps.metrics.webhookEvents.inc({ result: 'error' });
-    deps.log(`webhook: could not ${what}`, err);
+    log.error({ err }, `webhook: could not ${what}`);
     throw new Problem(
       503,
       'unavailable',
@@ -125,7 +127,9 @@ export function webhookRoutes(deps: ApiDeps): Router {
 
     const news = toMoneyNews(event);
     if (news) {
-      const result = await orRetryLater(deps, `record ${event.type} ${event.id}`, () => recordMoneyNews(deps, news));
+      const result = await orRetryLater(deps, requestLog(ctx), `record ${event.type} ${event.id}`, () =>
+        recordMoneyNews(deps, news),
+      );
       deps.metrics.webhookEvents.inc({ result });
       ctx.body = { received: true };
       return;
@@ -141,7 +145,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
     }
     const foreign = foreignEventReason(mapped.payment, purchase, deps.livemode);
     if (foreign) {
-      await orRetryLater(deps, `settle the foreign event ${event.id} of ${purchase.purchaseId}`, () =>
+      await orRetryLater(deps, requestLog(ctx), `settle the foreign event ${event.id} of ${purchase.purchaseId}`, () =>
         rejectForeign(deps, event, mapped.payment, purchase, foreign),
       );
       deps.metrics.webhookEvents.inc({ result: 'rejected' });
@@ -173,8 +177,13 @@ export function webhookRoutes(deps: ApiDeps): Router {
         new Date(paidBy(mapped.payment) ?? Date.now()),
       );
     }
-    await orRetryLater(deps, `hand ${event.id} to purchase ${purchase.purchaseId}`, () =>
-      deliverPaymentEvent({ temporal: deps.temporal, taskQueue: deps.taskQueue }, purchase, mapped.payment),
+    await orRetryLater(deps, requestLog(ctx), `hand ${event.id} to purchase ${purchase.purchaseId}`, () =>
+      deliverPaymentEvent(
+        { temporal: deps.temporal, taskQueue: deps.taskQueue },
+        purchase,
+        mapped.payment,
+        requestId(ctx),
+      ),
     );
     await markEventDelivered(deps.db, event.id);
     deps.metrics.paymentEvents.inc({ type: mapped.payment.type });

@@ -1,15 +1,19 @@
+import { createLogger, exitOnFailure, type Logger } from '../../config/log';
 import { devOnlyRefusal } from './dev-only';
 import { startEmulator } from './index';
+
+let logger: Logger | undefined;
 
 /** Exit code when the environment does not say this is a development machine. */
 const EXIT_NOT_DEV = 2;
 
 /** `npm run emulator`: the payments emulator for local runs, configured from the environment. */
 async function main(): Promise<void> {
+  const log = (logger = createLogger('payments-emulator'));
   const host = process.env.STRIPE_EMULATOR_HOST || '127.0.0.1';
   const refusal = devOnlyRefusal(process.env, host);
   if (refusal) {
-    console.error(`[payments-emulator] ${refusal}`);
+    log.fatal(refusal);
     process.exit(EXIT_NOT_DEV);
   }
   const port = parsePort(process.env.STRIPE_EMULATOR_PORT, 'STRIPE_EMULATOR_PORT', 12111);
@@ -26,25 +30,25 @@ async function main(): Promise<void> {
     webhookSecret,
     publicUrl,
     stateFile,
-    log: (line) => console.log(`[payments-emulator] ${line}`),
+    log: (line) => log.info(line),
   });
-  console.log(`[payments-emulator] Stripe API on ${emulator.url} (stripe-node: host/port of this URL, protocol http)`);
-  console.log(`[payments-emulator] webhooks to ${webhookUrl}`);
-  console.log(
+  log.info(`Stripe API on ${emulator.url} (stripe-node: host/port of this URL, protocol http)`);
+  log.info(`webhooks to ${webhookUrl}`);
+  log.info(
     emulator.stateFile
-      ? `[payments-emulator] state kept in ${emulator.stateFile}`
-      : '[payments-emulator] state in memory only (set STRIPE_EMULATOR_STATE_FILE to keep it across restarts)',
+      ? `state kept in ${emulator.stateFile}`
+      : 'state in memory only (set STRIPE_EMULATOR_STATE_FILE to keep it across restarts)',
   );
 
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
-    console.log(`[payments-emulator] ${signal}: stopping`);
+    log.info(`${signal}: stopping`);
     emulator.close().then(
       () => process.exit(0),
-      (error: unknown) => {
-        console.error('[payments-emulator] failed to stop cleanly', error);
+      (err: unknown) => {
+        log.error({ err }, 'failed to stop cleanly');
         process.exit(1);
       },
     );
@@ -62,7 +66,4 @@ function parsePort(value: string | undefined, name: string, fallback: number): n
   return port;
 }
 
-main().catch((error: unknown) => {
-  console.error(`[payments-emulator] ${error instanceof Error ? error.message : String(error)}`);
-  process.exit(1);
-});
+main().catch((err: unknown) => exitOnFailure(logger, err));

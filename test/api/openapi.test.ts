@@ -9,6 +9,10 @@ import type Koa from 'koa';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
 import { BadBuyerToken } from '../../config/buyer-tokens';
+import { createLogger } from '../../config/log';
+import { createMetrics } from '../../api/metrics';
+import type { Db } from '../../store/db';
+import type { Gate } from '../../store/gate';
 
 // docs/openapi.json against the app as it is built: a valid OpenAPI 3.1 document, exactly the
 // routes the routers register, the request bodies the routes' own validators accept, and the same
@@ -47,7 +51,9 @@ function placeholderDeps(): ApiDeps {
     taskQueue: 'openapi-test',
     purchaseTimeoutMs: 1000,
     lifecycle: { draining: false },
-    log: () => {},
+    logger: createLogger('test', { LOG_LEVEL: 'silent' }),
+    // Metrics are real (the access log observes every request); nothing here scrapes them.
+    metrics: createMetrics(placeholder('deps.db') as Db, placeholder('gate') as Gate),
   };
   return new Proxy(known, {
     get: (target, prop: string) => (prop in target ? target[prop as keyof ApiDeps] : placeholder(`deps.${prop}`)),

@@ -4,10 +4,12 @@ import test from 'ava';
 import Koa from 'koa';
 import { answerOutages, isOutage, outageOf } from '../../api/outage';
 import { Problem, problemMiddleware } from '../../api/problem';
+import { createLogger } from '../../config/log';
 
 // Unit tests of api/outage.ts: which errors mean an outage, and what the middleware answers. The
 // services are stand-ins here; test/api/outages.test.ts stops the real ones.
 
+const quiet = createLogger('test', { LOG_LEVEL: 'silent' });
 const pgError = (code: string, message = 'pg') => Object.assign(new Error(message), { code, severity: 'FATAL' });
 const grpcError = (code: number) => Object.assign(new Error(`${code} grpc`), { code, details: 'x', metadata: {} });
 
@@ -43,9 +45,13 @@ async function serve(route: Koa.Middleware, postgresDown: boolean) {
       withDeadline: (_: number, fn: () => Promise<unknown>) => fn(),
       workflowService: { getSystemInfo: async () => ({}) },
     },
-    log: () => {},
   };
-  app.use(problemMiddleware(() => {}));
+  // What accessLog gives every request in the app: a logger (silent here).
+  app.use((ctx, next) => {
+    ctx.state.log = quiet;
+    return next();
+  });
+  app.use(problemMiddleware());
   app.use(answerOutages(deps as any));
   app.use(route);
   const server = await new Promise<ReturnType<Koa['listen']>>((resolve) => {

@@ -19,11 +19,18 @@ export interface Ports {
   temporal: number;
   ui: number;
   emulator: number;
+  workerMetrics: number;
 }
 
 /** Ports that `npm start` listens on; the same ones are kept for a restart. */
 export async function freePorts(): Promise<Ports> {
-  return { api: await freePort(), temporal: await freePort(), ui: await freePort(), emulator: await freePort() };
+  return {
+    api: await freePort(),
+    temporal: await freePort(),
+    ui: await freePort(),
+    emulator: await freePort(),
+    workerMetrics: await freePort(),
+  };
 }
 
 /**
@@ -60,6 +67,7 @@ export function startEnv(dataDir: string, ports: Ports, extra: NodeJS.ProcessEnv
     TEMPORAL_PORT: String(ports.temporal),
     TEMPORAL_UI_PORT: String(ports.ui),
     STRIPE_EMULATOR_PORT: String(ports.emulator),
+    WORKER_METRICS_PORT: String(ports.workerMetrics),
     ...extra,
   };
   // npm test points DATABASE_URL and TEMPORAL_ADDRESS at its own stack; a first run has neither.
@@ -133,7 +141,14 @@ export async function stopAll(t: ExecutionContext, service: Launched, ports: Por
   const postgres = service.postgresPort();
   const code = await service.stop();
   t.is(code, 0, service.output().slice(-3000));
-  for (const port of [ports.api, ports.temporal, ports.ui, ports.emulator, ...(postgres ? [postgres] : [])]) {
+  for (const port of [
+    ports.api,
+    ports.temporal,
+    ports.ui,
+    ports.emulator,
+    ports.workerMetrics,
+    ...(postgres ? [postgres] : []),
+  ]) {
     t.false(await portOpen(port), `port ${port} is closed again`);
   }
 }

@@ -36,9 +36,9 @@ async function listening(run: Run, t: { teardown: (fn: () => void) => void }): P
   t.teardown(() => run.child.kill('SIGKILL'));
   const match = await waitFor(
     'the emulator to listen',
-    // The last line main prints once it is up.
+    // The last line main logs once it is up (JSON lines, config/log.ts).
     () =>
-      (/\[payments-emulator\] state (kept in|in memory)/.test(run.output())
+      (/"msg":"state (kept in|in memory)/.test(run.output())
         ? /Stripe API on (http:\/\/[^ ]+)/.exec(run.output())
         : undefined) ?? (run.child.exitCode !== null ? null : undefined),
     30_000,

@@ -202,9 +202,9 @@ export async function startChaosStack(log: Log): Promise<ChaosStack> {
     const worker = new ServiceProcess(
       'worker',
       'worker/main.ts',
-      { ...common, PUBLIC_URL: apiUrl, SWEEP_INTERVAL_MS: '500' },
+      { ...common, PUBLIC_URL: apiUrl, SWEEP_INTERVAL_MS: '500', WORKER_METRICS_PORT: '0' },
       path.join(dir, 'worker.log'),
-      async (logSince) => logSince().includes('worker: polling'),
+      async (logSince) => logSince().includes('polling task queue'),
       unexpectedExits,
     );
     services.push(api, worker);

@@ -21,7 +21,8 @@ import { createRateLimits, type RateLimitConfig } from '../../api/rate-limits';
 import { startEmulator, type Emulator } from '../../dev/emulator';
 import { createBuyerVerifier, signBuyerToken } from '../../config/buyer-tokens';
 import { createStripe } from '../../config/clients';
-import { createPurchaseWorker } from '../../worker/create-worker';
+import { createLogger, type Logger } from '../../config/log';
+import { createPurchaseWorker, WORKFLOW_INTERCEPTOR_MODULES } from '../../worker/create-worker';
 import { testDb, uniqueSku } from './db';
 
 export const ADMIN_TOKEN = 'test-admin-token';
@@ -47,7 +48,11 @@ Runtime.install({ logger: new DefaultLogger('ERROR') });
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 /** One workflow bundle per test process (bundling takes seconds). */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietLogger });
+  bundle ??= bundleWorkflowCode({
+    workflowsPath: require.resolve('../../workflows'),
+    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
+    logger: quietLogger,
+  });
   return bundle;
 }
 
@@ -115,6 +120,8 @@ export async function startSystem(
     purchaseTimeoutMs?: number;
     gateResyncMs?: number;
     rateLimits?: RateLimitConfig;
+    /** The API's logger (default: silent); a test that reads the access log passes its own. */
+    logger?: Logger;
   } = {},
 ): Promise<System> {
   const db = testDb(30);
@@ -142,7 +149,7 @@ export async function startSystem(
     supportToken: SUPPORT_TOKEN,
     metrics: createMetrics(db, gate),
     lifecycle: { draining: false },
-    log: () => {},
+    logger: opts.logger ?? createLogger('api', { LOG_LEVEL: 'silent' }),
     purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
     admissions: new Admissions(db, gate),
   };

@@ -80,6 +80,7 @@ function startWorkerProcess(sys: System): Promise<ChildProcess> {
       STRIPE_EMULATOR: '1',
       PUBLIC_URL: sys.apiUrl,
       SWEEP_INTERVAL_MS: '500',
+      WORKER_METRICS_PORT: '0',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -87,7 +88,7 @@ function startWorkerProcess(sys: System): Promise<ChildProcess> {
     let out = '';
     const onData = (d: Buffer) => {
       out += d.toString();
-      if (out.includes('worker: polling')) resolve(child);
+      if (out.includes('polling task queue')) resolve(child);
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));

@@ -289,7 +289,7 @@ test('a migration recorded as applied but missing on disk makes the runner refus
 });
 
 /** Runs one of the project's entry points against `url`; its exit code and what it printed to stderr. */
-async function runEntryPoint(script: string, url: string): Promise<{ code: number; stderr: string }> {
+async function runEntryPoint(script: string, url: string): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = {
     ...process.env,
     DATABASE_URL: url,
@@ -307,14 +307,14 @@ async function runEntryPoint(script: string, url: string): Promise<{ code: numbe
       cwd: repoRoot,
       timeout: 60_000,
     });
-    return { code: 0, stderr: '' };
+    return { code: 0, stdout: '', stderr: '' };
   } catch (err) {
-    const e = err as { code: number; stderr: string };
-    return { code: e.code, stderr: e.stderr };
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
   }
 }
 
-test('npm run migrate, the worker and the API refuse to start on an edited migration, with one line', async (t) => {
+test('npm run migrate, the worker and the API refuse to start on an edited migration, with one line (a fatal log line for the services)', async (t) => {
   const url = await scratchDb(t);
   await migrate(url);
   // As if 003 had been applied as some other text: today's file no longer matches what was applied.
@@ -322,11 +322,18 @@ test('npm run migrate, the worker and the API refuse to start on an edited migra
     c.query("UPDATE schema_migrations SET checksum = repeat('0', 64) WHERE version = '003_hold_batch'"),
   );
   for (const script of ['ops/migrate.ts', 'worker/main.ts', 'api/main.ts']) {
-    const { code, stderr } = await runEntryPoint(script, url);
+    const { code, stdout, stderr } = await runEntryPoint(script, url);
     t.not(code, 0, `${script} exits non-zero`);
-    const lines = stderr.trim().split('\n');
-    t.is(lines.length, 1, `${script} prints one line: ${stderr}`);
-    t.regex(lines[0], /store\/migrations\/003_hold_batch\.sql changed after it was applied/, script);
-    t.regex(lines[0], /must never be edited/, script);
+    // The CLI tells a person on stderr; the services log JSON on stdout, one `fatal` line.
+    const service = script !== 'ops/migrate.ts';
+    const out = service ? stdout : stderr;
+    const lines = out.trim().split('\n');
+    t.is(lines.length, 1, `${script} prints one line: ${out}${stderr}`);
+    const message = service
+      ? (JSON.parse(lines[0]) as { level: string; msg: string })
+      : { level: 'fatal', msg: lines[0] };
+    t.is(message.level, 'fatal', script);
+    t.regex(message.msg, /store\/migrations\/003_hold_batch\.sql changed after it was applied/, script);
+    t.regex(message.msg, /must never be edited/, script);
   }
 });

@@ -1,0 +1,87 @@
+import pino from 'pino';
+import type { Logger as TemporalLogger, LogLevel as TemporalLevel, LogMetadata } from '@temporalio/common';
+import { ConfigError } from './index';
+
+// Structured logs of the long-running processes (API, worker, payments emulator): one JSON object
+// a line on stdout, for a log pipeline to parse. `npm start` pretty-prints them (dev/start.ts);
+// nothing in a service writes with console.*.
+
+export type Logger = pino.Logger;
+
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof LEVELS)[number];
+
+/** LOG_LEVEL (default `info`); a value that is not a level stops the process like any bad setting. */
+export function logLevel(env: Record<string, string | undefined>): LogLevel {
+  const raw = (env.LOG_LEVEL || 'info').toLowerCase();
+  if (!(LEVELS as readonly string[]).includes(raw)) {
+    throw new ConfigError(`invalid configuration:\n  - LOG_LEVEL must be one of ${LEVELS.join(', ')}, got "${raw}"`);
+  }
+  return raw as LogLevel;
+}
+
+/**
+ * The logger of one process: `service` names it on every line; levels are written as words
+ * (`"level":"info"`) and times as ISO 8601, which log pipelines read without a mapping. Errors are
+ * serialised (type, message, stack) under `err` or `error`, the key Temporal's SDK uses.
+ */
+export function createLogger(
+  service: string,
+  env: Record<string, string | undefined> = process.env,
+  destination?: pino.DestinationStream,
+): Logger {
+  return pino(
+    {
+      level: logLevel(env),
+      base: { service, pid: process.pid },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      serializers: { err: pino.stdSerializers.err, error: pino.stdSerializers.err },
+    },
+    destination,
+  );
+}
+
+/**
+ * Temporal's Logger interface over pino, for `Runtime.install({ logger })`: the SDK's own lines,
+ * the workflows' `log` and the activities' `Context.current().log` come out as this process's JSON,
+ * with their metadata (workflowId, activityType, requestId, …) as fields.
+ */
+export function temporalLogger(logger: Logger): TemporalLogger {
+  const write = (level: TemporalLevel, message: string, meta?: LogMetadata) => {
+    const fields = meta ?? {};
+    switch (level) {
+      case 'TRACE':
+        return logger.trace(fields, message);
+      case 'DEBUG':
+        return logger.debug(fields, message);
+      case 'INFO':
+        return logger.info(fields, message);
+      case 'WARN':
+        return logger.warn(fields, message);
+      default:
+        return logger.error(fields, message);
+    }
+  };
+  return {
+    log: write,
+    trace: (m, meta) => write('TRACE', m, meta),
+    debug: (m, meta) => write('DEBUG', m, meta),
+    info: (m, meta) => write('INFO', m, meta),
+    warn: (m, meta) => write('WARN', m, meta),
+    error: (m, meta) => write('ERROR', m, meta),
+  };
+}
+
+/**
+ * How an entry point ends on a failure: a configuration error (before any logger may exist, or an
+ * invalid LOG_LEVEL) is one plain message on stderr; anything else is a `fatal` line, then exit 1.
+ */
+export function exitOnFailure(logger: Logger | undefined, err: unknown): never {
+  if (err instanceof ConfigError || !logger) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  } else {
+    logger.fatal({ err }, err instanceof Error ? err.message : String(err));
+  }
+  process.exit(1);
+}

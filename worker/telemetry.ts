@@ -1,0 +1,114 @@
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import client from 'prom-client';
+import { makeTelemetryFilterString, Runtime } from '@temporalio/worker';
+import { temporalLogger, type Logger } from '../config/log';
+
+// The worker's telemetry: the Temporal runtime logs through this process's pino logger (the SDK's
+// own lines, the workflows' `log`, the activities' `Context.current().log`, and the native core's
+// warnings, forwarded), and exports its metrics (task slots, poll and schedule-to-start latencies,
+// workflow and activity outcomes: `temporal_*`) in Prometheus format on a loopback port of its own.
+// The worker's HTTP server serves /healthz and /metrics: Node's process metrics, the worker's own,
+// and the SDK's text fetched from that port, so one scrape target has all of them.
+
+/** A free loopback port for the SDK's exporter (it binds the address itself and cannot report an ephemeral one). */
+async function freeLoopbackPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * Installs the Temporal runtime (once per process, before any NativeConnection): logs through
+ * `logger`, metrics on a loopback port. Returns the URL of the SDK's metrics.
+ */
+export async function installRuntime(logger: Logger): Promise<string> {
+  const address = `127.0.0.1:${await freeLoopbackPort()}`;
+  const verbose = logger.isLevelEnabled('debug');
+  Runtime.install({
+    logger: temporalLogger(logger.child({ component: 'temporal' })),
+    telemetryOptions: {
+      logging: { forward: {}, filter: makeTelemetryFilterString({ core: verbose ? 'DEBUG' : 'WARN', other: 'ERROR' }) },
+      // Prefix and units as the SDK's defaults, which Temporal's own SDK dashboards expect.
+      metrics: { prometheus: { bindAddress: address } },
+    },
+  });
+  return `http://${address}/metrics`;
+}
+
+export interface WorkerTelemetry {
+  registry: client.Registry;
+  sweptHolds: client.Counter;
+  /** The address /healthz and /metrics are served on (the real port when 0 was asked for). */
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The worker's HTTP server: `GET /healthz` (200 while the worker polls, 503 once it stopped or
+ * failed) and `GET /metrics`.
+ */
+export async function serveTelemetry(opts: {
+  port: number;
+  host: string;
+  sdkMetricsUrl: string;
+  /** The Temporal worker's state (`RUNNING`, `STOPPING`, `FAILED`, …). */
+  state: () => string;
+  logger: Logger;
+}): Promise<WorkerTelemetry> {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const sweptHolds = new client.Counter({
+    name: 'flashsale_sweeper_returned_holds_total',
+    help: 'Lapsed holds the sweeper returned to stock',
+    registers: [registry],
+  });
+  const sdkMetrics = async (): Promise<string> => {
+    try {
+      const res = await fetch(opts.sdkMetricsUrl, { signal: AbortSignal.timeout(2_000) });
+      return res.ok ? await res.text() : '';
+    } catch (err) {
+      opts.logger.warn({ err }, 'the Temporal SDK metrics could not be read');
+      return '';
+    }
+  };
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { Allow: 'GET, HEAD' }).end();
+    } else if (path === '/healthz') {
+      const state = opts.state();
+      const up = state === 'RUNNING' || state === 'INITIALIZED';
+      res.writeHead(up ? 200 : 503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: up ? 'ok' : 'down', worker: state }));
+    } else if (path === '/metrics') {
+      Promise.all([registry.metrics(), sdkMetrics()]).then(
+        ([own, sdk]) => {
+          res.writeHead(200, { 'content-type': registry.contentType });
+          res.end(`${own}\n${sdk}`);
+        },
+        (err: unknown) => {
+          opts.logger.error({ err }, 'metrics failed');
+          res.writeHead(500).end();
+        },
+      );
+    } else {
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 404 }));
+    }
+  });
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(opts.port, opts.host, resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    registry,
+    sweptHolds,
+    url: `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
