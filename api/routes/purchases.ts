@@ -183,7 +183,8 @@ export function purchaseRoutes(deps: ApiDeps): Router {
       try {
         await beginPurchase(sagas, input);
       } catch (err) {
-        permit?.settle();
+        // The permit is not given back: a start that timed out may have started the saga after all.
+        // It stays bound to the purchase until a view sees its hold step answered (or its TTL ends).
         const now = await getPurchase(deps.db, record.purchaseId);
         if (!now || !isFinal(now.status)) {
           requestLog(ctx).error({ err }, `purchase ${record.purchaseId}: could not start its workflow`);
@@ -210,8 +211,11 @@ export function purchaseRoutes(deps: ApiDeps): Router {
           'taking the hold and opening checkout',
           startPurchase(sagas, input),
         );
+        // The hold step answered: the next view counts its hold (or its refusal), the permit is done.
+        permit?.settle();
         if (created) countHold(deps, state);
       } catch (err) {
+        // A deadline passed: the saga may still be taking its hold, so its permit stays bound (see above).
         // A closed saga (REJECT_DUPLICATE) has its outcome in the record.
         const now = await getPurchase(deps.db, record.purchaseId);
         if (now && isFinal(now.status)) state = now;
@@ -220,8 +224,6 @@ export function purchaseRoutes(deps: ApiDeps): Router {
           requestLog(ctx).error({ err }, `purchase ${record.purchaseId}: could not reach its workflow`);
           throw unavailable('the purchase service is busy; retry with the same Idempotency-Key');
         }
-      } finally {
-        permit?.settle();
       }
     }
     const answer = sagaAnswer(state, created);
