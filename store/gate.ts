@@ -14,7 +14,7 @@ const RECONNECT_MS = 1_000;
  * run (a start that failed after all, a worker down). Until then the gate under-admits; if the saga
  * runs later it still takes its hold with the conditional update, so nothing is oversold.
  */
-const PERMIT_TTL_MS = 60_000;
+const PERMIT_TTL_MS = 30_000;
 const CHANNEL = 'stock_changed';
 
 export interface GateOptions {
