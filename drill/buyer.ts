@@ -57,7 +57,10 @@ export function planBuyers(opts: DrillOptions): BuyerPlan[] {
 }
 
 export interface SaleContext {
+  /** Buy and join: the crowd's sockets (`--concurrency`). */
   api: DrillHttp;
+  /** Polls of tickets and purchases, on sockets of their own: a buyer watching its purchase does not queue behind the crowd. */
+  poll: DrillHttp;
   emulator: DrillHttp;
   recorder: Recorder;
   sku: string;
@@ -77,7 +80,7 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
   let admission: string | undefined;
   if (ctx.room) {
     b.phase = 'queued';
-    const r = await waitInRoom(ctx.api, {
+    const r = await waitInRoom(ctx.api, ctx.poll, {
       sku: ctx.sku,
       authorization,
       buyer: b,
@@ -226,7 +229,7 @@ async function watchPurchase(ctx: SaleContext, b: BuyerRecord, authorization: st
   let every = 1000;
   for (;;) {
     try {
-      const r = await ctx.api.call('GET', `/v1/purchases/${b.purchaseId}`, '/v1/purchases/:id', {
+      const r = await ctx.poll.call('GET', `/v1/purchases/${b.purchaseId}`, '/v1/purchases/:id', {
         headers: { authorization },
       });
       if (r.status === 200) {

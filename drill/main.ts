@@ -21,6 +21,8 @@ const READY_TIMEOUT_MS = 90_000;
 const SAMPLE_EVERY_MS = 1000;
 /** Without a room, buyers may start a second after the product exists. */
 const NO_ROOM_LEAD_MS = 1000;
+/** Sockets for the buyers' polls and their payments on the emulator. */
+const POLL_SOCKETS = 64;
 
 const say = (line: string) => console.error(line);
 const aborter = new AbortController();
@@ -90,8 +92,12 @@ async function main(opts: DrillOptions): Promise<number> {
   try {
     // The opening is set once the product exists; until then the recorder counts from now.
     let recorder = new Recorder(Date.now());
-    const api = new DrillHttp(target.base, opts.concurrency, (a, ms) => recorder.record(a, ms));
-    const emulator = new DrillHttp(target.emulatorUrl, 64, (a, ms) => recorder.record(a, ms));
+    const record = (a: string, ms: number) => recorder.record(a, ms);
+    const api = new DrillHttp(target.base, opts.concurrency, record);
+    const poll = new DrillHttp(target.base, POLL_SOCKETS, record);
+    // The progress and the timeline read the product on a socket of their own, so they stay live under the crowd.
+    const watch = new DrillHttp(target.base, 2, record);
+    const emulator = new DrillHttp(target.emulatorUrl, POLL_SOCKETS, record);
     await waitReady(api);
 
     const sku = `drill-${stamp(startedAt).toLowerCase()}-${randomUUID().slice(0, 6)}`;
@@ -137,6 +143,7 @@ async function main(opts: DrillOptions): Promise<number> {
     const settleAt = saleDeadline + holdMs + opts.settleSeconds * 1000;
     const ctx: SaleContext = {
       api,
+      poll,
       emulator,
       recorder,
       sku,
@@ -151,8 +158,8 @@ async function main(opts: DrillOptions): Promise<number> {
     const timeline: Sample[] = [];
     const sample = async () => {
       [product, room] = await Promise.all([
-        readProduct(api, sku),
-        opts.room ? roomView(api, sku, target.adminToken) : undefined,
+        readProduct(watch, sku),
+        opts.room ? roomView(watch, sku, target.adminToken) : undefined,
       ]);
       const t = recorder.tally();
       timeline.push({
@@ -259,8 +266,7 @@ async function main(opts: DrillOptions): Promise<number> {
     fs.writeFileSync(path.join(opts.out, 'buyers.json'), `${JSON.stringify(recorder.buyers)}\n`);
     const report = path.join(opts.out, 'report.html');
     fs.writeFileSync(report, reportHtml(summary));
-    api.close();
-    emulator.close();
+    for (const client of [api, poll, watch, emulator]) client.close();
 
     console.log(`\ndrill of ${sku}: ${opts.buyers} buyers for ${opts.units} units`);
     console.log(headlineTable(summary));

@@ -15,6 +15,7 @@ const MAX_POLL_MS = 10_000;
  */
 export async function waitInRoom(
   http: DrillHttp,
+  poll: DrillHttp,
   o: {
     sku: string;
     authorization: string;
@@ -50,7 +51,7 @@ export async function waitInRoom(
   }
   for (;;) {
     if (o.now() > o.deadline()) return { state: 'gave_up', note: 'still queued at the end of the drill' };
-    const r = await http.call('GET', `/v1/queue/${encodeURIComponent(ticket)}`, '/v1/queue/:ticket', { headers });
+    const r = await poll.call('GET', `/v1/queue/${encodeURIComponent(ticket)}`, '/v1/queue/:ticket', { headers });
     if (r.status === 200) {
       const done = toResult(r.body);
       if (done) {
