@@ -250,6 +250,21 @@ export default defineConfig(
     ],
     noSql,
   ),
+  layer(
+    ['drill/**/*.ts'],
+    [
+      [
+        pkg('koa', '@koa', 'pg', '@temporalio/worker', '@temporalio/activity', '@temporalio/workflow'),
+        'drill/ is a tool: it drives the service over HTTP and reads Postgres through store/ and Temporal as a client.',
+        true,
+      ],
+      [
+        folder('api', 'worker', 'activities', 'workflows', 'client'),
+        'drill/ never imports a service: it starts them (dev/) or drills a running one over HTTP.',
+      ],
+    ],
+    noSql,
+  ),
   {
     // This file and any other plain JavaScript: no type information to check against.
     files: ['**/*.{js,mjs,cjs}'],

@@ -1,15 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { signBuyerToken } from '../config/buyer-tokens';
 import { reconcile } from '../store/reconcile';
-import { freePort, sleep, spawnChild, type ChildHandle } from '../dev/proc';
-import { startStack } from '../dev/stack';
+import { startLocalSystem } from '../dev/local-system';
+import { sleep } from '../dev/proc';
 import { CheckoutWatch } from './crowd-checkouts';
 import { countBy, printReport, verdicts, type Answer, type Phase } from './crowd-report';
 import { apiCounters, HttpClient, parseJson } from './http-client';
@@ -41,9 +38,6 @@ import { apiCounters, HttpClient, parseJson } from './http-client';
  */
 
 const HELP = `usage: npm run bench:crowd -- [--buyers N] [--units M] [--concurrency C] [--respond-async] [--base URL --admin-token T]`;
-const ADMIN = 'bench-admin';
-const BUYER_SECRET = 'bench-buyer-token-secret-0123456789abcdef';
-const WEBHOOK_SECRET = 'whsec_bench_crowd';
 /** Longer than the API's own deadline (PURCHASE_TIMEOUT_MS, 20 s): the API should answer first. */
 const REQUEST_TIMEOUT_MS = 120_000;
 const READY_TIMEOUT_MS = 90_000;
@@ -256,124 +250,38 @@ interface Target {
   describe: string;
 }
 
-function startNode(
-  name: string,
-  script: string,
-  env: NodeJS.ProcessEnv,
-  readyLine: RegExp,
-): { child: ChildHandle; ready: Promise<void> } {
-  const root = path.resolve(__dirname, '..');
-  let markReady = (): void => {};
-  const seen = new Promise<void>((resolve) => (markReady = resolve));
-  const child = spawnChild({
-    name,
-    command: process.execPath,
-    args: ['--import', 'tsx', path.join(root, script)],
-    env: { ...process.env, ...env },
-    cwd: root,
-    onLine: (line) => {
-      if (VERBOSE) console.error(`[${name}] ${line}`);
-      if (readyLine.test(line)) markReady();
-    },
-    deathSignal: 'SIGTERM',
-    stopSteps: [
-      ['SIGTERM', 15_000],
-      ['SIGKILL', 2000],
-    ],
-  });
-  onTeardown(name, () => child.stop());
-  let up = false;
-  void child.exited.then((info) => {
-    // A child dying mid-run (not at teardown) spoils the figures: say so and stop.
-    if (up && !tearingDown) {
-      console.error(`${name} exited (${info.code ?? info.signal}) during the run:\n${child.output()}`);
-      aborter.abort(new Error(`${name} exited`));
-    }
-  });
-  let timer: NodeJS.Timeout | undefined;
-  const failed = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`${name} was not ready after ${READY_TIMEOUT_MS / 1000}s:\n${child.output()}`)),
-      READY_TIMEOUT_MS,
-    );
-    void child.exited.then((info) =>
-      reject(
-        new Error(
-          `${name} exited (${info.error?.message ?? info.code ?? info.signal}) before it was ready:\n${child.output()}`,
-        ),
-      ),
-    );
-  });
-  const ready = Promise.race([seen, failed]).finally(() => clearTimeout(timer));
-  void ready.then(() => (up = true)).catch(() => {});
-  return { child, ready };
-}
-
 async function startLocal(): Promise<Target> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-crowd-'));
-  onTeardown('temp dir', async () => rmSync(dir, { recursive: true, force: true }));
-  const log = (line: string): void => {
-    if (VERBOSE) console.error(line);
-  };
-  console.error('starting Postgres and the Temporal dev server...');
-  const starting = startStack({ dataDir: dir, persistent: false, log, signal: aborter.signal });
-  // Ctrl-C while it starts: startStack stops what it started and rejects; wait for that.
-  onTeardown('Temporal and Postgres', () =>
+  const log = VERBOSE ? (line: string): void => console.error(line) : undefined;
+  const starting = startLocalSystem({
+    name: 'bench-crowd',
+    log,
+    say: (line) => console.error(line),
+    signal: aborter.signal,
+    // One machine plays the whole crowd from one address: the per-IP and per-buyer limits would be the bottleneck measured.
+    apiEnv: { RATE_LIMIT_PER_IP_PER_SECOND: '0', RATE_LIMIT_PER_BUYER_PER_MINUTE: '0' },
+    // A child dying mid-run (not at teardown) spoils the figures: say so and stop.
+    onUnexpectedExit: (name, info, output) => {
+      if (tearingDown) return;
+      console.error(`${name} exited (${info.code ?? info.signal}) during the run:\n${output}`);
+      aborter.abort(new Error(`${name} exited`));
+    },
+  });
+  // Ctrl-C while it starts: startLocalSystem stops what it started and rejects; wait for that.
+  onTeardown('the local system', () =>
     starting.then(
-      (stack) => stack.stop(),
+      (system) => system.stop(),
       () => {},
     ),
   );
-  const stack = await starting;
-
-  const [apiPort, emulatorPort] = [await freePort(), await freePort()];
-  const api = `http://127.0.0.1:${apiPort}`;
-  const emulatorUrl = `http://127.0.0.1:${emulatorPort}`;
-  const taskQueue = `bench-crowd-${randomUUID()}`;
-  const shared: NodeJS.ProcessEnv = {
-    DATABASE_URL: stack.databaseUrl,
-    TEMPORAL_ADDRESS: stack.temporalAddress,
-    TEMPORAL_NAMESPACE: stack.temporalNamespace,
-    TASK_QUEUE: taskQueue,
-    STRIPE_SECRET_KEY: 'sk_test_bench',
-    STRIPE_API_URL: emulatorUrl,
-    STRIPE_EMULATOR: '1',
-    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    ADMIN_TOKEN: ADMIN,
-    SUPPORT_TOKEN: 'bench-support',
-    BUYER_TOKEN_SECRET: BUYER_SECRET,
-    // One machine plays the whole crowd from one address: the per-IP and per-buyer limits would be the bottleneck measured.
-    RATE_LIMIT_PER_IP_PER_SECOND: '0',
-    RATE_LIMIT_PER_BUYER_PER_MINUTE: '0',
-    HOST: '127.0.0.1',
-    PORT: String(apiPort),
-    PUBLIC_URL: api,
-  };
-  console.error('starting the payments emulator, the worker and the API (child processes)...');
-  const emulator = startNode(
-    'emulator',
-    'dev/emulator/main.ts',
-    {
-      STRIPE_EMULATOR_PORT: String(emulatorPort),
-      STRIPE_EMULATOR_HOST: '127.0.0.1',
-      STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-      STRIPE_EMULATOR_WEBHOOK_URL: `${api}/v1/webhooks/stripe`,
-      PORT: String(apiPort),
-    },
-    /Stripe API on/,
-  );
-  const worker = startNode('worker', 'worker/main.ts', shared, /polling task queue/);
-  // No drain pause at the end of the run: nothing routes traffic to this API but the benchmark.
-  const apiChild = startNode('api', 'api/main.ts', { ...shared, SHUTDOWN_GRACE_MS: '0' }, /listening on/);
-  await Promise.all([emulator.ready, worker.ready, apiChild.ready]);
+  const system = await starting;
   return {
-    base: api,
-    adminToken: ADMIN,
-    buyerSecret: BUYER_SECRET,
-    databaseUrl: stack.databaseUrl,
-    temporalAddress: stack.temporalAddress,
-    temporalNamespace: stack.temporalNamespace,
-    describe: `own stack: API (pid ${apiChild.child.pid}), worker and emulator in child processes`,
+    base: system.base,
+    adminToken: system.adminToken,
+    buyerSecret: system.buyerSecret,
+    databaseUrl: system.databaseUrl,
+    temporalAddress: system.temporalAddress,
+    temporalNamespace: system.temporalNamespace,
+    describe: `own stack: API (pid ${system.apiPid}), worker and emulator in child processes`,
   };
 }
 

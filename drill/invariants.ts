@@ -1,0 +1,167 @@
+// The checks at the end of a drill, from the outside (the buyers' answers, the product's counts over
+// HTTP, Stripe's view of the money through the emulator) and, when the drill has them, from the
+// inside (the ledger in Postgres, the sagas in Temporal's visibility). Each names what it found.
+import type { Client } from '@temporalio/client';
+import type Stripe from 'stripe';
+import { scanStuckSagas } from '../ops/stuck-sagas';
+import type { Db } from '../store/db';
+import { reconcile } from '../store/reconcile';
+import type { BuyerRecord } from './recorder';
+
+export interface Check {
+  name: string;
+  /** `skipped`: the drill cannot see what this needs (no database or Temporal address). */
+  result: 'pass' | 'fail' | 'skipped';
+  detail: string;
+}
+
+export interface ProductCounts {
+  total: number;
+  available: number;
+  held: number;
+  sold: number;
+  oversold: number;
+}
+
+export interface CheckInputs {
+  sku: string;
+  buyers: BuyerRecord[];
+  product: ProductCounts;
+  stripe: Stripe;
+  db?: Db;
+  temporal?: Client;
+}
+
+const PAID_OUTCOMES = new Set(['confirmed', 'late_confirmed', 'refunded']);
+const SOLD_OUTCOMES = new Set(['confirmed', 'late_confirmed']);
+/** At most this many examples in a failure's detail. */
+const EXAMPLES = 5;
+
+const pass = (name: string, detail: string): Check => ({ name, result: 'pass', detail });
+const fail = (name: string, detail: string): Check => ({ name, result: 'fail', detail });
+const skipped = (name: string, detail: string): Check => ({ name, result: 'skipped', detail });
+const some = (items: string[]) =>
+  items.slice(0, EXAMPLES).join('; ') + (items.length > EXAMPLES ? `; … ${items.length - EXAMPLES} more` : '');
+
+export const CHECK_NAMES = {
+  outcomes: 'every buyer has one outcome',
+  oversold: 'no unit oversold (product counts)',
+  ledger: 'the ledger reconciles',
+  paid: 'every paid session ended confirmed, late_confirmed or refunded, once',
+  refundReasons: 'every refund has a reason',
+  failed: 'no saga failed',
+  stuck: 'no saga stuck or unsettled',
+} as const;
+
+export async function checkInvariants(i: CheckInputs): Promise<Check[]> {
+  return [
+    outcomes(i.buyers),
+    oversold(i.product, i.buyers),
+    await ledger(i),
+    await paidSessions(i),
+    refundReasons(i.buyers),
+    await failedSagas(i),
+    await stuckSagas(i),
+  ];
+}
+
+function outcomes(buyers: BuyerRecord[]): Check {
+  const name = CHECK_NAMES.outcomes;
+  const without = buyers.filter((b) => !b.outcome).map((b) => `${b.buyerId} (${b.phase})`);
+  return without.length
+    ? fail(name, `${without.length} without: ${some(without)}`)
+    : pass(name, `${buyers.length} buyers`);
+}
+
+function oversold(p: ProductCounts, buyers: BuyerRecord[]): Check {
+  const name = CHECK_NAMES.oversold;
+  const bought = buyers.filter((b) => SOLD_OUTCOMES.has(b.outcome ?? '')).length;
+  const wrong: string[] = [];
+  if (p.sold + p.held > p.total) wrong.push(`sold ${p.sold} + held ${p.held} > total ${p.total}`);
+  if (p.oversold > 0) wrong.push(`${p.oversold} sold beyond stock`);
+  if (p.available + p.held + p.sold !== p.total)
+    wrong.push(`available ${p.available} + held ${p.held} + sold ${p.sold} != total ${p.total}`);
+  if (p.sold !== bought) wrong.push(`sold ${p.sold} but ${bought} buyers were confirmed`);
+  const counts = `total ${p.total}, sold ${p.sold}, held ${p.held}, available ${p.available}`;
+  return wrong.length ? fail(name, `${wrong.join('; ')} (${counts})`) : pass(name, counts);
+}
+
+async function ledger(i: CheckInputs): Promise<Check> {
+  const name = CHECK_NAMES.ledger;
+  if (!i.db) return skipped(name, 'no DATABASE_URL');
+  const diffs = await reconcile(i.db, i.sku);
+  return diffs.length
+    ? fail(name, some(diffs.map((d) => `${d.what}: expected ${d.expected}, found ${d.actual}`)))
+    : pass(name, 'no differences between stock_movements and the stock rows');
+}
+
+/** Stripe's view (the emulator): each paid session of this SKU, and the refunds of its payment. */
+async function paidSessions(i: CheckInputs): Promise<Check> {
+  const name = CHECK_NAMES.paid;
+  const byPurchase = new Map(i.buyers.filter((b) => b.purchaseId).map((b) => [b.purchaseId!, b]));
+  const refunds = new Map<string, number>();
+  for await (const r of i.stripe.refunds.list({ limit: 100 })) {
+    const pi = typeof r.payment_intent === 'string' ? r.payment_intent : r.payment_intent?.id;
+    if (pi && r.status !== 'failed') refunds.set(pi, (refunds.get(pi) ?? 0) + 1);
+  }
+  const wrong: string[] = [];
+  const paid = new Set<string>();
+  for await (const s of i.stripe.checkout.sessions.list({ limit: 100 })) {
+    if (s.metadata?.sku !== i.sku || s.payment_status !== 'paid') continue;
+    const purchaseId = s.metadata.purchase_id;
+    paid.add(purchaseId);
+    const b = byPurchase.get(purchaseId);
+    const pi = typeof s.payment_intent === 'string' ? s.payment_intent : s.payment_intent?.id;
+    const n = pi ? (refunds.get(pi) ?? 0) : 0;
+    const status = b?.status ?? 'unknown to the buyers';
+    if (!PAID_OUTCOMES.has(status)) wrong.push(`${purchaseId} paid (session ${s.id}) but ended ${status}`);
+    else if ((status === 'refunded' ? 1 : 0) !== n)
+      wrong.push(`${purchaseId} paid, ended ${status}, with ${n} refund(s)`);
+  }
+  for (const b of i.buyers) {
+    if (!b.purchaseId) continue;
+    if (PAID_OUTCOMES.has(b.status ?? '') && !paid.has(b.purchaseId))
+      wrong.push(`${b.purchaseId} ended ${b.status} without a paid session`);
+    if (b.paid && b.paid !== 'bank_debit' && !paid.has(b.purchaseId))
+      wrong.push(`${b.purchaseId}: the buyer paid (${b.paid}) but Stripe shows no paid session`);
+  }
+  return wrong.length
+    ? fail(name, `${wrong.length}: ${some(wrong)}`)
+    : pass(name, `${paid.size} paid sessions, ${[...refunds.values()].reduce((a, b) => a + b, 0)} refunds`);
+}
+
+function refundReasons(buyers: BuyerRecord[]): Check {
+  const name = CHECK_NAMES.refundReasons;
+  const refunded = buyers.filter((b) => b.status === 'refunded');
+  const bare = refunded.filter((b) => !b.refund?.reason.trim()).map((b) => b.purchaseId!);
+  return bare.length
+    ? fail(name, `${bare.length} of ${refunded.length} refunds without one: ${some(bare)}`)
+    : pass(name, `${refunded.length} refunds, each with its reason`);
+}
+
+async function failedSagas(i: CheckInputs): Promise<Check> {
+  const name = CHECK_NAMES.failed;
+  const failed = i.buyers.filter((b) => b.status === 'failed').map((b) => `${b.purchaseId} failed`);
+  let executions = 'Temporal not checked (no TEMPORAL_ADDRESS)';
+  if (i.temporal) {
+    const query = `WorkflowType="purchaseWorkflow" AND Sku="${i.sku}" AND (ExecutionStatus="Failed" OR ExecutionStatus="Terminated" OR ExecutionStatus="TimedOut")`;
+    for await (const w of i.temporal.workflow.list({ query })) failed.push(`${w.workflowId} ${w.status.name}`);
+    const { count } = await i.temporal.workflow.count(`WorkflowType="purchaseWorkflow" AND Sku="${i.sku}"`);
+    executions = `${count} purchase sagas`;
+  }
+  return failed.length ? fail(name, `${failed.length}: ${some(failed)}`) : pass(name, executions);
+}
+
+async function stuckSagas(i: CheckInputs): Promise<Check> {
+  const name = CHECK_NAMES.stuck;
+  const wrong = i.buyers
+    .filter((b) => b.outcome?.startsWith('unsettled') || b.status === 'needs_attention')
+    .map((b) => `${b.purchaseId} ${b.outcome}`);
+  if (i.temporal) {
+    // By now every hold has lapsed or been paid: a saga still holding 5 s past its expiry is stuck.
+    const scan = await scanStuckSagas(i.temporal, { olderThanMs: 5000, sku: i.sku, db: i.db });
+    for (const s of scan.stuck) wrong.push(`${s.workflowId}: ${s.reason}`);
+  }
+  const scope = i.temporal ? 'the buyers and Temporal' : 'the buyers (Temporal not checked: no TEMPORAL_ADDRESS)';
+  return wrong.length ? fail(name, `${wrong.length}: ${some(wrong)}`) : pass(name, `nothing stuck, by ${scope}`);
+}

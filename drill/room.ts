@@ -1,0 +1,107 @@
+// The waiting room as a buyer and as the admin see it, over HTTP only (the contract of
+// `POST /v1/products/:sku/queue`, `GET /v1/queue/:ticket` and `GET /v1/products/:sku/waiting-room`).
+import { sleep, str, type DrillHttp } from './http';
+import type { BuyerRecord } from './recorder';
+
+export type RoomResult =
+  { state: 'admitted'; admissionToken: string } | { state: 'sold_out' | 'expired' | 'gave_up'; note?: string };
+
+const MIN_POLL_MS = 1000;
+const MAX_POLL_MS = 10_000;
+
+/**
+ * Joins the room and polls the ticket until admitted or turned away, as the queue page does: the
+ * next poll after half the estimated wait (1 to 10 s, jittered so a crowd does not poll in step).
+ */
+export async function waitInRoom(
+  http: DrillHttp,
+  poll: DrillHttp,
+  o: {
+    sku: string;
+    authorization: string;
+    buyer: BuyerRecord;
+    now: () => number;
+    deadline: () => number;
+    rand: () => number;
+    onAdmitted: () => void;
+  },
+): Promise<RoomResult> {
+  const headers = { authorization: o.authorization };
+  let ticket: string | undefined;
+  while (!ticket) {
+    if (o.now() > o.deadline()) return { state: 'gave_up', note: 'could not join the room' };
+    const joined = await http.call(
+      'POST',
+      `/v1/products/${encodeURIComponent(o.sku)}/queue`,
+      '/v1/products/:sku/queue',
+      {
+        headers,
+        body: {},
+      },
+    );
+    if ((joined.status === 201 || joined.status === 200) && typeof joined.body.ticket === 'string') {
+      ticket = joined.body.ticket;
+      const early = toResult(joined.body);
+      if (early) return early;
+    } else if (joined.status === 503 || joined.status === 429) {
+      await sleep(1000 + o.rand() * 1000);
+    } else {
+      return { state: 'gave_up', note: `join: ${joined.status} ${str(joined.body.type)}`.trim() };
+    }
+  }
+  for (;;) {
+    if (o.now() > o.deadline()) return { state: 'gave_up', note: 'still queued at the end of the drill' };
+    const r = await poll.call('GET', `/v1/queue/${encodeURIComponent(ticket)}`, '/v1/queue/:ticket', { headers });
+    if (r.status === 200) {
+      const done = toResult(r.body);
+      if (done) {
+        if (done.state === 'admitted') o.onAdmitted();
+        return done;
+      }
+      const wait = Number(r.body.estimatedWaitSeconds);
+      const base = Number.isFinite(wait) ? (wait * 1000) / 2 : MIN_POLL_MS;
+      await sleep(Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, base)) * (0.75 + o.rand() * 0.5));
+    } else if (r.status >= 500 || r.status === 429) {
+      await sleep(2000 + o.rand() * 1000);
+    } else {
+      return { state: 'gave_up', note: `poll: ${r.status} ${str(r.body.type)}`.trim() };
+    }
+  }
+}
+
+function toResult(body: Record<string, unknown>): RoomResult | undefined {
+  if (body.state === 'admitted' && typeof body.admissionToken === 'string')
+    return { state: 'admitted', admissionToken: body.admissionToken };
+  if (body.state === 'sold_out' || body.state === 'expired') return { state: body.state };
+  return undefined;
+}
+
+export interface RoomView {
+  state: string;
+  waiting: number;
+  admitted: number;
+  active: number;
+}
+
+/** The admin's view of the room, or undefined when it does not answer (the timeline leaves a gap). */
+export async function roomView(http: DrillHttp, sku: string, adminToken: string): Promise<RoomView | undefined> {
+  try {
+    const r = await http.call(
+      'GET',
+      `/v1/products/${encodeURIComponent(sku)}/waiting-room`,
+      '/v1/products/:sku/waiting-room',
+      {
+        headers: { authorization: `Bearer ${adminToken}` },
+      },
+    );
+    if (r.status !== 200) return undefined;
+    return {
+      state: String(r.body.state),
+      waiting: Number(r.body.waiting),
+      admitted: Number(r.body.admitted),
+      active: Number(r.body.active),
+    };
+  } catch {
+    return undefined;
+  }
+}

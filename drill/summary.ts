@@ -1,0 +1,188 @@
+// The drill's figures: what was rehearsed, the headline (how many buyers it served, how fast, how
+// long the queue got, what was sold, refunded, oversold or lost), the outcome of every buyer, the
+// invariants, the latencies and the timeline. `summary.json` is this object; the report draws it.
+import type { Check } from './invariants';
+import { BEHAVIOURS, type DrillOptions } from './options';
+import { percentiles, type Percentiles, type Recorder } from './recorder';
+
+/** One sample of the timeline, every second. */
+export interface Sample {
+  /** Seconds since the opening. */
+  t: number;
+  /** Buyers in the room's queue (the room's own count, else the buyers waiting to try again). */
+  queued: number;
+  /** Buyers admitted so far (with a room; without one, every buyer who arrived may try). */
+  admitted: number;
+  /** Checkouts opened so far. */
+  checkouts: number;
+  /** Buyers with a checkout open, not yet paid or gone. */
+  holding: number;
+  held?: number;
+  sold?: number;
+  available?: number;
+  paid: number;
+  confirmed: number;
+  refunded: number;
+  soldOut: number;
+  done: number;
+}
+
+export interface Summary {
+  version: 1;
+  startedAt: string;
+  sku: string;
+  target: string;
+  options: {
+    buyers: number;
+    units: number;
+    holdSeconds: number;
+    room: DrillOptions['room'] | null;
+    arrivalSeconds: number;
+    opensInSeconds: number | null;
+    early: number;
+    mix: DrillOptions['mix'];
+    seed: number;
+    concurrency: number;
+  };
+  headline: {
+    buyers: number;
+    units: number;
+    sold: number;
+    checkouts: number;
+    refunded: number;
+    /** Refunded although the buyer paid before the hold lapsed: the payment's news came after the unit was handed on. */
+    paidInTimeRefunded: number;
+    oversold: number;
+    /** Buyers with no outcome, or a paid session that did not settle: should be 0. */
+    lost: number;
+    /** Answers to POST /v1/purchases per second, over the seconds that had any. */
+    purchaseAnswersPerSecond: number;
+    /** Peak checkouts opened in one second. */
+    peakCheckoutsPerSecond: number;
+    /** From the opening to the last unit sold, when all were. */
+    secondsToSellOut: number | null;
+    peakQueue: number;
+    purchaseP50Ms: number;
+    purchaseP99Ms: number;
+    /** From a winner's arrival to its checkout URL. */
+    waitForCheckout: Percentiles;
+    durationSeconds: number;
+    invariantsHeld: boolean;
+  };
+  outcomes: Record<string, number>;
+  outcomesByBehaviour: Record<string, Record<string, number>>;
+  invariants: Check[];
+  latency: Array<{ answer: string } & Percentiles>;
+  purchaseLatencyPerSecond: Array<{ second: number; answers: number; p50: number; p99: number }>;
+  timeline: Sample[];
+}
+
+export function summarise(o: {
+  opts: DrillOptions;
+  startedAt: Date;
+  sku: string;
+  target: string;
+  recorder: Recorder;
+  timeline: Sample[];
+  checks: Check[];
+  product: { sold: number; oversold: number };
+  endedAt: number;
+}): Summary {
+  const { recorder, opts } = o;
+  const buyers = recorder.buyers;
+  const perSecond = recorder.purchaseLatencyPerSecond();
+  const answered = perSecond.reduce((n, s) => n + s.answers, 0);
+  const checkoutsPerSecond = new Map<number, number>();
+  for (const b of buyers) {
+    if (b.checkoutAt === undefined) continue;
+    const s = Math.floor(b.checkoutAt / 1000);
+    checkoutsPerSecond.set(s, (checkoutsPerSecond.get(s) ?? 0) + 1);
+  }
+  const soldOutAt = o.timeline.find((s) => s.sold !== undefined && s.sold >= opts.units)?.t ?? null;
+  const byBehaviour: Record<string, Record<string, number>> = {};
+  for (const b of BEHAVIOURS) byBehaviour[b] = {};
+  for (const b of buyers) {
+    const row = byBehaviour[b.behaviour];
+    row[b.outcome ?? 'none'] = (row[b.outcome ?? 'none'] ?? 0) + 1;
+  }
+  const p = percentiles(recorder.purchaseLatencies());
+  const lost =
+    buyers.filter((b) => !b.outcome).length +
+    buyers.filter(
+      (b) => b.paid && b.paid !== 'bank_debit' && !['confirmed', 'late_confirmed', 'refunded'].includes(b.status ?? ''),
+    ).length;
+  return {
+    version: 1,
+    startedAt: o.startedAt.toISOString(),
+    sku: o.sku,
+    target: o.target,
+    options: {
+      buyers: opts.buyers,
+      units: opts.units,
+      holdSeconds: opts.holdSeconds,
+      room: opts.room ?? null,
+      arrivalSeconds: opts.arrivalSeconds,
+      opensInSeconds: opts.room ? opts.opensInSeconds : null,
+      early: opts.early,
+      mix: opts.mix,
+      seed: opts.seed,
+      concurrency: opts.concurrency,
+    },
+    headline: {
+      buyers: buyers.length,
+      units: opts.units,
+      sold: o.product.sold,
+      checkouts: buyers.filter((b) => b.purchaseId).length,
+      refunded: buyers.filter((b) => b.status === 'refunded').length,
+      paidInTimeRefunded: buyers.filter(
+        (b) =>
+          b.status === 'refunded' &&
+          b.paidAt !== undefined &&
+          b.holdExpiresAt !== undefined &&
+          b.paidAt < b.holdExpiresAt,
+      ).length,
+      oversold: o.product.oversold,
+      lost,
+      purchaseAnswersPerSecond: perSecond.length ? Math.round(answered / perSecond.length) : 0,
+      peakCheckoutsPerSecond: Math.max(0, ...checkoutsPerSecond.values()),
+      secondsToSellOut: soldOutAt,
+      peakQueue: Math.max(0, ...o.timeline.map((s) => s.queued)),
+      purchaseP50Ms: p.p50,
+      purchaseP99Ms: p.p99,
+      waitForCheckout: percentiles(
+        buyers.filter((b) => b.checkoutAt !== undefined).map((b) => b.checkoutAt! - Math.max(0, b.arrivedAt ?? 0)),
+      ),
+      durationSeconds: Math.round(o.endedAt / 100) / 10,
+      invariantsHeld: o.checks.every((c) => c.result !== 'fail'),
+    },
+    outcomes: recorder.outcomes(),
+    outcomesByBehaviour: byBehaviour,
+    invariants: o.checks,
+    latency: recorder.latencyByAnswer(),
+    purchaseLatencyPerSecond: perSecond,
+    timeline: o.timeline,
+  };
+}
+
+/** The headline as the terminal table printed at the end. */
+export function headlineTable(s: Summary): string {
+  const h = s.headline;
+  const rows: Array<[string, string]> = [
+    [
+      'buyers / units',
+      `${h.buyers} / ${h.units}${s.options.room ? `, room ${s.options.room.admitPerSecond}/s, ${s.options.room.maxActive} inside` : ', no room'}`,
+    ],
+    ['checkouts opened', `${h.checkouts} (peak ${h.peakCheckoutsPerSecond}/s)`],
+    ['sold', `${h.sold}${h.secondsToSellOut !== null ? ` (all sold ${h.secondsToSellOut} s after the opening)` : ''}`],
+    ['refunded', `${h.refunded} (${h.paidInTimeRefunded} of them paid before their hold lapsed)`],
+    ['oversold', String(h.oversold)],
+    ['lost', String(h.lost)],
+    ['purchase answers', `${h.purchaseAnswersPerSecond}/s, p50 ${h.purchaseP50Ms} ms, p99 ${h.purchaseP99Ms} ms`],
+    ['wait for a checkout', `p50 ${h.waitForCheckout.p50} ms, p99 ${h.waitForCheckout.p99} ms (from arrival)`],
+    ['longest queue', String(h.peakQueue)],
+    ['duration', `${h.durationSeconds} s`],
+    ['invariants', h.invariantsHeld ? 'all held' : 'FAILED'],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n');
+}

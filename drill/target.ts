@@ -1,0 +1,85 @@
+// What the drill drills: the local stack it starts (dev/local-system.ts, the launcher bench:crowd
+// uses too), or a running deployment named by --base. Plus the clients of its inside checks.
+import { Client } from '@temporalio/client';
+import type Stripe from 'stripe';
+import { connectTemporal, createPool, createStripe } from '../config/clients';
+import { startLocalSystem } from '../dev/local-system';
+import type { Db } from '../store/db';
+import type { DrillOptions } from './options';
+
+export interface Target {
+  base: string;
+  adminToken: string;
+  buyerSecret: string;
+  emulatorUrl: string;
+  describe: string;
+  /** Stripe's view of the money, through the emulator (it accepts any test key). */
+  stripe: Stripe;
+  db?: Db;
+  temporal?: Client;
+  /** Closes the clients and stops what the drill started; never throws. */
+  close(): Promise<void>;
+}
+
+export async function openTarget(
+  opts: DrillOptions,
+  env: NodeJS.ProcessEnv,
+  o: { say: (line: string) => void; signal: AbortSignal; onCrash: (why: string) => void },
+): Promise<Target> {
+  const closers: Array<() => Promise<void>> = [];
+  const close = async () => {
+    for (const c of closers.reverse()) await c().catch(() => {});
+    closers.length = 0;
+  };
+  try {
+    let where: Omit<Target, 'stripe' | 'db' | 'temporal' | 'close'> & {
+      databaseUrl?: string;
+      temporalAddress?: string;
+      temporalNamespace: string;
+    };
+    if (opts.base) {
+      where = {
+        base: opts.base,
+        adminToken: opts.adminToken!,
+        buyerSecret: opts.buyerTokenSecret!,
+        emulatorUrl: opts.emulatorUrl!,
+        describe: opts.base,
+        databaseUrl: env.DATABASE_URL || undefined,
+        temporalAddress: env.TEMPORAL_ADDRESS || undefined,
+        temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
+      };
+    } else {
+      const system = await startLocalSystem({
+        name: 'drill',
+        say: o.say,
+        log: opts.verbose ? o.say : undefined,
+        signal: o.signal,
+        // One machine plays the whole crowd from one address: the per-IP limit would turn the drill away.
+        apiEnv: { RATE_LIMIT_PER_IP_PER_SECOND: '0', RATE_LIMIT_PER_BUYER_PER_MINUTE: '0' },
+        onUnexpectedExit: (name, info, output) =>
+          o.onCrash(`${name} exited (${info.code ?? info.signal}) during the drill:\n${output}`),
+      });
+      closers.push(() => system.stop());
+      where = { ...system, describe: 'the local stack (API, worker and emulator in child processes)' };
+    }
+    const target: Target = {
+      ...where,
+      stripe: createStripe({ stripeSecretKey: 'sk_test_drill', stripeApiUrl: where.emulatorUrl }),
+      close,
+    };
+    if (where.databaseUrl) {
+      const pool = createPool(where.databaseUrl, 4, (msg) => o.say(msg));
+      closers.push(() => pool.end());
+      target.db = pool;
+    }
+    if (where.temporalAddress) {
+      const connection = await connectTemporal(where.temporalAddress);
+      closers.push(() => connection.close());
+      target.temporal = new Client({ connection, namespace: where.temporalNamespace });
+    }
+    return target;
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}

@@ -1,0 +1,191 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import { launchBrowser } from '../helpers/browser';
+import { ADMIN_TOKEN, BUYER_TOKEN_SECRET, startSystem } from '../helpers/system';
+
+// `npm run drill` as its user runs it: a child process, its own stack or --base of one, its exit
+// code, its summary.json and report.html.
+
+const root = path.resolve(__dirname, '../..');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runDrill(args: string[], onStderr?: (text: string) => void): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'drill/main.ts'), ...args], {
+      cwd: root,
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+      onStderr?.(stderr);
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const tmp = (name: string) => fs.mkdtempSync(path.join(os.tmpdir(), `drill-test-${name}-`));
+const sum = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);
+
+let smallDrillOut: string | undefined;
+
+test.serial('a small drill on its own stack serves every buyer once and every invariant holds', async (t) => {
+  t.timeout(240_000);
+  const out = tmp('small');
+  const buyers = 150;
+  const run = await runDrill([
+    ...['--buyers', String(buyers), '--units', '15', '--hold', '6', '--arrival', '2', '--settle', '45'],
+    ...['--seed', '11', '--out', out],
+  ]);
+  t.is(run.code, 0, `drill exited ${run.code}:\n${run.stdout}\n${run.stderr.slice(-3000)}`);
+
+  const summary = JSON.parse(fs.readFileSync(path.join(out, 'summary.json'), 'utf8'));
+  t.is(summary.headline.buyers, buyers);
+  t.is(sum(summary.outcomes), buyers, 'every buyer has exactly one outcome');
+  t.false('none' in summary.outcomes);
+  for (const [behaviour, row] of Object.entries<Record<string, number>>(summary.outcomesByBehaviour)) {
+    t.true(
+      Object.keys(row).every((o) => o !== 'none'),
+      `${behaviour} buyers all have an outcome`,
+    );
+  }
+  const results = Object.fromEntries(summary.invariants.map((c: any) => [c.name, c.result]));
+  t.deepEqual(
+    Object.values(results).filter((r) => r !== 'pass'),
+    [],
+    `every invariant passes (none skipped: the drill sees the database and Temporal): ${JSON.stringify(summary.invariants)}`,
+  );
+  t.is(summary.invariants.length, 7);
+  // Sales add up: what the product sold is what the buyers were confirmed for, never beyond stock.
+  const confirmed = (summary.outcomes.confirmed ?? 0) + (summary.outcomes.late_confirmed ?? 0);
+  t.is(summary.headline.sold, confirmed);
+  t.true(summary.headline.sold <= 15);
+  t.is(summary.headline.oversold, 0);
+  t.is(summary.headline.lost, 0);
+  t.true(summary.headline.checkouts >= 15, 'at least the stock was handed out as checkouts');
+  t.true(summary.timeline.length >= 3, 'a sample a second');
+  t.true(summary.latency.some((l: any) => l.answer === 'POST /v1/purchases 201' && l.count > 0));
+
+  // The report: one file with the charts' library and data inside.
+  const html = fs.readFileSync(path.join(out, 'report.html'), 'utf8');
+  t.regex(html, /<script id="drill-data" type="application\/json">/);
+  const embedded = JSON.parse(html.match(/<script id="drill-data" type="application\/json">(.*?)<\/script>/s)![1]);
+  t.deepEqual(embedded.outcomes, summary.outcomes);
+  t.is(embedded.timeline.length, summary.timeline.length);
+  t.true(html.includes('uPlot'), 'uPlot is inlined');
+  t.notRegex(html, /<script[^>]+src=|<link[^>]+href=/, 'nothing is loaded from elsewhere');
+  for (const id of ['queue', 'admissions', 'stock', 'latency-time', 'latency', 'outcomes'])
+    t.true(html.includes(`id="chart-${id}"`));
+
+  // Progress while it ran (stderr is no terminal here: plain lines), the mix, and the headline at the end.
+  t.regex(run.stderr, /drill: \d+s selling, arrived/);
+  t.regex(run.stderr, /pay +\d+\.\d %/);
+  t.regex(run.stdout, /invariants +all held/);
+  t.true(run.stdout.includes(path.join(out, 'report.html')));
+  smallDrillOut = out;
+});
+
+test.serial('the report draws its charts in Chromium', async (t) => {
+  t.timeout(60_000);
+  if (!smallDrillOut) return t.fail('the small drill did not produce a report');
+  const browser = await launchBrowser();
+  try {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`file://${path.join(smallDrillOut, 'report.html')}`);
+    await page.waitForFunction(() => (window as any).drillCharts?.length === 6);
+    const charts = await page.evaluate(() => (window as any).drillCharts);
+    t.deepEqual(errors, []);
+    for (const c of charts) t.true(c.points > 0, `${c.id} has data`);
+    // Each chart's canvas has something drawn on it (pixels that are not blank).
+    const painted = await page.evaluate(() =>
+      [...document.querySelectorAll<HTMLCanvasElement>('.chart canvas')].map((canvas) => {
+        const ctx = canvas.getContext('2d')!;
+        const { data } = ctx.getImageData(0, 0, canvas.width, canvas.height);
+        let n = 0;
+        for (let i = 3; i < data.length; i += 4) if (data[i] !== 0) n++;
+        return n;
+      }),
+    );
+    t.is(painted.length, 6);
+    for (const n of painted) t.true(n > 500, `a canvas with ${n} painted pixels`);
+  } finally {
+    await browser.close();
+  }
+});
+
+test.serial('a drill whose stock was changed behind the ledger exits non-zero naming the ledger', async (t) => {
+  t.timeout(240_000);
+  const sys = await startSystem();
+  try {
+    const out = tmp('tampered');
+    const pause = path.join(out, 'pause');
+    const run = runDrill([
+      ...['--base', sys.apiUrl, '--admin-token', ADMIN_TOKEN, '--buyer-token-secret', BUYER_TOKEN_SECRET],
+      ...['--emulator', sys.emulator.url, '--pause-before-check', pause],
+      ...[
+        '--buyers',
+        '40',
+        '--units',
+        '6',
+        '--hold',
+        '4',
+        '--arrival',
+        '1',
+        '--settle',
+        '30',
+        '--seed',
+        '5',
+        '--out',
+        out,
+      ],
+    ]);
+    // The sale is over when the drill writes its pause file: tamper with the stock, then let it check.
+    let sku: string | undefined;
+    const deadline = Date.now() + 200_000;
+    while (!sku) {
+      if (fs.existsSync(pause)) {
+        try {
+          sku = JSON.parse(fs.readFileSync(pause, 'utf8')).sku;
+        } catch {
+          // written but not yet complete
+        }
+      }
+      if (!sku && Date.now() > deadline) return t.fail('the drill never paused before its checks');
+      if (!sku) await sleep(200);
+    }
+    const { rowCount } = await sys.db.query(
+      'UPDATE stock_buckets SET available = available + 3 WHERE sku = $1 AND bucket = (SELECT min(bucket) FROM stock_buckets WHERE sku = $1)',
+      [sku],
+    );
+    t.is(rowCount, 1);
+    fs.rmSync(pause);
+    const r = await run;
+    t.is(r.code, 1, `${r.stdout}\n${r.stderr.slice(-2000)}`);
+    t.regex(r.stdout, /drill FAILED: .*the ledger reconciles/);
+    t.regex(r.stdout, /FAIL +the ledger reconciles: available \(ledger vs buckets\)/);
+    const summary = JSON.parse(fs.readFileSync(path.join(out, 'summary.json'), 'utf8'));
+    const ledger = summary.invariants.find((c: any) => c.name === 'the ledger reconciles');
+    t.is(ledger.result, 'fail');
+    t.false(summary.headline.invariantsHeld);
+    // The outside view sees it too: the product's counts no longer add up to its total.
+    t.is(summary.invariants.find((c: any) => c.name === 'no unit oversold (product counts)').result, 'fail');
+    t.is(sum(summary.outcomes), 40);
+  } finally {
+    await sys.close();
+  }
+});
