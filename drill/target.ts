@@ -73,7 +73,7 @@ export async function openTarget(
       target.db = pool;
     }
     if (where.temporalAddress) {
-      const connection = await connectTemporal(where.temporalAddress);
+      const connection = await connectTemporal({ address: where.temporalAddress, namespace: where.temporalNamespace });
       closers.push(() => connection.close());
       target.temporal = new Client({ connection, namespace: where.temporalNamespace });
     }
