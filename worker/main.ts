@@ -1,20 +1,24 @@
 import { NativeConnection } from '@temporalio/worker';
 import { createPool, createStripe } from '../config/clients';
 import { ConfigError, loadWorkerConfig } from '../config';
+import { loadNotifyConfig } from '../config/notify';
 import { HoldDesk } from '../store/hold-desk';
 import { sweepExpired } from '../store/holds';
 import { migrate } from '../store/migrate';
 import { createPurchaseWorker, workerPoolSize } from './create-worker';
+import { startOutboxSender } from './outbox-sender';
 
 // The worker process: purchase sagas, support refunds, and the sweeper that returns lapsed holds.
 async function main(): Promise<void> {
   const config = loadWorkerConfig(process.env);
+  const notify = loadNotifyConfig(process.env);
   const log = (line: string) => console.log(`worker: ${line}`);
   // Several processes may boot at once: migrate() serialises them on an advisory lock.
   await migrate(config.databaseUrl, log);
   const limits = { activities: config.maxActivities, localActivities: config.maxLocalActivities };
   // A connection for every activity that may run at once: none of them waits for the pool.
-  const db = createPool(config.databaseUrl, workerPoolSize(limits), log, config.pool);
+  // One connection more than the activities need: the outbox sender's.
+  const db = createPool(config.databaseUrl, workerPoolSize(limits) + 1, log, config.pool);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const returnUrl = `${config.publicUrl}/checkout/return/{purchaseId}`;
   const worker = await createPurchaseWorker({
@@ -37,6 +41,7 @@ async function main(): Promise<void> {
       (err: Error) => log(`sweeper: ${err.message}`),
     );
   }, config.sweepIntervalMs);
+  const outbox = startOutboxSender(db, notify, log);
   log(
     `polling task queue "${config.taskQueue}" on ${config.temporalAddress} (${limits.activities} activities and ${limits.localActivities} local activities at once, ${workerPoolSize(limits)} Postgres connections)`,
   );
@@ -45,6 +50,7 @@ async function main(): Promise<void> {
     await worker.run();
   } finally {
     clearInterval(sweeper);
+    await outbox.stop();
     await connection.close();
     await db.end();
   }
