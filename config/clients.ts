@@ -41,10 +41,17 @@ export function createPool(
   return pool;
 }
 
+/**
+ * The Stripe API version every request names (`Stripe-Version`), pinned here rather than left to
+ * the account's default: the shapes the saga reads (sessions, refunds, events) stay the same until
+ * this line changes with a stripe-node upgrade. The webhook endpoint should use it too (docs/stripe.md).
+ */
+export const STRIPE_API_VERSION: Stripe.LatestApiVersion = '2026-10-28.endive';
+
 /** stripe-node against api.stripe.com, or against the payments emulator when `stripeApiUrl` is given. */
 export function createStripe(config: StripeConfig): Stripe {
   // Temporal retries activities with the same idempotency key; stripe-node need not retry too.
-  const common = { maxNetworkRetries: 0, timeout: 15_000 };
+  const common = { apiVersion: STRIPE_API_VERSION, maxNetworkRetries: 0, timeout: 15_000 };
   if (!config.stripeApiUrl) return new Stripe(config.stripeSecretKey, common);
   const u = new URL(config.stripeApiUrl);
   return new Stripe(config.stripeSecretKey, {

@@ -246,14 +246,29 @@ function workerPool(r: Reader): PoolTimeouts {
   return pool;
 }
 
+/** What the operator CLIs add: where their links into the Temporal Web UI point. */
+export interface CliExtras {
+  temporalUiUrl: string;
+}
+
+function cliExtras(r: Reader): CliExtras {
+  const temporalUiUrl = r.text('TEMPORAL_UI_URL', 'http://127.0.0.1:8233');
+  if (!/^https?:\/\/[^/\s]+/.test(temporalUiUrl)) {
+    r.problems.push(`TEMPORAL_UI_URL must be an http(s) URL, got "${temporalUiUrl}"`);
+  }
+  return { temporalUiUrl };
+}
+
 /** The operator CLIs: Postgres always, Temporal settings (connected only by the CLIs that need it). */
-export function loadCliConfig(env: Env): CommonConfig {
+export function loadCliConfig(env: Env): CommonConfig & CliExtras {
   const r = new Reader(env);
-  return r.done(common(r));
+  return r.done({ ...common(r), ...cliExtras(r) });
 }
 
 /** The CLIs that can work without Postgres (`sagas stuck` adds database checks when it has one). */
-export function loadTemporalCliConfig(env: Env): Omit<CommonConfig, 'databaseUrl'> & { databaseUrl?: string } {
+export function loadTemporalCliConfig(
+  env: Env,
+): Omit<CommonConfig, 'databaseUrl'> & CliExtras & { databaseUrl?: string } {
   const r = new Reader(env);
-  return r.done({ ...temporal(r), databaseUrl: env.DATABASE_URL || undefined });
+  return r.done({ ...temporal(r), ...cliExtras(r), databaseUrl: env.DATABASE_URL || undefined });
 }

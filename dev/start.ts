@@ -94,6 +94,8 @@ async function main(): Promise<void> {
     ...local,
     ...buyerTokens,
     ...(useEmulator ? { STRIPE_API_URL: `http://127.0.0.1:${emulatorPort}`, STRIPE_EMULATOR: '1' } : {}),
+    // Buyer notifications (refunded because sold out, ...) in the worker's log, unless a channel is set.
+    ...(!env.NOTIFY_WEBHOOK_URL && !env.SMTP_URL ? { NOTIFY_LOG: env.NOTIFY_LOG || '1' } : {}),
   };
   if (useEmulator) {
     children.push(
@@ -130,6 +132,12 @@ async function main(): Promise<void> {
       ? `  Stripe         payments emulator at http://127.0.0.1:${emulatorPort}`
       : '  Stripe         api.stripe.com (STRIPE_SECRET_KEY is set)',
   );
+  if (!useEmulator) {
+    // Stripe cannot reach 127.0.0.1: without a forwarder no webhook arrives and paid purchases lapse.
+    log(`  Webhooks       Stripe cannot reach this machine: in another terminal run`);
+    log(`                   stripe listen --forward-to localhost:${port}/v1/webhooks/stripe`);
+    log(`                 and start with the whsec_... it prints as STRIPE_WEBHOOK_SECRET (docs/stripe.md)`);
+  }
   log(`  Admin token    ${local.ADMIN_TOKEN}    Support token ${local.SUPPORT_TOKEN}`);
   log(
     buyerTokens.BUYER_TOKEN_SECRET

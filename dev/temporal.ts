@@ -29,7 +29,7 @@ export interface TemporalServer {
 }
 
 /** The purchase saga's search attributes; the workflow code owns their names, the server must know them. */
-const SEARCH_ATTRIBUTES = {
+export const SEARCH_ATTRIBUTES = {
   PurchaseStatus: 'KEYWORD',
   Sku: 'KEYWORD',
   BuyerId: 'KEYWORD',

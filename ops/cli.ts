@@ -3,6 +3,7 @@ import { Client, type Connection } from '@temporalio/client';
 import type pg from 'pg';
 import { connectTemporal, createPool } from '../config/clients';
 import { ConfigError, loadCliConfig, loadTemporalCliConfig } from '../config';
+import { temporalUi, type TemporalUi } from './temporal-ui';
 
 /** A bad command line: the CLI prints the message and its usage, and exits 2. */
 export class UsageError extends Error {}
@@ -24,13 +25,15 @@ export function parseCommandLine<O extends Options>(argv: string[], options: O) 
 /**
  * Runs an operator CLI: `parse` turns argv into arguments (throwing UsageError → exit 2 with the
  * usage; `'help'` → the usage, exit 0), then `run` returns the exit code. A configuration error
- * exits 2 naming what is missing; anything else thrown is printed and exits 1.
+ * exits 2 naming what is missing; anything else thrown is printed and exits `failureCode` (1, or 2
+ * for the CLIs whose exit 1 means "found something", so an alert can tell a finding from a failure).
  */
 export function runCli<A>(
   name: string,
   usage: string,
   parse: (argv: string[]) => A | 'help',
   run: (args: A) => Promise<number>,
+  failureCode = 1,
 ): void {
   const main = async (): Promise<number> => {
     let args: A | 'help';
@@ -55,7 +58,7 @@ export function runCli<A>(
         process.exit(2);
       }
       console.error(`${name}: ${err instanceof Error ? err.message : String(err)}`);
-      process.exit(1);
+      process.exit(failureCode);
     },
   );
 }
@@ -65,6 +68,8 @@ export interface CliClients {
   temporal?: Client;
   namespace: string;
   taskQueue: string;
+  /** Links to the Temporal UI for what the CLI prints (TEMPORAL_UI_URL). */
+  ui: TemporalUi;
   close(): Promise<void>;
 }
 
@@ -94,6 +99,7 @@ export async function openCliClients(
     temporal: connection ? new Client({ connection, namespace: config.temporalNamespace }) : undefined,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
+    ui: temporalUi(config.temporalUiUrl, config.temporalNamespace),
     async close() {
       await connection?.close();
       await db?.end();

@@ -1,33 +1,62 @@
-// `npm run reconcile [-- SKU]`: prints every difference between the ledger and the stock, exits 1 if any.
+// `npm run reconcile [-- --sku SKU]`: prints every difference between the ledger and the stock.
+// Exit 0 clean, 1 differences, 2 usage or connection errors (an unknown SKU is a usage error), so a
+// cron job or an alert can tell "the ledger is off" from "the check did not run".
+import { getProduct } from '../store/products';
 import { reconcile } from '../store/reconcile';
-import { openCliClients, runCli, UsageError } from './cli';
+import { openCliClients, parseCommandLine, runCli, UsageError } from './cli';
 
-const USAGE = `usage: npm run reconcile [-- <sku>]
+const USAGE = `usage: npm run reconcile [-- --sku <sku>] [--json]
 
 Recomputes every SKU's stock (or one SKU's) from the movement ledger and prints each difference.
-Exit 0 when the ledger reconciles, 1 when it does not, 2 on usage or configuration errors.
+
+  --sku   only this SKU (it must exist: a misspelt SKU is refused, not reported clean)
+  --json  one JSON document: {"sku": ..., "differences": [{"sku", "what", "expected", "actual"}]}
+
+Exit 0 when the ledger reconciles, 1 when it does not, 2 on usage errors (an unknown SKU), a
+configuration error or a database that cannot be reached.
 
 Environment: DATABASE_URL (required).`;
 
-function parse(argv: string[]): { sku?: string } | 'help' {
-  if (argv.includes('--help') || argv.includes('-h')) return 'help';
-  if (argv.length > 1) throw new UsageError(`unexpected arguments: ${argv.slice(1).join(' ')}`);
-  return { sku: argv[0] };
+interface Args {
+  sku?: string;
+  json: boolean;
 }
 
-async function main(args: { sku?: string }): Promise<number> {
+function parse(argv: string[]): Args | 'help' {
+  const { values, positionals } = parseCommandLine(argv, {
+    sku: { type: 'string' },
+    json: { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  });
+  if (values.help) return 'help';
+  if (positionals.length) {
+    throw new UsageError(`unexpected arguments: ${positionals.join(' ')} (one SKU is given as --sku <sku>)`);
+  }
+  if (values.sku !== undefined && !values.sku.trim()) throw new UsageError('--sku: empty');
+  return { sku: values.sku?.trim(), json: values.json };
+}
+
+async function main(args: Args): Promise<number> {
   const clients = await openCliClients('reconcile', { db: 'required', temporal: false });
   try {
-    const diffs = await reconcile(clients.db!, args.sku);
-    if (diffs.length === 0) {
-      console.log('ledger reconciles: no differences');
-      return 0;
+    const db = clients.db!;
+    if (args.sku !== undefined && !(await getProduct(db, args.sku))) {
+      console.error(`reconcile: unknown SKU "${args.sku}": no such product\n\n${USAGE}`);
+      return 2;
     }
-    for (const d of diffs) console.log(`${d.sku}: ${d.what}: expected ${d.expected}, found ${d.actual}`);
-    return 1;
+    const diffs = await reconcile(db, args.sku);
+    if (args.json) {
+      console.log(JSON.stringify({ sku: args.sku ?? null, differences: diffs }, null, 2));
+    } else if (diffs.length === 0) {
+      console.log(`ledger reconciles${args.sku ? ` for ${args.sku}` : ''}: no differences`);
+    } else {
+      for (const d of diffs) console.log(`${d.sku}: ${d.what}: expected ${d.expected}, found ${d.actual}`);
+    }
+    return diffs.length === 0 ? 0 : 1;
   } finally {
     await clients.close();
   }
 }
 
-runCli('reconcile', USAGE, parse, main);
+// A failure to reach Postgres is exit 2: exit 1 means the ledger was read and is off.
+runCli('reconcile', USAGE, parse, main, 2);

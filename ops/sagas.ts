@@ -1,12 +1,14 @@
-// `npm run sagas -- stuck [--older-than 5m] [--json]`: lists stuck purchase and refund sagas, and
-// money waiting for support (needs_attention), with the reason, and prints the Temporal UI filters
-// that find them. Read-only. Exit 0 (also when nothing is stuck), 1 when Temporal or Postgres cannot
-// be reached, 2 on bad arguments.
+// `npm run sagas -- stuck [--older-than 5m] [--json] [--fail-on-any]`: lists stuck purchase and
+// refund sagas, and money waiting for support (needs_attention), with the reason and a Temporal UI
+// link each, and prints the Temporal UI filters that find them. Read-only. Exit 0 (also when
+// something is stuck, unless --fail-on-any: then 1), 2 on bad arguments or when Temporal or
+// Postgres cannot be reached, so an alert fires on 1 and pages about the check itself on 2.
 import { openCliClients, parseCommandLine, runCli, UsageError } from './cli';
+import type { TemporalUi } from './temporal-ui';
 import { scanStuckSagas, type StuckSaga, type StuckScan } from './stuck-sagas';
 import { formatDuration, parseDuration } from './temporal-describe';
 
-const USAGE = `usage: npm run sagas -- stuck [--older-than 5m] [--json] [--limit N] [--sku SKU] [--task-queue QUEUE]
+const USAGE = `usage: npm run sagas -- stuck [--older-than 5m] [--json] [--fail-on-any] [--limit N] [--sku SKU] [--task-queue QUEUE]
 
 Lists purchase and refund sagas that should have moved on and did not:
   - holding or awaiting payment, with the hold expired more than --older-than ago
@@ -21,15 +23,20 @@ Lists purchase and refund sagas that should have moved on and did not:
   --older-than  how long past the hold expiry or the start counts as stuck (ms, s, m, h, d; default 5m;
                 needs_attention is listed whatever its age)
   --json        one JSON document instead of the table
+  --fail-on-any exit 1 when anything is reported (for a cron job or an alert; default: exit 0)
   --limit       at most this many workflows per query (default 1000)
   --sku         only this SKU;  --task-queue  only this task queue
 
+Exit 0 done (with --fail-on-any: nothing stuck), 1 with --fail-on-any when something is stuck,
+2 on bad arguments or when Temporal (or Postgres, when given) cannot be reached.
+
 Environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default default),
-DATABASE_URL (optional).`;
+DATABASE_URL (optional), TEMPORAL_UI_URL (default http://127.0.0.1:8233; the links printed).`;
 
 interface Args {
   olderThanMs: number;
   json: boolean;
+  failOnAny: boolean;
   limit: number;
   sku?: string;
   taskQueue?: string;
@@ -39,6 +46,7 @@ function parse(argv: string[]): Args | 'help' {
   const { values, positionals } = parseCommandLine(argv, {
     'older-than': { type: 'string', default: '5m' },
     json: { type: 'boolean', default: false },
+    'fail-on-any': { type: 'boolean', default: false },
     limit: { type: 'string', default: '1000' },
     sku: { type: 'string' },
     'task-queue': { type: 'string' },
@@ -60,7 +68,14 @@ function parse(argv: string[]): Args | 'help' {
     if (value !== undefined && (value === '' || /["\\\n]/.test(value)))
       throw new UsageError(`${name}: not a usable value: ${value}`);
   }
-  return { olderThanMs, json: values.json, limit, sku: values.sku, taskQueue: values['task-queue'] };
+  return {
+    olderThanMs,
+    json: values.json,
+    failOnAny: values['fail-on-any'],
+    limit,
+    sku: values.sku,
+    taskQueue: values['task-queue'],
+  };
 }
 
 function table(rows: string[][]): string {
@@ -69,7 +84,7 @@ function table(rows: string[][]): string {
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ')).join('\n');
 }
 
-function render(scan: StuckScan, args: Args, now: Date): string {
+function render(scan: StuckScan, args: Args, now: Date, ui: TemporalUi): string {
   const lines: string[] = [];
   if (scan.stuck.length === 0) {
     lines.push(
@@ -89,7 +104,10 @@ function render(scan: StuckScan, args: Args, now: Date): string {
       s.holdExpiresAt ?? '-',
       s.reason,
     ]);
-    lines.push(table([header, ...rows]));
+    // Each row is followed by its saga's page in the Temporal UI (history, pending activities).
+    const [head, ...body] = table([header, ...rows]).split('\n');
+    lines.push(head);
+    scan.stuck.forEach((s, i) => lines.push(body[i], `  ${ui.workflow(s.workflowId, s.runId)}`));
     if (scan.stuck.some((s) => s.kinds.includes('needs_attention') || s.kinds.includes('stray_payment'))) {
       lines.push(
         '',
@@ -106,17 +124,21 @@ function render(scan: StuckScan, args: Args, now: Date): string {
     '',
     'Temporal UI filters (Workflows, search box):',
     `  hold lapsed, not settled:  ${scan.filters.holdLapsed}`,
+    `                             ${ui.list(scan.filters.holdLapsed)}`,
     `  stuck taking the hold:     ${scan.filters.stuckHolding}`,
+    `                             ${ui.list(scan.filters.stuckHolding)}`,
     `  needs attention (support): ${scan.filters.needsAttention}`,
+    `                             ${ui.list(scan.filters.needsAttention)}`,
     `  running sagas (open one, see Pending Activities for attempts and last failure):`,
     `                             ${scan.filters.running}`,
+    `                             ${ui.list(scan.filters.running)}`,
   );
   return lines.join('\n');
 }
 
 async function main(args: Args): Promise<number> {
   const clients = await openCliClients('sagas', { db: 'optional', temporal: true });
-  const { db, namespace } = clients;
+  const { db, namespace, ui } = clients;
   try {
     const now = new Date();
     const scan = await scanStuckSagas(clients.temporal!, {
@@ -134,22 +156,26 @@ async function main(args: Args): Promise<number> {
             at: now.toISOString(),
             olderThanMs: args.olderThanMs,
             namespace,
-            stuck: scan.stuck,
+            stuck: scan.stuck.map((s) => ({ ...s, url: ui.workflow(s.workflowId, s.runId) })),
             scanned: scan.scanned,
             truncated: scan.truncated,
             filters: scan.filters,
+            filterUrls: Object.fromEntries(
+              Object.entries<string>({ ...scan.filters }).map(([k, q]) => [k, ui.list(q)]),
+            ),
           },
           null,
           2,
         ),
       );
     } else {
-      console.log(render(scan, args, now));
+      console.log(render(scan, args, now, ui));
     }
-    return 0;
+    return args.failOnAny && scan.stuck.length > 0 ? 1 : 0;
   } finally {
     await clients.close();
   }
 }
 
-runCli('sagas', USAGE, parse, main);
+// A Temporal or Postgres that cannot be reached is exit 2: with --fail-on-any, 1 means "found some".
+runCli('sagas', USAGE, parse, main, 2);

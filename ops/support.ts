@@ -3,15 +3,18 @@
 // so running it twice never refunds twice. `refund-oversold <sku>` is the remedy for orders sold
 // beyond stock on purpose (an oversell allowance): each flagged order is refunded and its unit goes
 // back to the allowance. `retry`, `settle`, `retry-stray`, `settle-stray` and `list-attention` are
-// support's path for money in `needs_attention` (a Stripe step refused, a refund failed). Exit 0
-// done, 1 not found, not applicable (or Stripe refused again), 2 usage or configuration errors.
+// support's path for money in `needs_attention` (a Stripe step refused, a refund failed). `find`
+// looks purchases up by buyer, Checkout Session or PaymentIntent. Exit 0 done, 1 not found, not
+// applicable (or Stripe refused again), 2 usage or configuration errors.
 import os from 'node:os';
 import { requestSupportRefund } from '../client/refunds';
-import { listOversoldOrders } from '../store/purchases';
+import { listOversoldOrders, type PurchaseLookup } from '../store/purchases';
 import { actOnPurchase, actOnStray, listAttention, type AttentionDeps, type SupportVerb } from './attention';
 import { openCliClients, parseCommandLine, runCli, UsageError } from './cli';
+import { findAndPrint } from './find-purchases';
 
-const USAGE = `usage: npm run support -- refund <purchaseId> --reason "why" [--restock]
+const USAGE = `usage: npm run support -- find --buyer <buyerId> | --session <cs_...> | --payment-intent <pi_...> [--json]
+       npm run support -- refund <purchaseId> --reason "why" [--restock]
        npm run support -- refund-oversold <sku> --reason "why"
        npm run support -- retry <purchaseId>
        npm run support -- settle <purchaseId> --note "refunded by bank transfer"
@@ -19,6 +22,9 @@ const USAGE = `usage: npm run support -- refund <purchaseId> --reason "why" [--r
        npm run support -- settle-stray <sessionId> --note "what was done"
        npm run support -- list-attention [--sku SKU]
 
+find: the purchases of a buyer, or the one a Checkout Session or PaymentIntent paid (as the buyer's
+bank statement or the Stripe Dashboard names it), newest first, each with its Temporal UI link.
+Exit 1 when none is found.
 refund: refunds a confirmed purchase in full (Stripe refund keyed by the purchase id) and, with
 --restock, puts the unit back on sale. Running it again for the same purchase does not refund twice.
 refund-oversold: refunds every order of <sku> flagged as sold beyond stock (oversell allowance),
@@ -37,7 +43,8 @@ Exit 0 done, 1 not found or not applicable (no such purchase, not needs_attentio
 to hear it, or Stripe refused again), 2 usage or configuration errors.
 
 Environment: DATABASE_URL (required), TEMPORAL_ADDRESS (default 127.0.0.1:7233),
-TEMPORAL_NAMESPACE (default default), TASK_QUEUE (default purchases).`;
+TEMPORAL_NAMESPACE (default default), TASK_QUEUE (default purchases), TEMPORAL_UI_URL (default
+http://127.0.0.1:8233; the links printed).`;
 
 const MAX_TEXT = 500;
 
@@ -46,9 +53,19 @@ type Args =
   | { command: 'refund-oversold'; sku: string; reason: string }
   /** retry, settle (a purchase) and retry-stray, settle-stray (a stray payment's session). */
   | { command: 'attend'; on: 'purchase' | 'stray'; target: string; verb: SupportVerb }
-  | { command: 'list-attention'; sku?: string };
+  | { command: 'list-attention'; sku?: string }
+  | { command: 'find'; by: PurchaseLookup; json: boolean };
 
-const COMMANDS = ['refund', 'refund-oversold', 'retry', 'settle', 'retry-stray', 'settle-stray', 'list-attention'];
+const COMMANDS = [
+  'find',
+  'refund',
+  'refund-oversold',
+  'retry',
+  'settle',
+  'retry-stray',
+  'settle-stray',
+  'list-attention',
+];
 
 /** A required free-text option (it goes to the buyer or the audit trail). */
 function text(name: string, value: string | undefined, why: string): string {
@@ -64,6 +81,10 @@ function parse(argv: string[]): Args | 'help' {
     note: { type: 'string' },
     restock: { type: 'boolean', default: false },
     sku: { type: 'string' },
+    buyer: { type: 'string' },
+    session: { type: 'string' },
+    'payment-intent': { type: 'string' },
+    json: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   });
   if (values.help) return 'help';
@@ -71,6 +92,22 @@ function parse(argv: string[]): Args | 'help' {
   if (!command || !COMMANDS.includes(command)) {
     throw new UsageError(command ? `unknown command: ${command}` : `missing command: one of ${COMMANDS.join(', ')}`);
   }
+  const lookups = (['buyer', 'session', 'payment-intent'] as const).filter((k) => values[k] !== undefined);
+  if (command === 'find') {
+    if (target !== undefined) throw new UsageError(`unexpected arguments: ${positionals.slice(1).join(' ')}`);
+    if (lookups.length !== 1) throw new UsageError('find: give exactly one of --buyer, --session, --payment-intent');
+    const value = values[lookups[0]]!.trim();
+    if (!value || value.length > 256) throw new UsageError(`--${lookups[0]}: must be 1 to 256 characters`);
+    const by: PurchaseLookup =
+      lookups[0] === 'buyer'
+        ? { buyerId: value }
+        : lookups[0] === 'session'
+          ? { sessionId: value }
+          : { paymentIntentId: value };
+    return { command, by, json: values.json };
+  }
+  if (lookups.length) throw new UsageError(`--${lookups[0]} only applies to find`);
+  if (values.json) throw new UsageError(`--json only applies to find`);
   const refuse = (...names: ('reason' | 'note' | 'restock' | 'sku')[]) => {
     for (const name of names) {
       if (values[name] !== undefined && values[name] !== false)
@@ -116,8 +153,16 @@ function operator(): string {
 }
 
 async function main(args: Args): Promise<number> {
-  const clients = await openCliClients('support', { db: 'required', temporal: true });
+  // A lookup reads Postgres only: it works while Temporal is down.
+  const clients = await openCliClients('support', { db: 'required', temporal: args.command !== 'find' });
   const db = clients.db!;
+  if (args.command === 'find') {
+    try {
+      return await findAndPrint(db, args.by, clients.ui, args.json);
+    } finally {
+      await clients.close();
+    }
+  }
   const deps = { db, temporal: clients.temporal!, taskQueue: clients.taskQueue };
   const actor = `support-cli:${operator()}`;
   const refundOne = async (purchaseId: string, reason: string, restock: boolean): Promise<number> => {

@@ -234,6 +234,27 @@ export async function notifyBuyer(
   );
 }
 
+/** What support looks a purchase up by: the buyer, the Checkout Session, or the PaymentIntent. */
+export type PurchaseLookup = { buyerId: string } | { sessionId: string } | { paymentIntentId: string };
+
+/** The longest list one lookup returns (a buyer with more is asked about by session or payment). */
+export const MAX_LOOKUP = 100;
+
+/** Purchases matching one key, newest first; each key has an index (buyer, session, PaymentIntent). */
+export async function findPurchases(db: Db, by: PurchaseLookup, limit = MAX_LOOKUP): Promise<PurchaseRecord[]> {
+  const [column, value] =
+    'buyerId' in by
+      ? ['buyer_id', by.buyerId]
+      : 'sessionId' in by
+        ? ['checkout_session_id', by.sessionId]
+        : ['payment_intent_id', by.paymentIntentId];
+  const { rows } = await db.query<PurchaseRow>(
+    `SELECT * FROM purchases WHERE ${column} = $1 AND status <> 'rejected' ORDER BY created_at DESC LIMIT $2`,
+    [value, limit],
+  );
+  return rows.map(toRecord);
+}
+
 /** How many purchases are in each status. */
 export async function countByStatus(db: Db): Promise<{ status: PurchaseStatus; n: number }[]> {
   const { rows } = await db.query<{ status: PurchaseStatus; n: number }>(

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { activityInterceptors } from './interceptors';
@@ -28,23 +30,33 @@ export interface PurchaseWorkerOptions {
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
-  /** A prebuilt bundle (tests build one per file); otherwise the workflows are bundled at start. */
+  /** A prebuilt bundle (tests build one per file); else the image's (WORKFLOW_BUNDLE_FILE), else bundled at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Defaults: MAX_CONCURRENT_ACTIVITIES, MAX_CONCURRENT_LOCAL_ACTIVITIES; size `deps.db` with workerPoolSize. */
   maxConcurrentActivities?: number;
   maxConcurrentLocalActivities?: number;
 }
 
+/**
+ * Where the image's build puts the prebundled workflows (worker/bundle-workflows.ts): beside the
+ * compiled worker, `dist/workflow-bundle.js`. Running from source (tsx) there is none.
+ */
+export const WORKFLOW_BUNDLE_FILE = path.join(__dirname, '..', 'workflow-bundle.js');
+
+/** The prebuilt bundle when the build left one, else the workflows are bundled at start. */
+function prebuilt(): WorkerOptions['workflowBundle'] {
+  return fs.existsSync(WORKFLOW_BUNDLE_FILE) ? { codePath: WORKFLOW_BUNDLE_FILE } : undefined;
+}
+
 /** A worker for the purchase and support-refund workflows and their activities. */
 export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise<Worker> {
+  const bundle = opts.workflowBundle ?? prebuilt();
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     activities: createActivities(opts.deps),
-    ...(opts.workflowBundle
-      ? { workflowBundle: opts.workflowBundle }
-      : { workflowsPath: require.resolve('../workflows') }),
+    ...(bundle ? { workflowBundle: bundle } : { workflowsPath: require.resolve('../workflows') }),
     interceptors: { activity: [activityInterceptors], workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
     // In-flight activities get this long to finish when the worker is told to stop.
     shutdownGraceTime: '10 seconds',

@@ -1,6 +1,7 @@
 import { NativeConnection } from '@temporalio/worker';
 import { createPool, createStripe, nativeConnectionOptions } from '../config/clients';
 import { loadWorkerConfig } from '../config';
+import { loadNotifyConfig } from '../config/notify';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
 import { describeTemporal } from '../config/temporal';
 import { HoldDesk } from '../store/hold-desk';
@@ -8,6 +9,7 @@ import { sweepExpired } from '../store/holds';
 import { migrate } from '../store/migrate';
 import { createPurchaseWorker, workerPoolSize } from './create-worker';
 import { installRuntime, serveTelemetry } from './telemetry';
+import { startOutboxSender } from './outbox-sender';
 
 let logger: Logger | undefined;
 
@@ -15,6 +17,7 @@ let logger: Logger | undefined;
 async function main(): Promise<void> {
   logger = createLogger('worker');
   const config = loadWorkerConfig(process.env);
+  const notify = loadNotifyConfig(process.env);
   const log = logger;
   // Before any connection: the runtime's logger and metrics are fixed when it starts.
   const sdkMetricsUrl = await installRuntime(log);
@@ -22,7 +25,8 @@ async function main(): Promise<void> {
   await migrate(config.databaseUrl, (line) => log.info(line));
   const limits = { activities: config.maxActivities, localActivities: config.maxLocalActivities };
   // A connection for every activity that may run at once: none of them waits for the pool.
-  const db = createPool(config.databaseUrl, workerPoolSize(limits), (line) => log.warn(line), config.pool);
+  // One connection more than the activities need: the outbox sender's.
+  const db = createPool(config.databaseUrl, workerPoolSize(limits) + 1, (line) => log.warn(line), config.pool);
   const connection = await NativeConnection.connect(nativeConnectionOptions(config.temporal));
   const returnUrl = `${config.publicUrl}/checkout/return/{purchaseId}`;
   const worker = await createPurchaseWorker({
@@ -55,6 +59,7 @@ async function main(): Promise<void> {
       (err: Error) => log.warn({ err }, 'sweeper failed'),
     );
   }, config.sweepIntervalMs);
+  const outbox = startOutboxSender(db, notify, (line) => log.info(line));
   log.info(
     { taskQueue: config.taskQueue, metrics: telemetry.url, ...limits, postgresConnections: workerPoolSize(limits) },
     `polling task queue "${config.taskQueue}" on ${describeTemporal(config.temporal)}; /healthz and /metrics on ${telemetry.url}`,
@@ -65,6 +70,7 @@ async function main(): Promise<void> {
   } finally {
     clearInterval(sweeper);
     await telemetry.close();
+    await outbox.stop();
     await connection.close();
     await db.end();
   }

@@ -3,7 +3,10 @@ import { requireBearer } from '../auth';
 import type { ApiDeps } from '../deps';
 import { Problem } from '../problem';
 import { requestSupportRefund } from '../../client/refunds';
+import { findPurchases, type PurchaseLookup } from '../../store/purchases';
+import { invalid } from '../problem';
 import { validator } from '../validate';
+import { purchaseView } from './purchases';
 
 // The reason is free text pasted by a person (line breaks, tabs): it is sanitised, not refused.
 // Control characters become spaces and lone surrogates U+FFFD (Postgres's jsonb refuses both), the
@@ -21,9 +24,39 @@ const refundBody = validator<{ reason: string; restock: boolean }>(
   { sanitise: ['reason'] },
 );
 
-/** Support routes (SUPPORT_TOKEN): refunds through their own idempotent saga, with an audit trail. */
+const KEYS = ['buyerId', 'sessionId', 'paymentIntentId'] as const;
+const key = { type: 'string', minLength: 1, maxLength: 256 } as const;
+// Query values are strings (a repeated parameter is an array, refused); control characters are refused
+// before the schema, like every string of a body.
+const lookupQuery = validator<{ buyerId?: string; sessionId?: string; paymentIntentId?: string }>({
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    buyerId: { ...key, nullable: true },
+    sessionId: { ...key, nullable: true },
+    paymentIntentId: { ...key, nullable: true },
+  },
+});
+
+/** Exactly one of buyerId, sessionId, paymentIntentId: what support looks a purchase up by. */
+function lookupOf(query: unknown): PurchaseLookup {
+  const q = lookupQuery({ ...(query as object) });
+  const given = KEYS.filter((k) => q[k] !== undefined);
+  if (given.length !== 1) {
+    const field = given.length === 0 ? 'query' : given[1];
+    throw invalid([{ field, message: `give exactly one of ${KEYS.join(', ')}` }]);
+  }
+  const k = given[0];
+  return { [k]: q[k]! } as PurchaseLookup;
+}
+
+/** Support routes (SUPPORT_TOKEN): purchase lookup, and refunds through their own idempotent saga, with an audit trail. */
 export function supportRoutes(deps: ApiDeps): Router {
   const router = new Router();
+  router.get('/v1/support/purchases', requireBearer(deps.supportToken, 'support'), async (ctx) => {
+    const found = await findPurchases(deps.db, lookupOf(ctx.query));
+    ctx.body = { data: found.map(purchaseView) };
+  });
   router.post('/v1/support/purchases/:id/refund', requireBearer(deps.supportToken, 'support'), async (ctx) => {
     const body = refundBody(ctx.request.body);
     const answer = await requestSupportRefund(deps, {

@@ -126,7 +126,7 @@ function headers(
 /** The credential each operation wants. */
 function credentialOf(operationId: string): string | undefined {
   if (operationId === 'createProduct' || operationId === 'restockProduct') return `Bearer ${ADMIN_TOKEN}`;
-  if (operationId === 'supportRefund') return `Bearer ${SUPPORT_TOKEN}`;
+  if (operationId === 'supportRefund' || operationId === 'findPurchases') return `Bearer ${SUPPORT_TOKEN}`;
   if (['createPurchase', 'getPurchase', 'cancelPurchase'].includes(operationId)) return `Bearer ${tokens.buyer}`;
   return undefined;
 }

@@ -126,7 +126,7 @@ export async function refusedStrayRefund(
 
 /** One of the operator CLIs (`ops/<name>.ts`) as an operator runs it, in a child process. */
 export function runOpsCli(
-  name: 'sagas' | 'support',
+  name: 'sagas' | 'support' | 'reconcile' | 'worker-health',
   args: string[],
   env: Record<string, string | undefined> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -39,7 +39,7 @@ async function stuckUntil(
   }
 }
 
-const sagasCli = (args: string[]) => runOpsCli('sagas', args);
+const sagasCli = (args: string[], env: Record<string, string> = {}) => runOpsCli('sagas', args, env);
 
 test('a purchase whose hold lapsed with no worker to release it is reported stuck, with the lapsed hold as the reason', async (t) => {
   const sys = await system(t);
@@ -189,6 +189,24 @@ test('the sagas CLI says so when nothing is stuck and prints the UI filters', as
   const json = await sagasCli(['stuck', '--json', '--sku', sku]);
   t.is(json.code, 0, json.stderr);
   t.like(JSON.parse(json.stdout), { olderThanMs: 5 * 60_000, stuck: [] });
+
+  // For an alert: nothing stuck is exit 0 with --fail-on-any too; each filter has its UI link.
+  const alert = await sagasCli(['stuck', '--older-than', '0', '--sku', sku, '--fail-on-any'], {
+    TEMPORAL_UI_URL: 'http://ui.test:8080/',
+  });
+  t.is(alert.code, 0, alert.stderr);
+  t.true(
+    alert.stdout.includes(
+      `http://ui.test:8080/namespaces/default/workflows?query=${encodeURIComponent('ExecutionStatus="Running"')}`,
+    ),
+    alert.stdout,
+  );
+});
+
+test('the sagas CLI cannot reach Temporal: exit 2, so an alert on exit 1 does not mistake it for a finding', async (t) => {
+  const out = await sagasCli(['stuck', '--fail-on-any'], { TEMPORAL_ADDRESS: '127.0.0.1:1', DATABASE_URL: '' });
+  t.is(out.code, 2, out.stderr);
+  t.regex(out.stderr, /cannot reach Temporal at 127\.0\.0\.1:1/);
 });
 
 test('the sagas CLI lists a stuck saga with its reason', async (t) => {
@@ -200,6 +218,24 @@ test('the sagas CLI lists a stuck saga with its reason', async (t) => {
   t.is(out.code, 0, out.stderr);
   t.regex(out.stdout, /^1 stuck saga\(s\)/);
   t.regex(out.stdout, new RegExp(`purchase-\\S+\\s+holding\\s+${sku}\\s+stuck-dan\\s+-\\s+still holding`));
+  // Beside the row, the saga's page in the Temporal UI (the dev server's by default).
+  const [found] = await findStuckSagas(sys.temporal, { olderThanMs: 0, sku });
+  t.true(
+    out.stdout.includes(
+      `  http://127.0.0.1:8233/namespaces/default/workflows/${found.workflowId}/${found.runId}/history`,
+    ),
+    out.stdout,
+  );
+
+  // --fail-on-any turns a finding into exit 1, for a cron job or an alert.
+  const alert = await sagasCli(['stuck', '--older-than', '0s', '--sku', sku, '--fail-on-any', '--json']);
+  t.is(alert.code, 1, alert.stderr);
+  const report = JSON.parse(alert.stdout);
+  t.is(report.stuck.length, 1);
+  t.is(
+    report.stuck[0].url,
+    `http://127.0.0.1:8233/namespaces/default/workflows/${found.workflowId}/${found.runId}/history`,
+  );
 
   // Let the saga finish: the API's update call is still waiting on it (and would hold this process open).
   await sys.startWorker();

@@ -15,7 +15,7 @@ async function reconcileCli(sku: string): Promise<{ code: number; out: string }>
   try {
     const { stdout } = await run(
       process.execPath,
-      ['--import', 'tsx', path.join(__dirname, '../../ops/reconcile.ts'), sku],
+      ['--import', 'tsx', path.join(__dirname, '../../ops/reconcile.ts'), '--sku', sku],
       {
         env: process.env,
       },

@@ -1,0 +1,169 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import test from 'ava';
+import { loadNotifyConfig, type NotifyConfig } from '../../config/notify';
+import { backoffMs, signDelivery, startOutboxSender, type OutboxSender } from '../../worker/outbox-sender';
+import { AS_SUPPORT, sessionOf, startSystem, type System } from '../helpers/system';
+
+// The outbox drained for real: a saga writes a buyer notification, two senders (two workers) race
+// for it, the merchant's webhook (a local HTTP server) answers 500 first, then 200. It must be
+// delivered exactly once successfully, signed, with the same id on the retry. Serial: each test's
+// senders drain the whole outbox, and must not take the other test's row.
+
+const SECRET = 'whsec_' + Buffer.from('outbox-test-secret-0123456789abcdef').toString('base64');
+
+interface Delivery {
+  headers: IncomingMessage['headers'];
+  body: string;
+  status: number;
+}
+
+/** A merchant webhook that answers 500 to the first delivery of each notification id, then 200. */
+async function receiver(): Promise<{ url: string; deliveries: Delivery[]; close(): Promise<void> }> {
+  const deliveries: Delivery[] = [];
+  const seen = new Set<string>();
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const id = String(req.headers['webhook-id']);
+      const status = seen.has(id) ? 200 : 500;
+      seen.add(id);
+      deliveries.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), status });
+      res.writeHead(status).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/merchant/notifications`,
+    deliveries,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
+}
+
+/** A paid purchase refunded by support: its saga writes the `refunded_by_support` notification. */
+async function refundedPurchase(sys: System, buyer: string): Promise<string> {
+  const sku = await sys.createProduct();
+  const res = await sys.buy(sku, buyer);
+  if (res.status !== 201) throw new Error(`buying: ${res.status} ${JSON.stringify(res.body)}`);
+  const purchaseId = res.body.purchaseId as string;
+  await sys.pay(await sessionOf(sys.db, purchaseId), 'succeeded');
+  await sys.waitForPurchase(purchaseId, (p) => p.status === 'confirmed');
+  const refund = await sys.api(
+    'POST',
+    `/v1/support/purchases/${purchaseId}/refund`,
+    { reason: 'damaged box', restock: false },
+    AS_SUPPORT,
+  );
+  if (refund.status !== 202) throw new Error(`refunding: ${refund.status} ${JSON.stringify(refund.body)}`);
+  return purchaseId;
+}
+
+async function until<T>(what: string, read: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await read();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: timed out`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const fast = (env: Record<string, string>): NotifyConfig =>
+  loadNotifyConfig({ NOTIFY_POLL_MS: '50', NOTIFY_RETRY_BASE_MS: '300', NOTIFY_TIMEOUT_MS: '2000', ...env });
+
+test.serial(
+  "a support refund's notification reaches the merchant webhook once, signed, after a 500, with the same id on the retry",
+  async (t) => {
+    const sys = await startSystem();
+    const hook = await receiver();
+    const senders: OutboxSender[] = [];
+    t.teardown(async () => {
+      for (const s of senders) await s.stop();
+      await hook.close();
+      await sys.close();
+    });
+    const config = fast({ NOTIFY_WEBHOOK_URL: hook.url, NOTIFY_WEBHOOK_SECRET: SECRET });
+    // Two workers' senders on the same outbox.
+    for (let i = 0; i < 2; i++) senders.push(startOutboxSender(sys.db, config, () => {}));
+
+    const buyer = `outbox-${Date.now()}`;
+    const purchaseId = await refundedPurchase(sys, buyer);
+    const row = await until('the notification is marked sent', async () => {
+      const { rows } = await sys.db.query('SELECT * FROM notifications WHERE purchase_id = $1', [purchaseId]);
+      return rows[0]?.sent_at ? rows[0] : undefined;
+    });
+    t.is(row.kind, 'refunded_by_support');
+    t.is(row.attempts, 2, 'one failed attempt, one delivered');
+    t.is(row.last_error, null);
+
+    // Long enough for a third delivery if anything were wrong (several backoffs and polls).
+    await new Promise((r) => setTimeout(r, 1500));
+    const mine = hook.deliveries.filter((d) => JSON.parse(d.body).purchaseId === purchaseId);
+    t.deepEqual(
+      mine.map((d) => d.status),
+      [500, 200],
+    );
+    const id = `ntf_${row.id}`;
+    for (const d of mine) {
+      t.is(d.headers['webhook-id'], id);
+      t.is(d.headers['idempotency-key'], id);
+      t.is(d.headers['content-type'], 'application/json');
+      const ts = Number(d.headers['webhook-timestamp']);
+      t.true(Math.abs(ts - Date.now() / 1000) < 60);
+      t.is(d.headers['webhook-signature'], signDelivery(SECRET, id, ts, d.body), 'signed with the secret');
+      t.like(JSON.parse(d.body), {
+        type: 'buyer.notification',
+        id,
+        purchaseId,
+        buyerId: buyer,
+        kind: 'refunded_by_support',
+        message: 'Your order was refunded: damaged box',
+      });
+    }
+    t.not(mine[0].headers['webhook-signature'], signDelivery('whsec_b3RoZXI=', id, 0, mine[0].body));
+  },
+);
+
+test.serial('with NOTIFY_LOG=1 (npm start) each notification is printed to the log and counted sent', async (t) => {
+  const sys = await startSystem();
+  const lines: string[] = [];
+  const sender = startOutboxSender(sys.db, fast({ NOTIFY_LOG: '1' }), (l) => lines.push(l));
+  t.teardown(async () => {
+    await sender.stop();
+    await sys.close();
+  });
+  const buyer = `outbox-log-${Date.now()}`;
+  const purchaseId = await refundedPurchase(sys, buyer);
+  const line = await until('the log line', async () =>
+    lines.find((l) => l.includes(purchaseId) && l.includes('notification for buyer')),
+  );
+  t.is(
+    line,
+    `notification for buyer ${buyer} (purchase ${purchaseId}, refunded_by_support): Your order was refunded: damaged box`,
+  );
+  await until('sent', async () => {
+    const { rows } = await sys.db.query('SELECT sent_at FROM notifications WHERE purchase_id = $1', [purchaseId]);
+    return rows[0]?.sent_at ?? undefined;
+  });
+});
+
+test('the retry waits double each time up to the cap, and the configuration refuses a webhook without its secret', (t) => {
+  const none = () => 0;
+  t.deepEqual(
+    [1, 2, 3, 4, 20].map((n) => backoffMs(n, 1000, 5000, none)),
+    [1000, 2000, 4000, 5000, 5000],
+  );
+  t.is(
+    backoffMs(1, 1000, 5000, () => 1),
+    800,
+    'jitter takes at most 20% off',
+  );
+  t.throws(() => loadNotifyConfig({ NOTIFY_WEBHOOK_URL: 'https://merchant.test/hook' }), {
+    message: /NOTIFY_WEBHOOK_SECRET is required/,
+  });
+  t.throws(() => loadNotifyConfig({ NOTIFY_WEBHOOK_URL: 'https://m.test', NOTIFY_WEBHOOK_SECRET: 'short' }), {
+    message: /at least 32 characters/,
+  });
+  t.throws(() => loadNotifyConfig({ SMTP_URL: 'smtp://mail.test' }), { message: /NOTIFY_EMAIL_FROM is required/ });
+});
