@@ -145,7 +145,7 @@ test('usage errors exit 2 with the usage', async (t) => {
   ]) {
     const out = await supportCli(args);
     t.is(out.code, 2, `${args.join(' ')}: ${out.stderr}`);
-    t.regex(out.stderr, /usage: npm run support -- refund <purchaseId>/, args.join(' '));
+    t.regex(out.stderr, /npm run support -- refund <purchaseId>/, args.join(' '));
   }
 });
 
