@@ -18,15 +18,7 @@ const BATCH = 20;
 const LEASE_MARGIN_MS = 20_000;
 
 /** The body the merchant's webhook receives (`type` names the event, for receivers that get others). */
-export interface NotificationPayload {
-  type: 'buyer.notification';
-  id: string;
-  purchaseId: string;
-  buyerId: string;
-  kind: string;
-  message: string;
-  createdAt: string;
-}
+export type NotificationPayload = { type: 'buyer.notification' } & Omit<OutboxMessage, 'attempts'>;
 
 /** The id a delivery carries: the same on every attempt of a row. */
 export const notificationId = (m: Pick<OutboxMessage, 'id'>): string => `ntf_${m.id}`;

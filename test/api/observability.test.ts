@@ -1,12 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { Writable } from 'node:stream';
 import test from 'ava';
 import { createMetrics } from '../../api/metrics';
 import { createLogger } from '../../config/log';
 import { Gate } from '../../store/gate';
 import { testDb } from '../helpers/db';
-import { asBuyer, sessionOf, startSystem, type System } from '../helpers/system';
+import { asBuyer, sessionOf, startSystem } from '../helpers/system';
+import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process';
 
 // What an operator sees of a purchase: the API's access log and the worker's lines for its saga
 // under one request id, the worker's /healthz and /metrics (Temporal's SDK metrics among them), and
@@ -24,50 +23,6 @@ function captured(): { stream: Writable; lines: Line[] } {
     },
   });
   return { stream, lines };
-}
-
-interface WorkerProcess {
-  child: ChildProcess;
-  lines: Line[];
-  /** Where the worker serves /healthz and /metrics (it was asked for a free port). */
-  url: string;
-}
-
-/** worker/main.ts as a deployment runs it, on this system's task queue, its metrics on a free port. */
-function startWorkerProcess(sys: System): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../../worker/main.ts')], {
-    env: {
-      ...process.env,
-      TASK_QUEUE: sys.taskQueue,
-      STRIPE_SECRET_KEY: 'sk_test_emulator',
-      STRIPE_API_URL: sys.emulator.url,
-      STRIPE_EMULATOR: '1',
-      PUBLIC_URL: sys.apiUrl,
-      WORKER_METRICS_PORT: '0',
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: Line[] = [];
-  let rest = '';
-  let raw = '';
-  return new Promise((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      raw += d.toString();
-      const parts = (rest + d.toString()).split('\n');
-      rest = parts.pop()!;
-      for (const p of parts) {
-        if (!p.trim()) continue;
-        const line = JSON.parse(p) as Line;
-        lines.push(line);
-        if (typeof line.metrics === 'string' && /polling task queue/.test(line.msg)) {
-          resolve({ child, lines, url: line.metrics });
-        }
-      }
-    });
-    child.stderr.on('data', (d: Buffer) => (raw += d.toString()));
-    child.on('exit', (code) => reject(new Error(`worker exited ${code} before it was ready:\n${raw}`)));
-  });
 }
 
 async function stopWorker(w: WorkerProcess): Promise<void> {
@@ -91,7 +46,7 @@ test.serial(
   async (t) => {
     const api = captured();
     const sys = await startSystem({ worker: false, logger: createLogger('api', { LOG_LEVEL: 'info' }, api.stream) });
-    const worker = await startWorkerProcess(sys);
+    const worker = await startWorkerProcess(sys, { LOG_LEVEL: 'info' });
     try {
       t.like(await (await fetch(`${worker.url}/healthz`)).json(), { status: 'ok', worker: 'RUNNING' });
 

@@ -1,10 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import test from 'ava';
 import { createStripe } from '../../config/clients';
 import { assertInvariants } from '../helpers/db';
 import { startSystem, type System } from '../helpers/system';
+import { startWorkerProcess } from '../helpers/worker-process';
 
 const FINAL = ['confirmed', 'late_confirmed', 'expired', 'payment_failed', 'refunded', 'failed', 'rejected'];
 const PAID_OUTCOMES = ['confirmed', 'late_confirmed', 'refunded'];
@@ -70,35 +69,9 @@ test.serial('200 concurrent buyers over HTTP for 20 units: exactly 20 confirmed,
   }
 });
 
-function startWorkerProcess(sys: System): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../../worker/main.ts')], {
-    env: {
-      ...process.env,
-      TASK_QUEUE: sys.taskQueue,
-      STRIPE_SECRET_KEY: 'sk_test_emulator',
-      STRIPE_API_URL: sys.emulator.url,
-      STRIPE_EMULATOR: '1',
-      PUBLIC_URL: sys.apiUrl,
-      SWEEP_INTERVAL_MS: '500',
-      WORKER_METRICS_PORT: '0',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('polling task queue')) resolve(child);
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('exit', (code) => reject(new Error(`worker exited ${code} before it was ready:\n${out}`)));
-  });
-}
-
 test.serial('a worker killed in the middle of 50 concurrent purchases loses nothing once another starts', async (t) => {
   const sys = await startSystem({ worker: false, purchaseTimeoutMs: 60_000 });
-  let worker = await startWorkerProcess(sys);
+  let worker = (await startWorkerProcess(sys, { SWEEP_INTERVAL_MS: '500' })).child;
   try {
     const sku = await sys.createProduct({ stock: 30, holdSeconds: 8 });
     const keys = Array.from({ length: 50 }, () => randomUUID());
@@ -119,7 +92,7 @@ test.serial('a worker killed in the middle of 50 concurrent purchases loses noth
     await new Promise((r) => worker.once('exit', r));
     const answeredAtKill = answered;
     await new Promise((r) => setTimeout(r, 1000));
-    worker = await startWorkerProcess(sys);
+    worker = (await startWorkerProcess(sys, { SWEEP_INTERVAL_MS: '500' })).child;
 
     const answers = await Promise.all(posts);
     await Promise.all(payments);
