@@ -150,6 +150,11 @@ export interface PurchaseOrder {
   body: unknown;
   /** Answer as soon as the purchase is accepted (202), without waiting for the hold and the session. */
   respondAsync: boolean;
+  /**
+   * The waiting room's Admission-Token (header, or the queue page's Buy form). Not checked yet: the
+   * room's check (403 `not-admitted` for a product with a room) belongs here, for both doors.
+   */
+  admissionToken?: string;
 }
 
 /** The answer to a purchase order that was not refused (refusals are thrown as problems). */

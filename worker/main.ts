@@ -16,7 +16,6 @@ async function main(): Promise<void> {
   // A connection for every activity that may run at once: none of them waits for the pool.
   const db = createPool(config.databaseUrl, workerPoolSize(limits), log, config.pool);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const returnUrl = `${config.publicUrl}/checkout/return/{purchaseId}`;
   const worker = await createPurchaseWorker({
     connection,
     namespace: config.temporalNamespace,
@@ -25,8 +24,8 @@ async function main(): Promise<void> {
       db,
       stripe: createStripe(config),
       desk: new HoldDesk(db),
-      successUrl: returnUrl,
-      cancelUrl: `${returnUrl}?result=cancel`,
+      successUrl: config.checkoutSuccessUrl,
+      cancelUrl: config.checkoutCancelUrl,
     },
     maxConcurrentActivities: limits.activities,
     maxConcurrentLocalActivities: limits.localActivities,

@@ -27,6 +27,7 @@ export function purchaseRoutes(deps: ApiDeps): Router {
       idempotencyKey: ctx.get('idempotency-key'),
       body: ctx.request.body,
       respondAsync: /\brespond-async\b/i.test(ctx.get('prefer')),
+      admissionToken: ctx.get('admission-token') || undefined,
     });
     ctx.status = placed.status;
     if (placed.location) ctx.set('Location', placed.location);
