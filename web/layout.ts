@@ -19,9 +19,11 @@ export interface Frame {
 const STYLE = `
 body{font:16px/1.5 system-ui,sans-serif;margin:0;color:#1a1a1a;background:#fafafa}
 header,main,footer{max-width:42rem;margin:0 auto;padding:0 1rem}
-header{display:flex;justify-content:space-between;align-items:baseline;border-bottom:1px solid #ddd}
+header{display:flex;justify-content:space-between;align-items:baseline;gap:1rem;border-bottom:1px solid #ddd}
+header form{display:inline;margin:0 0 0 .5rem}header form button{padding:.1rem .5rem;font-size:.875rem;background:#fff;color:#0550ae}
 header a{color:inherit}
 ul.products{list-style:none;padding:0}
+ul.products h2{margin:.25rem 0;font-size:1.25rem}
 ul.products li{background:#fff;border:1px solid #ddd;border-radius:6px;padding:.75rem 1rem;margin:.5rem 0}
 .price{font-weight:600}
 .notice{background:#fff;border-left:4px solid #888;padding:.5rem 1rem}
@@ -34,7 +36,7 @@ button{font:inherit;padding:.5rem 1.25rem;border-radius:6px;border:1px solid #05
 /** One whole HTML document. */
 export function layout(f: Frame): string {
   const who = f.buyer
-    ? html`<p>Signed in as <strong id="buyer">${f.buyer}</strong></p>`
+    ? html`<p>Signed in as <strong id="buyer">${f.buyer}</strong><form method="post" action="/sign-out"><button type="submit" id="sign-out">Sign out</button></form></p>`
     : f.signInHref
       ? html`<p><a href="${f.signInHref}">Sign in</a></p>`
       : html``;
