@@ -60,7 +60,8 @@ export async function signIn(
  */
 export function checkSameOrigin(ctx: Koa.Context, publicOrigin?: string): void {
   const origin = ctx.get('origin');
-  const allowed = [ctx.origin, ...(publicOrigin ? [publicOrigin] : [])];
+  // Koa 3's ctx.origin is the Origin header itself: the request's own origin is built from Host.
+  const allowed = [`${ctx.protocol}://${ctx.host}`, ...(publicOrigin ? [publicOrigin] : [])];
   if (origin) {
     if (allowed.includes(origin)) return;
   } else if (ctx.get('sec-fetch-site') === 'same-origin') return;

@@ -36,7 +36,10 @@ button{font:inherit;padding:.5rem 1.25rem;border-radius:6px;border:1px solid #05
 /** One whole HTML document. */
 export function layout(f: Frame): string {
   const who = f.buyer
-    ? html`<p>Signed in as <strong id="buyer">${f.buyer}</strong><form method="post" action="/sign-out"><button type="submit" id="sign-out">Sign out</button></form></p>`
+    ? html`<div>
+        Signed in as <strong id="buyer">${f.buyer}</strong>
+        <form method="post" action="/sign-out"><button type="submit" id="sign-out">Sign out</button></form>
+      </div>`
     : f.signInHref
       ? html`<p><a href="${f.signInHref}">Sign in</a></p>`
       : html``;
