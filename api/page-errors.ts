@@ -9,6 +9,8 @@ import { asProblem, type Problem } from './problem';
 /** The paths of the buyer's HTML pages (GET and their forms). */
 const PAGE_PATH = /^\/(?:$|p\/|purchases\/|queue\/|checkout\/return\/|sign-in$|sign-out$)/;
 
+const PAGE_METHODS = ['GET', 'HEAD', 'POST'];
+
 export const isPagePath = (path: string): boolean => PAGE_PATH.test(path);
 
 function retryAfter(p: Problem): number | undefined {
@@ -102,7 +104,8 @@ export function noticeOf(p: Problem, signInHref?: string): Notice {
 /** Renders every error of a page path as an HTML page (status and headers of its problem kept). */
 export function pageErrors(deps: Pick<ApiDeps, 'log' | 'pages'>): Koa.Middleware {
   return async (ctx, next) => {
-    if (!isPagePath(ctx.path)) {
+    // Only what a browser sends a page: any other method is the API's answer (405, 501 as problems).
+    if (!isPagePath(ctx.path) || !PAGE_METHODS.includes(ctx.method)) {
       await next();
       return;
     }
