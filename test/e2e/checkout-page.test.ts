@@ -88,7 +88,8 @@ test('a buyer whose card is declined sees the decline, tries again on the same p
 });
 
 test('after the hold lapses, reloading the page shows the session expired and nothing to pay with', async (t) => {
-  const sku = await sys.createProduct({ holdSeconds: 2 });
+  // Long enough for the page to open while the session is still open on a loaded machine.
+  const sku = await sys.createProduct({ holdSeconds: 6 });
   const res = await sys.buy(sku, 'page-carol');
   t.is(res.status, 201, JSON.stringify(res.body));
   const { purchaseId, checkoutUrl } = res.body;
