@@ -24,6 +24,8 @@ export function noticeOf(p: Problem, signInHref?: string): Notice {
   const home = { href: '/', text: 'See what is on sale' };
   const base = { kind: p.type, links: [home] };
   switch (p.type) {
+    case 'not-found':
+      return { ...base, title: 'Not found', message: `There is nothing here: ${p.message}.` };
     case 'product-not-found':
       return { ...base, title: 'No such product', message: 'There is no product at this address.' };
     case 'purchase-not-found':
