@@ -225,6 +225,19 @@ export default defineConfig(
     noSql,
   ),
   layer(
+    ['web/**/*.ts'],
+    [
+      [
+        pkg('koa', '@koa', 'pg', 'stripe', '@temporalio'),
+        'web/ renders HTML from the values it is given: no HTTP, no Postgres, no Temporal, no Stripe.',
+      ],
+      [
+        folder('store', 'activities', 'workflows', 'client', 'api', 'worker', 'ops', 'config', 'dev'),
+        'web/ imports only the vocabulary and its own files: the routes (api/) read, web/ renders.',
+      ],
+    ],
+  ),
+  layer(
     ['worker/**/*.ts'],
     [
       [pkg('koa', '@koa'), 'worker/ serves no HTTP API.'],

@@ -5,10 +5,12 @@ import { jsonBodies } from './body';
 import { answerClientErrors } from './client-errors';
 import type { ApiDeps } from './deps';
 import { answerOutages } from './outage';
+import { isPagePath, pageErrors } from './page-errors';
 import { problemMiddleware } from './problem';
 import { requestGuard } from './request-guard';
 import { catalogueRoutes } from './routes/catalogue';
 import { opsRoutes } from './routes/ops';
+import { pageFormRoutes } from './routes/page-forms';
 import { pageRoutes } from './routes/pages';
 import { purchaseRoutes } from './routes/purchases';
 import { supportRoutes } from './routes/support';
@@ -28,11 +30,14 @@ export function createApp(deps: ApiDeps): Koa {
     purchaseRoutes(deps),
     webhookRoutes(deps),
     supportRoutes(deps),
-    pageRoutes(),
+    pageRoutes(deps),
+    pageFormRoutes(deps),
   ];
 
   app.use(accessLog(deps.logger, deps.metrics));
   app.use(problemMiddleware());
+  // The buyer's pages answer their errors (an outage's 503 too) as HTML pages; everything else as problems.
+  app.use(pageErrors(deps));
   app.use(answerOutages(deps));
   app.use(requestGuard(routers.flatMap((r) => r.stack.map((layer) => String(layer.path)))));
   app.use(
@@ -40,8 +45,9 @@ export function createApp(deps: ApiDeps): Koa {
       // Only the admin may send a body as large as a product of 100,000 seats, so the token is checked first.
       large: (ctx) => ctx.method === 'POST' && /^\/v1\/products\/?$/.test(ctx.path),
       before: requireBearer(deps.adminToken, 'admin'),
-      // The webhook route reads its raw body itself (the signature covers the exact bytes).
-      skip: (ctx) => ctx.path === WEBHOOK_PATH,
+      // The webhook route reads its raw body itself (the signature covers the exact bytes); the
+      // buyer's pages take HTML forms (api/routes/page-forms.ts).
+      skip: (ctx) => ctx.path === WEBHOOK_PATH || isPagePath(ctx.path),
     }),
   );
   for (const router of routers) {

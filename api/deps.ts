@@ -4,8 +4,32 @@ import type { BuyerVerifier } from '../config/buyer-tokens';
 import type { Logger } from '../config/log';
 import type { Admissions } from '../store/admission';
 import type { Db } from '../store/db';
+import type { TicketModel } from '../web/queue';
 import type { Metrics } from './metrics';
 import type { RateLimits } from './rate-limits';
+
+/** How the buyer's pages identify buyers (api/buyer-session.ts). */
+export interface PageOptions {
+  /**
+   * The HS256 secret the development sign-in (GET/POST /sign-in) signs buyer tokens with; absent,
+   * there is no sign-in page and the shop's site hands the token over (docs/operations.md).
+   */
+  devSignInSecret?: string;
+  /** The origin the pages are served at (PUBLIC_URL): forms posted from it pass the CSRF check. */
+  publicOrigin?: string;
+  /** Mark the buyer cookie `Secure` (PUBLIC_URL is https). */
+  secureCookies: boolean;
+}
+
+/**
+ * The waiting room as the buyer's pages use it (not built yet: the room's routes plug in here).
+ * `join` answers like POST /v1/products/:sku/queue, `read` like GET /v1/queue/:ticket (null for an
+ * unknown or forged ticket).
+ */
+export interface WaitingRoomPages {
+  join(sku: string, buyerId: string): Promise<TicketModel>;
+  read(ticket: string): Promise<TicketModel | null>;
+}
 
 /** Everything the routes use, built by the entry point (api/main.ts) or a test. */
 export interface ApiDeps {
@@ -31,4 +55,8 @@ export interface ApiDeps {
   logger: Logger;
   /** How long POST /v1/purchases waits for the hold and the Checkout Session before answering 503. */
   purchaseTimeoutMs: number;
+  /** The buyer's HTML pages; absent: no dev sign-in, cookies without `Secure`. */
+  pages?: PageOptions;
+  /** The waiting room, for GET /queue/:ticket and the product page's Join the queue; absent: no room. */
+  room?: WaitingRoomPages;
 }

@@ -47,6 +47,11 @@ async function main(): Promise<void> {
     lifecycle: { draining: false },
     logger: root,
     purchaseTimeoutMs: config.purchaseTimeoutMs,
+    pages: {
+      ...(config.devSignIn ? { devSignInSecret: config.buyerTokens.secret } : {}),
+      publicOrigin: new URL(config.publicUrl).origin,
+      secureCookies: config.publicUrl.startsWith('https:'),
+    },
   };
   const server = createApp(deps).listen(config.port, config.host, () => {
     log(`listening on http://${config.host}:${config.port}; Temporal ${describeTemporal(config.temporal)}`);

@@ -85,6 +85,14 @@ function fromHttpError(err: unknown): Problem | undefined {
   return new Problem(400, 'invalid-request', `body: ${message}`, { errors: [{ field: 'body', message }] });
 }
 
+/** Any error as the problem the client is told: a Problem as it is, a library's 4xx as 400, anything else 500 (logged). */
+export function asProblem(err: unknown, ctx: Koa.Context): Problem {
+  const p = err instanceof Problem ? err : fromHttpError(err);
+  if (p) return p;
+  requestLog(ctx).error({ err }, `${ctx.method} ${ctx.path} failed`);
+  return new Problem(500, 'internal', 'an internal error occurred; it has been logged');
+}
+
 /**
  * Renders every error as application/problem+json, and the answers Koa and the routers leave
  * without a body (404, 405, 501) as problems too; a 5xx never shows its internals to the client.
@@ -107,11 +115,7 @@ export function problemMiddleware(): Koa.Middleware {
       if (ctx.status === 501 && !ctx.body)
         throw new Problem(501, 'not-implemented', `${ctx.method} is not implemented`);
     } catch (err) {
-      let p = err instanceof Problem ? err : fromHttpError(err);
-      if (!p) {
-        requestLog(ctx).error({ err }, `${ctx.method} ${ctx.path} failed`);
-        p = new Problem(500, 'internal', 'an internal error occurred; it has been logged');
-      }
+      const p = asProblem(err, ctx);
       ctx.status = p.status;
       ctx.set(p.headers);
       ctx.type = 'application/problem+json';

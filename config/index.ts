@@ -45,11 +45,21 @@ export interface ApiConfig extends CommonConfig, StripeConfig {
   pool: PoolTimeouts;
   /** The deadline of each Temporal call that does not wait for a saga (start, signal, describe). */
   temporalCallTimeoutMs: number;
+  /** Where the buyer's pages are served (PUBLIC_URL): their forms must come from this origin. */
+  publicUrl: string;
+  /**
+   * The development sign-in of the buyer's pages (a name becomes a buyer token signed with
+   * BUYER_TOKEN_SECRET): on only with STRIPE_EMULATOR=1 and an HS256 secret.
+   */
+  devSignIn: boolean;
 }
 
 export interface WorkerConfig extends CommonConfig, StripeConfig {
-  /** Base of the Checkout success and cancel URLs. */
+  /** Where the buyer's pages are served (the default base of the Checkout success and cancel URLs). */
   publicUrl: string;
+  /** Where Checkout sends the buyer after paying, and after leaving it; `{purchaseId}` is replaced. */
+  checkoutSuccessUrl: string;
+  checkoutCancelUrl: string;
   sweepIntervalMs: number;
   /** Timeouts of the worker's Postgres pool: a query gives up before its activity's attempt does. */
   pool: PoolTimeouts;
@@ -121,6 +131,39 @@ function poolTimeouts(r: Reader, dflt: PoolTimeouts): PoolTimeouts {
     statementTimeoutMs: r.int('PG_STATEMENT_TIMEOUT_MS', dflt.statementTimeoutMs, 100),
     idleTimeoutMs: r.int('PG_IDLE_TIMEOUT_MS', dflt.idleTimeoutMs, 1000),
   };
+}
+
+/** PUBLIC_URL: where buyers reach the API's pages; an http(s) origin, default this machine's PORT. */
+function publicUrl(r: Reader): string {
+  const url = r.text('PUBLIC_URL', `http://127.0.0.1:${r.env.PORT || 3000}`).replace(/\/$/, '');
+  if (!/^https?:\/\/[^/?#]+(?:\/[^?#]*)?$/.test(url))
+    r.problems.push(`PUBLIC_URL must be an http(s) URL, got "${url}"`);
+  return url;
+}
+
+/** PURCHASE_ID: the placeholder of the Checkout return URLs, replaced by the purchase id. */
+export const PURCHASE_ID_PLACEHOLDER = '{purchaseId}';
+
+/** CHECKOUT_SUCCESS_URL / CHECKOUT_CANCEL_URL: an absolute http(s) URL once `{purchaseId}` is filled in. */
+function checkoutUrl(r: Reader, name: string, dflt: string): string {
+  const url = r.text(name, dflt);
+  let ok = false;
+  try {
+    const parsed = new URL(url.replaceAll(PURCHASE_ID_PLACEHOLDER, 'pur_0'));
+    ok = parsed.protocol === 'https:' || parsed.protocol === 'http:';
+  } catch {
+    ok = false;
+  }
+  if (!ok)
+    r.problems.push(
+      `${name} must be an absolute http(s) URL (with ${PURCHASE_ID_PLACEHOLDER} where the purchase id goes), got "${url}"`,
+    );
+  else if (!url.includes(PURCHASE_ID_PLACEHOLDER)) {
+    r.problems.push(
+      `${name} must contain ${PURCHASE_ID_PLACEHOLDER}: the page it opens needs to know which purchase it is about`,
+    );
+  }
+  return url;
 }
 
 function common(r: Reader): CommonConfig {
@@ -215,6 +258,8 @@ export function loadApiConfig(env: Env): ApiConfig {
     },
     pool: poolTimeouts(r, { connectTimeoutMs: 1_000, statementTimeoutMs: 5_000, idleTimeoutMs: 30_000 }),
     temporalCallTimeoutMs: r.int('TEMPORAL_CALL_TIMEOUT_MS', 5_000, 100),
+    publicUrl: publicUrl(r),
+    devSignIn: isDevelopment(r.env) && Boolean(r.env.BUYER_TOKEN_SECRET) && !r.env.BUYER_JWKS_URL,
   });
 }
 
@@ -223,13 +268,24 @@ export function loadWorkerConfig(env: Env): WorkerConfig {
   return r.done({
     ...common(r),
     ...stripe(r),
-    publicUrl: r.text('PUBLIC_URL', `http://127.0.0.1:${env.PORT || 3000}`).replace(/\/$/, ''),
+    ...checkoutUrls(r),
     sweepIntervalMs: r.int('SWEEP_INTERVAL_MS', 5000, 100),
     pool: workerPool(r),
     maxActivities: r.int('WORKER_MAX_ACTIVITIES', 50, 1),
     maxLocalActivities: r.int('WORKER_MAX_LOCAL_ACTIVITIES', 30, 1),
     metrics: { port: r.int('WORKER_METRICS_PORT', 9464, 0), host: r.text('WORKER_METRICS_HOST', '127.0.0.1') },
   });
+}
+
+/** PUBLIC_URL and the Checkout return URLs, by default the buyer's purchase page under it. */
+function checkoutUrls(r: Reader): Pick<WorkerConfig, 'publicUrl' | 'checkoutSuccessUrl' | 'checkoutCancelUrl'> {
+  const base = publicUrl(r);
+  const page = `${base}/purchases/${PURCHASE_ID_PLACEHOLDER}`;
+  return {
+    publicUrl: base,
+    checkoutSuccessUrl: checkoutUrl(r, 'CHECKOUT_SUCCESS_URL', page),
+    checkoutCancelUrl: checkoutUrl(r, 'CHECKOUT_CANCEL_URL', `${page}?result=cancel`),
+  };
 }
 
 /**

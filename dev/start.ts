@@ -123,6 +123,7 @@ async function main(): Promise<void> {
   log('');
   log('flash-sale checkout is starting:');
   log(`  API            http://127.0.0.1:${port}   (GET /readyz turns 200 when it is up)`);
+  log(`  Shop pages     http://127.0.0.1:${port}/   (sign in with any name; Checkout returns to /purchases/:id)`);
   log(`  Worker         http://127.0.0.1:${workerMetricsPort}/metrics and /healthz`);
   if (stack.temporalUiUrl) log(`  Temporal UI    ${stack.temporalUiUrl}`);
   log(`  Temporal       ${stack.temporalAddress} (namespace ${stack.temporalNamespace})`);

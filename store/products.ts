@@ -303,3 +303,11 @@ export async function stockView(db: Db, sku: string, pending: string[] = []): Pr
   if (r.room === null) return null;
   return { remaining: Math.max(0, r.room + r.lapsed), held: r.held, nextLapseAt: r.next_lapse, landed: r.landed ?? [] };
 }
+
+/** The SKUs of the catalogue, newest first (the buyer's page of what is on sale). */
+export async function listSkus(db: Db, limit: number): Promise<string[]> {
+  const { rows } = await db.query<{ sku: string }>('SELECT sku FROM products ORDER BY created_at DESC, sku LIMIT $1', [
+    limit,
+  ]);
+  return rows.map((r) => r.sku);
+}

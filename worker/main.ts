@@ -28,7 +28,6 @@ async function main(): Promise<void> {
   // One connection more than the activities need: the outbox sender's.
   const db = createPool(config.databaseUrl, workerPoolSize(limits) + 1, (line) => log.warn(line), config.pool);
   const connection = await NativeConnection.connect(nativeConnectionOptions(config.temporal));
-  const returnUrl = `${config.publicUrl}/checkout/return/{purchaseId}`;
   const worker = await createPurchaseWorker({
     connection,
     namespace: config.temporalNamespace,
@@ -37,8 +36,8 @@ async function main(): Promise<void> {
       db,
       stripe: createStripe(config),
       desk: new HoldDesk(db),
-      successUrl: returnUrl,
-      cancelUrl: `${returnUrl}?result=cancel`,
+      successUrl: config.checkoutSuccessUrl,
+      cancelUrl: config.checkoutCancelUrl,
     },
     maxConcurrentActivities: limits.activities,
     maxConcurrentLocalActivities: limits.localActivities,

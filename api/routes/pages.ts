@@ -1,28 +1,92 @@
+import { randomUUID } from 'node:crypto';
 import { Router } from '@koa/router';
+import type Koa from 'koa';
+import { listSkus } from '../../store/products';
+import { homePage, productPage, type ProductModel, type Viewer } from '../../web/catalogue';
+import { purchasePage } from '../../web/purchase';
+import { queuePage } from '../../web/queue';
+import { pageBuyer } from '../buyer-session';
+import type { ApiDeps } from '../deps';
+import { Problem } from '../problem';
+import { purchaseView, visiblePurchase } from '../purchase-flow';
+import { productView } from './catalogue';
 
-// The page Stripe sends the buyer back to after the Checkout (success_url and cancel_url). Public and
-// static: it tells the buyer what happens next and shows nothing of the purchase (its state is for its
-// buyer's token, GET /v1/purchases/:id). The buyer's pages of the waiting room come later.
+// The buyer's pages (GET): what is on sale, a product, a purchase's outcome, a place in a queue.
+// Rendering is web/'s; here: who is looking, what to read, and the HTTP around it. Errors become
+// pages (api/page-errors.ts).
 
-const escape = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+/** At most this many products on the home page. */
+const HOME_LIMIT = 100;
 
-export function pageRoutes(): Router {
+/** A product's public view (GET /v1/products/:sku) as the pages show it. */
+export async function productModel(deps: ApiDeps, sku: string): Promise<ProductModel> {
+  const v: Awaited<ReturnType<typeof productView>> & { opensAt?: string | null } = await productView(deps, sku);
+  return {
+    sku: v.sku,
+    name: v.name,
+    priceCents: v.priceCents,
+    currency: v.currency,
+    available: v.available,
+    held: v.held,
+    soldOut: v.soldOut,
+    maxPerBuyer: v.maxPerBuyer,
+    ...(v.opensAt ? { opensAt: v.opensAt } : {}),
+    hasRoom: v.waitingRoom != null,
+  };
+}
+
+/** Who is looking: the buyer of the cookie, and where to sign in when there is a sign-in page. */
+export async function viewerOf(ctx: Koa.Context, deps: ApiDeps): Promise<Viewer> {
+  const buyer = await pageBuyer(ctx, deps);
+  if (buyer) return { buyer };
+  return deps.pages?.devSignInSecret ? { signInHref: `/sign-in?next=${encodeURIComponent(ctx.path)}` } : {};
+}
+
+function send(ctx: Koa.Context, body: string): void {
+  ctx.type = 'text/html; charset=utf-8';
+  // Pages carry a buyer's data and fresh idempotency keys: never kept by a cache.
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = body;
+}
+
+export function pageRoutes(deps: ApiDeps): Router {
   const router = new Router();
-  router.get('/checkout/return/:id', (ctx) => {
-    const id = escape(ctx.params.id);
-    const left = ctx.query.result === 'cancel';
-    const title = left ? 'Checkout left' : 'Thank you';
-    const text = left
-      ? 'You left the checkout. Your item stays reserved until the hold ends; you may go back to pay before then.'
-      : 'Your payment is being confirmed. You will be told as soon as it is: a payment that arrives after your hold ended is refunded in full if the item is gone.';
-    ctx.type = 'text/html; charset=utf-8';
-    ctx.set('Cache-Control', 'no-store');
-    ctx.body = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${title}</title></head>
-<body><main><h1>${title}</h1><p>${text}</p><p>Purchase <code id="purchase">${id}</code></p></main></body></html>
-`;
+
+  router.get('/', async (ctx) => {
+    const viewer = await viewerOf(ctx, deps);
+    const skus = await listSkus(deps.db, HOME_LIMIT);
+    send(ctx, homePage(await Promise.all(skus.map((sku) => productModel(deps, sku))), viewer));
   });
+
+  router.get('/p/:sku', async (ctx) => {
+    const viewer = await viewerOf(ctx, deps);
+    send(ctx, productPage(await productModel(deps, ctx.params.sku), viewer, randomUUID()));
+  });
+
+  router.get('/purchases/:id', async (ctx) => {
+    const buyer = await pageBuyer(ctx, deps);
+    if (!buyer) throw new Problem(401, 'unauthorized', 'sign in to see your purchase');
+    const view = purchaseView(await visiblePurchase(deps, ctx.params.id, { support: false, buyerId: buyer }));
+    const product = await productModel(deps, view.sku).catch(() => undefined);
+    send(
+      ctx,
+      purchasePage({ ...view, productName: product?.name }, { buyer }, { left: ctx.query.result === 'cancel' }),
+    );
+  });
+
+  // The success and cancel URL of Checkout Sessions created before the buyer's pages existed.
+  router.get('/checkout/return/:id', (ctx) => {
+    const left = ctx.query.result === 'cancel' ? '?result=cancel' : '';
+    ctx.status = 303;
+    ctx.redirect(`/purchases/${encodeURIComponent(ctx.params.id)}${left}`);
+  });
+
+  router.get('/queue/:ticket', async (ctx) => {
+    const viewer = await viewerOf(ctx, deps);
+    const ticket = deps.room ? await deps.room.read(ctx.params.ticket) : null;
+    if (!ticket) throw new Problem(404, 'not-found', 'there is no such place in a queue');
+    send(ctx, queuePage(ticket, await productModel(deps, ticket.sku), viewer, randomUUID()));
+  });
+
   return router;
 }

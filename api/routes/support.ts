@@ -6,7 +6,7 @@ import { requestSupportRefund } from '../../client/refunds';
 import { findPurchases, type PurchaseLookup } from '../../store/purchases';
 import { invalid } from '../problem';
 import { validator } from '../validate';
-import { purchaseView } from './purchases';
+import { purchaseView } from '../purchase-flow';
 
 // The reason is free text pasted by a person (line breaks, tabs): it is sanitised, not refused.
 // Control characters become spaces and lone surrogates U+FFFD (Postgres's jsonb refuses both), the

@@ -17,6 +17,7 @@ import {
   toJson,
   wrongValue,
 } from './fuzz-arbitraries';
+import { isPagePath } from '../../api/page-errors';
 import { sendRaw, type RawRequest, type RawResponse } from './raw-http';
 import { countWrites, type WriteCounter } from './write-counter';
 
@@ -24,7 +25,8 @@ import { countWrites, type WriteCounter } from './write-counter';
 // the document (valid ones, boundaries, and mutations: wrong types, extra fields, huge numbers,
 // deep nesting, control characters, lone surrogates, broken encodings), sent byte for byte.
 // For every answer: no 5xx (501 `not-implemented` for a method nobody implements is the one
-// exception), every 4xx a problem+json whose `type` is one of the contract's, and nothing written
+// exception), every 4xx a problem+json whose `type` is one of the contract's (an HTML page on the
+// buyer's pages), and nothing written
 // (no row in Postgres, no workflow started or signalled) for a refused request. No worker runs:
 // the purchase fuzz aims at a sold-out product and unknown ones, so no saga needs one.
 
@@ -239,7 +241,10 @@ function check(t: { true(v: boolean, m?: string): void }, req: RawRequest, res: 
   t.true(res.status < 500 || notImplemented, `no 5xx: ${what}`);
   if (res.status >= 400) {
     const p = res.json as { type?: string; status?: number; title?: string; detail?: string } | undefined;
-    if (req.method !== 'HEAD') {
+    // The buyer's HTML pages answer what they refuse as a page in words (api/page-errors.ts).
+    const page = isPagePath(req.path.split('?')[0]) && /^text\/html/.test(res.headers['content-type'] ?? '');
+    if (page) t.true(req.method === 'HEAD' || /^<!doctype html>/.test(res.text), `an HTML page: ${what}`);
+    else if (req.method !== 'HEAD') {
       t.true(/^application\/problem\+json/.test(res.headers['content-type'] ?? ''), `problem+json: ${what}`);
       t.true(PROBLEM_TYPES.includes(p?.type ?? ''), `a contract type: ${what}`);
       t.true(

@@ -152,6 +152,8 @@ export async function startSystem(
     logger: opts.logger ?? createLogger('api', { LOG_LEVEL: 'silent' }),
     purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
     admissions: new Admissions(db, gate),
+    // The buyer's pages with the development sign-in, as `npm start` runs them.
+    pages: { devSignInSecret: BUYER_TOKEN_SECRET, secureCookies: false },
   };
   const listen = async (d: ApiDeps): Promise<Server> =>
     new Promise((resolve) => {
@@ -198,8 +200,8 @@ export async function startSystem(
           db,
           stripe,
           desk: new HoldDesk(db),
-          successUrl: `${apiUrl}/checkout/return/{purchaseId}`,
-          cancelUrl: `${apiUrl}/checkout/return/{purchaseId}?result=cancel`,
+          successUrl: `${apiUrl}/purchases/{purchaseId}`,
+          cancelUrl: `${apiUrl}/purchases/{purchaseId}?result=cancel`,
         },
       });
       running = worker.run();

@@ -1,0 +1,128 @@
+import type Koa from 'koa';
+import { noticePage, type Notice } from '../web/notice';
+import type { ApiDeps } from './deps';
+import { asProblem, type Problem } from './problem';
+
+// The buyer's pages answer refusals and errors as HTML pages in words, with the status code (and
+// headers, Retry-After) the JSON API would give. The JSON routes keep their problem+json.
+
+/** The paths of the buyer's HTML pages (GET and their forms). */
+const PAGE_PATH = /^\/(?:$|p\/|purchases\/|queue\/|checkout\/return\/|sign-in$|sign-out$)/;
+
+const PAGE_METHODS = ['GET', 'HEAD', 'POST'];
+
+export const isPagePath = (path: string): boolean => PAGE_PATH.test(path);
+
+function retryAfter(p: Problem): number | undefined {
+  const s = Number(p.headers['Retry-After']);
+  return Number.isFinite(s) && s > 0 ? s : undefined;
+}
+
+/** A problem in the buyer's words. */
+export function noticeOf(p: Problem, signInHref?: string): Notice {
+  const extra = p.extra as { final?: boolean; heldBy?: string; errors?: { field: string }[] };
+  const home = { href: '/', text: 'See what is on sale' };
+  const base = { kind: p.type, links: [home] };
+  switch (p.type) {
+    case 'not-found':
+      return { ...base, title: 'Not found', message: `There is nothing here: ${p.message}.` };
+    case 'product-not-found':
+      return { ...base, title: 'No such product', message: 'There is no product at this address.' };
+    case 'purchase-not-found':
+      return {
+        ...base,
+        title: 'No such purchase',
+        message:
+          'There is no purchase of yours at this address. If you bought it under another name, sign in as that buyer.',
+        ...(signInHref ? { links: [{ href: signInHref, text: 'Sign in' }, home] } : {}),
+      };
+    case 'sold-out':
+      return extra.final === false
+        ? {
+            ...base,
+            title: 'Sold out for now',
+            message:
+              'Every one is sold or held by another buyer right now. Held items come back when their buyer does not pay in time.',
+            retryAfterSeconds: retryAfter(p),
+          }
+        : { ...base, title: 'Sold out', message: 'Sorry, this product is sold out.' };
+    case 'hold-exists':
+      return {
+        ...base,
+        title: 'You already have one reserved',
+        message: 'You already hold this product in another purchase: finish or cancel that one first.',
+        links: extra.heldBy
+          ? [{ href: `/purchases/${encodeURIComponent(extra.heldBy)}`, text: 'Your reserved purchase' }, home]
+          : [home],
+      };
+    case 'limit-exceeded':
+      return {
+        ...base,
+        title: 'That is more than you may buy',
+        message: `Each buyer may buy only a limited number of this product. ${p.message}.`,
+      };
+    case 'not-admitted':
+      return {
+        ...base,
+        title: 'Wait for your turn',
+        message: 'This sale has a waiting room: join the queue and buy when it is your turn.',
+      };
+    case 'invalid-request':
+      return {
+        ...base,
+        title: 'Something in the form is not right',
+        message: p.message,
+        fields: extra.errors?.map((e) => e.field),
+      };
+    case 'unauthorized':
+      return {
+        ...base,
+        title: 'Please sign in',
+        message: p.message.startsWith('your sign-in')
+          ? `Your sign-in is not valid (it may have expired). Sign in again.`
+          : 'Sign in to see this page.',
+        ...(signInHref ? { links: [{ href: signInHref, text: 'Sign in' }, home] } : {}),
+      };
+    case 'forbidden':
+      return { ...base, title: 'Not allowed', message: p.message };
+    case 'rate-limited':
+      return { ...base, title: 'Too many attempts', message: 'Please slow down.', retryAfterSeconds: retryAfter(p) };
+    case 'unavailable':
+      return {
+        ...base,
+        title: 'Busy right now',
+        message: 'We could not finish this just now. Nothing was bought twice: try again.',
+        retryAfterSeconds: retryAfter(p),
+      };
+    default:
+      return {
+        ...base,
+        title: 'Something went wrong',
+        message: p.status >= 500 ? 'Something went wrong on our side. Please try again.' : p.message,
+      };
+  }
+}
+
+/** Renders every error of a page path as an HTML page (status and headers of its problem kept). */
+export function pageErrors(deps: Pick<ApiDeps, 'pages'>): Koa.Middleware {
+  return async (ctx, next) => {
+    // Only what a browser sends a page: any other method is the API's answer (405, 501 as problems).
+    if (!isPagePath(ctx.path) || !PAGE_METHODS.includes(ctx.method)) {
+      await next();
+      return;
+    }
+    try {
+      await next();
+    } catch (err) {
+      const p = asProblem(err, ctx);
+      // After signing in, back to the page (a form's page: /p/:sku for /p/:sku/buy).
+      const back = ctx.method === 'GET' ? ctx.path : ctx.path.replace(/\/(?:buy|queue)$/, '');
+      const signInHref = deps.pages?.devSignInSecret ? `/sign-in?next=${encodeURIComponent(back)}` : undefined;
+      ctx.status = p.status;
+      ctx.set(p.headers);
+      ctx.set('Cache-Control', 'no-store');
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = noticePage(noticeOf(p, signInHref), {});
+    }
+  };
+}

@@ -1,0 +1,271 @@
+import { beginPurchase, startPurchase } from '../client/purchases';
+import type { Logger } from '../config/log';
+import type { Admission } from '../store/admission';
+import { getPurchase, type PurchaseRecord } from '../store/purchases';
+import { isFinal, type PurchaseRequest, type PurchaseState } from '../vocabulary';
+import type { ApiDeps } from './deps';
+import { invalid, Problem } from './problem';
+import { validator } from './validate';
+
+// Making a purchase, once for every door that makes one: POST /v1/purchases (JSON, bearer token) and
+// the Buy form of the product page (POST /p/:sku/buy, the buyer's cookie). Both call placePurchase;
+// only how the buyer, key and body arrive and how the answer is written differ.
+
+const text = (maxLength: number) =>
+  ({ type: 'string', minLength: 1, maxLength, pattern: '^[^\\u0000-\\u001f]+$' }) as const;
+
+/** The body of POST /v1/purchases: the buyer is the token's; a `buyerId` sent must be the same. */
+const purchaseBody = validator<Omit<PurchaseRequest, 'buyerId'> & { buyerId?: string }>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['sku'],
+  properties: {
+    sku: text(64),
+    buyerId: { ...text(128), nullable: true },
+    quantity: { type: 'integer', minimum: 1, maximum: 1000, default: 1 },
+    unitId: { ...text(64), nullable: true },
+  },
+});
+
+export const unavailable = (detail: string, extra: Record<string, unknown> = {}, retryAfter = '2') =>
+  new Problem(503, 'unavailable', detail, extra, { 'Retry-After': retryAfter });
+
+/** The public view of a purchase (GET /v1/purchases/:id and the POST answers). */
+export function purchaseView(p: PurchaseState) {
+  return {
+    purchaseId: p.purchaseId,
+    sku: p.sku,
+    buyerId: p.buyerId,
+    quantity: p.quantity,
+    status: p.status === 'rejected' ? 'failed' : p.status,
+    holdExpiresAt: p.holdExpiresAt ?? null,
+    ...(p.checkoutUrl && (p.status === 'awaiting_payment' || p.status === 'holding')
+      ? { checkoutUrl: p.checkoutUrl }
+      : {}),
+    amountCents: p.amountCents ?? null,
+    currency: p.currency ?? null,
+    ...(p.reason ? { reason: p.reason } : {}),
+    ...(p.refund ? { refund: { status: p.refund.status, reason: p.refund.reason } } : {}),
+    ...(p.dispute ? { dispute: { status: p.dispute.status, reason: p.dispute.reason } } : {}),
+    ...(p.oversold ? { oversold: true } : {}),
+  };
+}
+
+/** A refusal decided before any saga ran: nothing was written for it. */
+function admissionProblem(a: Exclude<Admission, { outcome: 'new' | 'known' }>): Problem {
+  switch (a.outcome) {
+    case 'hold_exists':
+      return new Problem(409, 'hold-exists', a.detail, { heldBy: a.heldBy });
+    case 'invalid':
+      return invalid([{ field: a.field, message: a.message }]);
+    case 'sold_out': {
+      if (a.final || !a.retryAt) return new Problem(409, 'sold-out', a.detail, { final: true });
+      const wait = Math.max(1, Math.ceil((a.retryAt.getTime() - Date.now()) / 1000));
+      return new Problem(
+        409,
+        'sold-out',
+        a.detail,
+        { final: false, retryAt: a.retryAt.toISOString() },
+        { 'Retry-After': String(wait) },
+      );
+    }
+    case 'refused':
+      return a.reason === 'product_not_found'
+        ? new Problem(404, 'product-not-found', a.detail)
+        : new Problem(422, 'limit-exceeded', a.detail);
+  }
+}
+
+/** A saga's answer as HTTP: the refusal its hold step met, a failure final for this key, or the purchase. */
+function sagaAnswer(state: PurchaseState, created: boolean): PlacedPurchase {
+  const extra = { purchaseId: state.purchaseId, ...(state.heldBy ? { heldBy: state.heldBy } : {}) };
+  if (state.status === 'rejected') {
+    switch (state.rejection) {
+      case 'hold_exists':
+        throw new Problem(409, 'hold-exists', `buyer ${state.buyerId} already holds ${state.sku}`, extra);
+      case 'limit_exceeded':
+        throw new Problem(
+          422,
+          'limit-exceeded',
+          `buyer ${state.buyerId} would exceed the per-buyer limit of ${state.sku}`,
+          extra,
+        );
+      case 'unit_unavailable':
+        throw new Problem(409, 'sold-out', `that unit of ${state.sku} is taken`, extra);
+      case 'product_not_found':
+        throw new Problem(404, 'product-not-found', `no product with SKU ${state.sku}`, extra);
+      default: {
+        // The hold step found nothing free: units may still be held by others and come back.
+        const retryAt = new Date(Date.now() + 1000).toISOString();
+        throw new Problem(
+          409,
+          'sold-out',
+          `${state.sku} is sold out`,
+          { ...extra, final: false, retryAt },
+          { 'Retry-After': '1' },
+        );
+      }
+    }
+  }
+  if (state.status === 'failed' && !state.checkoutUrl) {
+    // Final for this key (its hold was released): the buyer starts again with a new key.
+    const detail = `${state.reason ?? 'the purchase could not be started'}; try again with a new Idempotency-Key`;
+    // `retryWithNewKey` says this key will not succeed; every 503 still carries Retry-After.
+    throw unavailable(detail, { purchaseId: state.purchaseId, retryWithNewKey: true }, '5');
+  }
+  return { status: created ? 201 : 200, body: purchaseView(state) };
+}
+
+/** The gate's answer, for the funnel metrics. */
+function gateOutcome(a: Admission): string {
+  if (a.outcome === 'sold_out') return a.final ? 'sold_out_final' : 'sold_out_retry';
+  if (a.outcome === 'new') return 'permit';
+  return a.outcome === 'known' ? 'known_key' : a.outcome;
+}
+
+/** A new saga's hold step answered: count the hold and the session it opened. */
+function countHold(deps: ApiDeps, state: PurchaseState): void {
+  if (state.status === 'rejected') deps.metrics.holdsRefused.inc({ rejection: state.rejection ?? 'unknown' });
+  else if (state.checkoutUrl) deps.metrics.sessionsOpened.inc();
+}
+
+export function deadline<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(unavailable(`${what} took longer than ${ms} ms`)), ms);
+    }),
+  ]);
+}
+
+/** One purchase order as a door received it: who, from where, with which key, asking for what. */
+export interface PurchaseOrder {
+  /** The verified buyer (the token's `sub`). */
+  buyerId: string;
+  /** The client's address, for the per-IP rate limit. */
+  ip: string;
+  /** As sent: checked here (required, at most 255 characters). */
+  idempotencyKey: string;
+  /** As sent, checked here against the body schema of POST /v1/purchases. */
+  body: unknown;
+  /** Answer as soon as the purchase is accepted (202), without waiting for the hold and the session. */
+  respondAsync: boolean;
+  /**
+   * The waiting room's Admission-Token (header, or the queue page's Buy form). Not checked yet: the
+   * room's check (403 `not-admitted` for a product with a room) belongs here, for both doors.
+   */
+  admissionToken?: string;
+  /** The request's id, carried into the saga's log lines. */
+  requestId?: string;
+  /** The request's logger (its lines carry the request id). */
+  log: Logger;
+}
+
+/** The answer to a purchase order that was not refused (refusals are thrown as problems). */
+export interface PlacedPurchase {
+  /** 201 a new purchase, 200 the one this key already made, 202 accepted (respondAsync). */
+  status: 200 | 201 | 202;
+  body: Record<string, unknown>;
+  /** Set for 202: where the purchase can be read. */
+  location?: string;
+}
+
+/**
+ * Makes (or finds again, by its Idempotency-Key) a purchase: rate limits, the key and body checks,
+ * admission by the gate, then the saga, started and waited for until its hold is taken and its
+ * Checkout Session open (update-with-start), or only started with `respondAsync`. Throws a Problem
+ * for every refusal (sold out, limit, hold exists, bad input, busy), with the contract's `type`.
+ */
+export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promise<PlacedPurchase> {
+  const started = process.hrtime.bigint();
+  const sagas = { temporal: deps.temporal, taskQueue: deps.taskQueue };
+  const { buyerId, respondAsync } = order;
+  await deps.rateLimits?.take(buyerId, order.ip);
+  const key = order.idempotencyKey;
+  if (!key) throw invalid([{ field: 'Idempotency-Key', message: 'header is required' }]);
+  if (key.length > 255) throw invalid([{ field: 'Idempotency-Key', message: 'must be at most 255 characters' }]);
+  const body = purchaseBody(order.body);
+  if (body.buyerId != null && body.buyerId !== buyerId) {
+    throw new Problem(403, 'forbidden', 'buyerId must be the buyer of the token (or be left out)');
+  }
+  const req: PurchaseRequest = { ...body, buyerId };
+
+  const admission = await deps.admissions.admit(key, req);
+  deps.metrics.gateAnswers.inc({ outcome: gateOutcome(admission) });
+  if (admission.outcome !== 'new' && admission.outcome !== 'known') throw admissionProblem(admission);
+  const { record } = admission;
+  const created = admission.outcome === 'new';
+  const input = {
+    purchaseId: record.purchaseId,
+    ...req,
+    ...(created ? { terms: admission.terms } : {}),
+    ...(order.requestId ? { requestId: order.requestId } : {}),
+  };
+  const permit = created ? admission.permit : undefined;
+  if (created) deps.metrics.sagasStarted.inc();
+
+  if (respondAsync && !isFinal(record.status)) {
+    try {
+      await beginPurchase(sagas, input);
+    } catch (err) {
+      // The permit is not given back: a start that timed out may have started the saga after all.
+      // It stays bound to the purchase until a view sees its hold step answered (or its TTL ends).
+      const now = await getPurchase(deps.db, record.purchaseId);
+      if (!now || !isFinal(now.status)) {
+        order.log.error({ err }, `purchase ${record.purchaseId}: could not start its workflow`);
+        throw unavailable('the purchase service is busy; retry with the same Idempotency-Key');
+      }
+    }
+    // The permit stays bound to this purchase until a view of the gate sees its hold step answered
+    // (its hold row, or its refusal): no second call to the saga, whose server is the crowd's bottleneck.
+    return {
+      status: 202,
+      location: `/v1/purchases/${record.purchaseId}`,
+      body: {
+        purchaseId: record.purchaseId,
+        status: record.status,
+        ...(record.holdExpiresAt ? { holdExpiresAt: record.holdExpiresAt } : {}),
+      },
+    };
+  }
+
+  let state: PurchaseState = record;
+  if (!isFinal(record.status)) {
+    try {
+      state = await deadline(
+        deps.purchaseTimeoutMs,
+        'taking the hold and opening checkout',
+        startPurchase(sagas, input),
+      );
+      // The hold step answered: the next view counts its hold (or its refusal), the permit is done.
+      permit?.settle();
+      if (created) countHold(deps, state);
+    } catch (err) {
+      // A deadline passed: the saga may still be taking its hold, so its permit stays bound (see above).
+      // A closed saga (REJECT_DUPLICATE) has its outcome in the record.
+      const now = await getPurchase(deps.db, record.purchaseId);
+      if (now && isFinal(now.status)) state = now;
+      else if (err instanceof Problem) throw err;
+      else {
+        order.log.error({ err }, `purchase ${record.purchaseId}: could not reach its workflow`);
+        throw unavailable('the purchase service is busy; retry with the same Idempotency-Key');
+      }
+    }
+  }
+  const answer = sagaAnswer(state, created);
+  if (created) deps.metrics.checkoutSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+  return answer;
+}
+
+/** A purchase as its buyer (or support) sees it; anyone else is told it does not exist (404). */
+export async function visiblePurchase(
+  deps: Pick<ApiDeps, 'db'>,
+  id: string,
+  reader: { support: boolean; buyerId?: string },
+): Promise<PurchaseRecord> {
+  const record = await getPurchase(deps.db, id);
+  if (!record || record.status === 'rejected' || (!reader.support && record.buyerId !== reader.buyerId))
+    throw new Problem(404, 'purchase-not-found', `no purchase ${id}`);
+  return record;
+}

@@ -1,0 +1,240 @@
+import path from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { signBuyerToken } from '../../config/buyer-tokens';
+import { launchBrowser } from '../helpers/browser';
+import { startSystem, type System } from '../helpers/system';
+
+// The buyer's pages in Chromium against the whole system: the catalogue, the product page, the
+// development sign-in, the Buy form, the emulator's hosted checkout page, and the purchase page
+// Checkout sends the buyer back to. With SCREENSHOTS=1 each page is saved to docs/screenshots/.
+
+let sys: System;
+let browser: Browser;
+test.before(async () => {
+  [sys, browser] = await Promise.all([startSystem(), launchBrowser()]);
+});
+test.after.always(async () => {
+  await browser?.close();
+  await sys?.close();
+});
+
+const SHOTS = path.join(__dirname, '../../docs/screenshots');
+
+async function shot(page: Page, name: string): Promise<void> {
+  if (process.env.SCREENSHOTS === '1') await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+}
+
+async function openContext(t: ExecutionContext): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport: { width: 720, height: 560 } });
+  t.teardown(() => context.close());
+  return context;
+}
+
+async function openPage(t: ExecutionContext): Promise<Page> {
+  const page = await (await openContext(t)).newPage();
+  page.setDefaultTimeout(20_000);
+  return page;
+}
+
+/** Signs in with the development sign-in form from a product page, and comes back to it. */
+async function signIn(page: Page, name: string): Promise<void> {
+  await page.getByRole('link', { name: 'Sign in to buy' }).click();
+  await page.getByLabel('Your name').fill(name);
+  await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/p/')), page.locator('#sign-in').click()]);
+}
+
+/** Presses Buy and follows the 303 to the emulator's hosted checkout page; returns the purchase id. */
+async function buy(page: Page): Promise<string> {
+  await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/checkout/cs_')), page.locator('#buy').click()]);
+  const { rows } = await sys.db.query('SELECT purchase_id FROM purchases WHERE checkout_session_id = $1', [
+    new URL(page.url()).pathname.split('/').pop(),
+  ]);
+  return rows[0].purchase_id as string;
+}
+
+const outcome = (page: Page) => page.locator('#outcome');
+
+/** Waits (the page refreshes itself) until the purchase page shows `status`. */
+async function waitForOutcome(page: Page, status: string): Promise<void> {
+  await page.waitForSelector(`#outcome[data-status="${status}"]`, { timeout: 30_000 });
+}
+
+test('a buyer finds the product, signs in, buys, pays and reads "confirmed" on the purchase page', async (t) => {
+  const sku = await sys.createProduct({ name: 'Aurora runner', priceCents: 12_900 });
+  const page = await openPage(t);
+  await page.goto(`${sys.apiUrl}/`);
+  t.is(await page.title(), 'On sale');
+  t.is(await page.locator('html').getAttribute('lang'), 'en');
+  await shot(page, 'home');
+
+  await Promise.all([
+    page.waitForURL(`${sys.apiUrl}/p/${sku}`),
+    page.getByRole('link', { name: 'Aurora runner' }).first().click(),
+  ]);
+  t.is(await page.locator('h1').textContent(), 'Aurora runner');
+  t.is(await page.locator('#price').textContent(), '$129.00');
+  await shot(page, 'product-signed-out');
+
+  await page.getByRole('link', { name: 'Sign in to buy' }).click();
+  await shot(page, 'sign-in');
+  await page.getByLabel('Your name').fill('pages-alice');
+  await Promise.all([page.waitForURL(`${sys.apiUrl}/p/${sku}`), page.locator('#sign-in').click()]);
+  t.is(await page.locator('#buyer').textContent(), 'pages-alice');
+  const cookies = await page.context().cookies();
+  t.like(
+    cookies.find((c) => c.name === 'buyer_token'),
+    { httpOnly: true, sameSite: 'Lax' },
+  );
+  await shot(page, 'product');
+
+  const purchaseId = await buy(page);
+  t.is(await page.title(), 'Checkout · Aurora runner');
+  await Promise.all([page.waitForURL(`${sys.apiUrl}/purchases/${purchaseId}`), page.locator('#pay').click()]);
+  await waitForOutcome(page, 'confirmed');
+  t.is(await page.locator('h1').textContent(), 'Your purchase is confirmed');
+  t.regex((await outcome(page).textContent()) ?? '', /confirmed/);
+  t.is(await page.locator('meta[http-equiv="refresh"]').count(), 0, 'a settled purchase stops refreshing');
+  await shot(page, 'purchase-confirmed');
+  const p = await sys.purchase(purchaseId);
+  t.like(p.body, { status: 'confirmed', buyerId: 'pages-alice', sku });
+});
+
+test('a second buyer of a product sold meanwhile sees "sold out", and the product page then offers no Buy', async (t) => {
+  const sku = await sys.createProduct({ name: 'Last pair', stock: 1 });
+  const page = await openPage(t);
+  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  await signIn(page, 'pages-bob');
+  t.is(await page.locator('#buy').count(), 1);
+
+  // Someone else buys and pays for the last unit while bob's page is open.
+  const first = await sys.buy(sku, 'pages-first');
+  t.is(first.status, 201, JSON.stringify(first.body));
+  await sys.pay(first.body.checkoutUrl.split('/').pop(), 'succeeded');
+  await sys.waitForPurchase(first.body.purchaseId, (r) => r.status === 'confirmed');
+
+  const [answer] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith(`/p/${sku}/buy`)),
+    page.locator('#buy').click(),
+  ]);
+  t.is(answer.status(), 409);
+  t.is(await page.locator('h1').textContent(), 'Sold out');
+  t.is(await page.locator('#notice').getAttribute('data-kind'), 'sold-out');
+  await shot(page, 'sold-out');
+
+  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  t.is(await page.locator('#offer').getAttribute('data-state'), 'sold_out');
+  t.regex((await page.locator('#offer').textContent()) ?? '', /Sold out/);
+  t.is(await page.locator('main button').count(), 0, 'nothing to press');
+});
+
+test('while the last unit is held by another buyer, Buy answers "sold out for now" with when to try again', async (t) => {
+  const sku = await sys.createProduct({ name: 'Held pair', stock: 1 });
+  const page = await openPage(t);
+  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  await signIn(page, 'pages-frank');
+  // Another buyer takes the last unit and has not paid yet: it may come back.
+  const held = await sys.buy(sku, 'pages-holder');
+  t.is(held.status, 201, JSON.stringify(held.body));
+
+  const [answer] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith(`/p/${sku}/buy`)),
+    page.locator('#buy').click(),
+  ]);
+  t.is(answer.status(), 409);
+  t.truthy(answer.headers()['retry-after'], 'Retry-After as the JSON API gives it');
+  t.is(await page.locator('h1').textContent(), 'Sold out for now');
+  t.regex((await page.locator('#retry').textContent()) ?? '', /^Try again in \d+/);
+  await shot(page, 'sold-out-for-now');
+
+  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  t.is(await page.locator('#offer').getAttribute('data-state'), 'sold_out');
+  t.regex((await page.locator('#offer').textContent()) ?? '', /held by another buyer/);
+});
+
+test('a declined card, then leaving the checkout, reads "waiting for the payment" with the decline in words', async (t) => {
+  const sku = await sys.createProduct({ name: 'Declined boot' });
+  const page = await openPage(t);
+  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  await signIn(page, 'pages-carol');
+  const purchaseId = await buy(page);
+  await Promise.all([
+    page.waitForURL((url) => url.searchParams.get('declined') === '1'),
+    page.locator('#decline').click(),
+  ]);
+  await sys.waitForPurchase(purchaseId, (r) => r.reason !== null);
+  await Promise.all([
+    page.waitForURL((u) => u.pathname === `/purchases/${purchaseId}`),
+    page.locator('#cancel').click(),
+  ]);
+  t.is(await outcome(page).getAttribute('data-status'), 'awaiting_payment');
+  t.is(await page.locator('h1').textContent(), 'Waiting for the payment');
+  const words = (await outcome(page).textContent()) ?? '';
+  t.regex(words, /You left the checkout without paying/);
+  t.regex(words, /declined/);
+  t.is(await page.locator('#pay').count(), 1, 'a way back to the checkout');
+  t.is(await page.locator('meta[http-equiv="refresh"]').count(), 1, 'it keeps looking for news');
+  await shot(page, 'purchase-waiting');
+});
+
+test('an abandoned checkout reads "expired" once the hold lapsed', async (t) => {
+  const sku = await sys.createProduct({ name: 'Abandoned cap', holdSeconds: 2 });
+  const page = await openPage(t);
+  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  await signIn(page, 'pages-dave');
+  const purchaseId = await buy(page);
+  await sys.waitForPurchase(purchaseId, (p) => p.status === 'expired', 20_000);
+  await page.goto(`${sys.apiUrl}/purchases/${purchaseId}`);
+  t.is(await outcome(page).getAttribute('data-status'), 'expired');
+  t.is(await page.locator('h1').textContent(), 'Your reservation expired');
+  t.regex((await outcome(page).textContent()) ?? '', /nothing was charged/);
+  await shot(page, 'purchase-expired');
+});
+
+test('a forged buyer cookie is refused and forgotten', async (t) => {
+  const sku = await sys.createProduct({ name: 'Forged' });
+  const context = await openContext(t);
+  const forged = await signBuyerToken('not-the-secret-of-this-api-0123456789', 'pages-mallory');
+  await context.addCookies([{ name: 'buyer_token', value: forged, url: sys.apiUrl }]);
+  const page = await context.newPage();
+  const res = await page.goto(`${sys.apiUrl}/p/${sku}`);
+  t.is(res?.status(), 401);
+  t.is(await page.locator('h1').textContent(), 'Please sign in');
+  t.regex((await page.locator('#notice').textContent()) ?? '', /not valid/);
+  t.falsy(
+    (await context.cookies()).find((c) => c.name === 'buyer_token' && c.value),
+    'the cookie was cleared',
+  );
+  await shot(page, 'forged-cookie');
+  // Signed out now: the page shows the product, with a sign-in link instead of Buy.
+  await page.reload();
+  t.is(await page.locator('#offer').getAttribute('data-state'), 'sign_in');
+  const { rows } = await sys.db.query('SELECT count(*)::int AS n FROM purchases WHERE buyer_id = $1', [
+    'pages-mallory',
+  ]);
+  t.is(rows[0].n, 0);
+});
+
+test('a product name with markup in it is shown as text on every page, never run', async (t) => {
+  const name = '<img src=x onerror="window.pwned=1"><b>Bold</b> & "quoted"';
+  const sku = await sys.createProduct({ name });
+  const page = await openPage(t);
+  let dialogs = 0;
+  page.on('dialog', (d) => {
+    dialogs++;
+    void d.dismiss();
+  });
+  await page.goto(`${sys.apiUrl}/`);
+  t.true((await page.locator('ul.products h2').allTextContents()).includes(name));
+  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  t.is(await page.locator('h1').textContent(), name);
+  t.is(await page.title(), name);
+  t.is(await page.locator('main img, main b').count(), 0, 'no element came from the name');
+  await signIn(page, 'pages-erin');
+  const purchaseId = await buy(page);
+  await page.goto(`${sys.apiUrl}/purchases/${purchaseId}`);
+  t.true(((await page.locator('main').textContent()) ?? '').includes(name));
+  t.is(await page.locator('main img, main b').count(), 0);
+  t.is(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined);
+  t.is(dialogs, 0);
+});

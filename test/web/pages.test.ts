@@ -1,0 +1,162 @@
+import test from 'ava';
+import { productPage, type ProductModel } from '../../web/catalogue';
+import { html } from '../../web/html';
+import { formatMoney, formatWait } from '../../web/money';
+import { purchasePage, type PurchaseModel } from '../../web/purchase';
+import { queuePage, type TicketModel } from '../../web/queue';
+
+// The rendering layer alone (web/): what each page says for each state it can be given, the
+// waiting room's states included (the room itself is not built yet: these pages wait for it).
+
+const product: ProductModel = {
+  sku: 'runner-42',
+  name: 'Runner <42>',
+  priceCents: 12_900,
+  currency: 'eur',
+  available: 3,
+  held: 0,
+  soldOut: false,
+  maxPerBuyer: 2,
+  hasRoom: false,
+};
+const alice = { buyer: 'alice' };
+const now = new Date('2026-12-01T12:00:00Z');
+
+test('html escapes every value and keeps its own markup', (t) => {
+  const name = `<script>alert("x")</script>&'`;
+  t.is(
+    html`<p title="${name}">${name}${html`<b>ok</b>`}${[1, html`<i>2</i>`]}${null}${undefined}${false}</p>`.text,
+    '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;<b>ok</b>1<i>2</i></p>',
+  );
+});
+
+test('money and waits read as a buyer reads them', (t) => {
+  t.is(formatMoney(12_900, 'usd'), '$129.00');
+  t.is(formatMoney(500, 'jpy'), '¥500');
+  t.is(formatWait(42), '42 s');
+  t.is(formatWait(75), '1 min 15 s');
+  t.is(formatWait(7300), '2 h 1 min');
+});
+
+test('a product with a waiting room offers Join the queue, not Buy', (t) => {
+  const page = productPage({ ...product, hasRoom: true }, alice, 'key-1', now);
+  t.regex(page, /<form method="post" action="\/p\/runner-42\/queue" id="offer" data-state="queue">/);
+  t.regex(page, />\s*Join the queue\s*</);
+  t.false(page.includes('id="buy"'));
+});
+
+test('before opensAt the product page counts down, offers nothing to press, and refreshes itself', (t) => {
+  const opensAt = '2026-12-01T12:02:05Z';
+  const page = productPage({ ...product, opensAt }, alice, 'key-1', now);
+  t.regex(page, /data-state="not_open"/);
+  t.regex(page, /<span id="countdown" data-opens-at="2026-12-01T12:02:05Z">2 min 5 s<\/span>/);
+  t.false(page.split('<main>')[1].includes('<button'));
+  t.regex(page, /<meta http-equiv="refresh" content="60"/);
+  t.regex(page, /<script>/, 'the countdown ticks with JavaScript on');
+  const after = productPage({ ...product, opensAt }, alice, 'key-1', new Date('2026-12-01T12:03:00Z'));
+  t.regex(after, /id="buy"/, 'after the opening it is Buy');
+  t.false(after.includes('http-equiv="refresh"'));
+});
+
+test('the Buy form carries the idempotency key and the per-buyer limit', (t) => {
+  const page = productPage(product, alice, 'key-<1>', now);
+  t.regex(page, /<input type="hidden" name="idempotencyKey" value="key-&lt;1&gt;"/);
+  t.regex(page, /name="quantity"\s+type="number"[^>]*max="2"/);
+  t.true(page.includes('<h1 id="name">Runner &lt;42&gt;</h1>'));
+});
+
+const ticket: TicketModel = {
+  ticket: 'tkt_1',
+  sku: 'runner-42',
+  position: 120,
+  state: 'waiting',
+  estimatedWaitSeconds: 40,
+};
+
+test('the queue page: waiting shows the place and the wait and refreshes; admitted shows Buy with the admission token', (t) => {
+  const waiting = queuePage(ticket, product, alice, 'key-1');
+  t.regex(waiting, /data-state="waiting"/);
+  t.regex(waiting, /<strong id="position">120<\/strong>/);
+  t.regex(waiting, /<strong id="wait">40 s<\/strong>/);
+  t.regex(waiting, /<meta http-equiv="refresh" content="10"/);
+  t.false(waiting.includes('<form method="post" action="/p/'));
+
+  const admitted = queuePage(
+    {
+      ...ticket,
+      state: 'admitted',
+      position: 0,
+      admissionToken: 'adm.tok',
+      admissionExpiresAt: '2026-12-01T12:10:00Z',
+    },
+    product,
+    alice,
+    'key-2',
+  );
+  t.regex(admitted, /data-state="admitted"/);
+  t.regex(admitted, /action="\/p\/runner-42\/buy"/);
+  t.regex(admitted, /<input type="hidden" name="admissionToken" value="adm.tok"/);
+  t.regex(admitted, /<input type="hidden" name="idempotencyKey" value="key-2"/);
+  t.false(admitted.includes('http-equiv="refresh"'), 'no refresh that could lose a half-filled form');
+});
+
+test('the queue page says so when the product sold out or the turn passed, and stops refreshing', (t) => {
+  const soldOut = queuePage({ ...ticket, state: 'sold_out' }, product, alice, 'k');
+  t.regex(soldOut, /<h1>Runner &lt;42&gt; is sold out<\/h1>/);
+  t.false(soldOut.includes('http-equiv="refresh"'));
+  const expired = queuePage({ ...ticket, state: 'expired' }, product, alice, 'k');
+  t.regex(expired, /Your turn has passed/);
+  const pre = queuePage({ ...ticket, state: 'prequeue', opensAt: '2026-12-01T13:00:00Z' }, product, alice, 'k');
+  t.regex(pre, /drawn at random at the opening/);
+  t.regex(pre, /http-equiv="refresh"/);
+});
+
+const purchase: PurchaseModel = {
+  purchaseId: 'pur_1',
+  sku: 'runner-42',
+  productName: 'Runner',
+  quantity: 1,
+  status: 'confirmed',
+  holdExpiresAt: '2026-12-01T12:10:00Z',
+  amountCents: 12_900,
+  currency: 'eur',
+};
+
+test('the purchase page has words for every outcome, and refreshes only while news may come', (t) => {
+  const cases: [Partial<PurchaseModel>, RegExp, boolean][] = [
+    [{ status: 'holding' }, /being reserved/, true],
+    [{ status: 'awaiting_payment', checkoutUrl: 'https://pay.example/cs_1' }, /still waiting for the payment/, true],
+    [{ status: 'confirmed' }, /Your purchase is confirmed/, false],
+    [{ status: 'late_confirmed' }, /Your purchase is confirmed/, false],
+    [{ status: 'expired', reason: 'the hold lapsed before payment' }, /expired before the payment arrived/, false],
+    [{ status: 'expired', reason: 'cancelled by the buyer' }, /You cancelled this purchase/, false],
+    [
+      { status: 'payment_failed', reason: 'the delayed payment failed' },
+      /The payment failed \(the delayed payment failed\)/,
+      false,
+    ],
+    [
+      { status: 'refunded', refund: { status: 'succeeded', reason: 'paid after the hold lapsed; nothing was left' } },
+      /refunded in full\. Why: paid after the hold lapsed; nothing was left\./,
+      false,
+    ],
+    [
+      { status: 'failed', reason: 'cancelled by an operator' },
+      /could not be completed \(cancelled by an operator\)/,
+      false,
+    ],
+    [{ status: 'needs_attention' }, /support team has been told/, false],
+  ];
+  for (const [change, words, refreshes] of cases) {
+    const page = purchasePage({ ...purchase, ...change }, alice, { left: false });
+    t.regex(page, words, change.status);
+    t.is(page.includes('http-equiv="refresh"'), refreshes, `${change.status} refreshes: ${refreshes}`);
+    t.true(page.includes(`data-status="${change.status}"`));
+  }
+  const left = purchasePage({ ...purchase, status: 'awaiting_payment' }, alice, { left: true });
+  t.regex(left, /You left the checkout without paying/);
+  const refunding = purchasePage({ ...purchase, refund: { status: 'pending', reason: 'damaged box' } }, alice, {
+    left: false,
+  });
+  t.regex(refunding, /A refund is on its way\. Why: damaged box\./);
+});

@@ -1,0 +1,142 @@
+import { html, type Html } from './html';
+import { layout } from './layout';
+import { formatMoney, formatWait } from './money';
+
+// GET / (what is on sale) and GET /p/:sku (one product: Buy, Join the queue, or when it opens).
+
+/** A product as the pages show it. */
+export interface ProductModel {
+  sku: string;
+  name: string;
+  priceCents: number;
+  currency: string;
+  available: number;
+  held: number;
+  soldOut: boolean;
+  maxPerBuyer: number;
+  /** ISO time before which nothing can be bought (nor, with a room, joined). */
+  opensAt?: string;
+  /** The product is sold through a waiting room: the buyer joins the queue instead of buying. */
+  hasRoom: boolean;
+}
+
+/** Who is looking: the signed-in buyer, or where to sign in (absent: signing in happens on the shop's site). */
+export interface Viewer {
+  buyer?: string;
+  signInHref?: string;
+}
+
+const productHref = (sku: string) => `/p/${encodeURIComponent(sku)}`;
+
+function stockWords(p: ProductModel): Html {
+  if (!p.soldOut) return html`<span class="stock">${p.available} left</span>`;
+  return p.held > 0 ? html`<span class="stock">Sold out for now</span>` : html`<span class="stock">Sold out</span>`;
+}
+
+export function homePage(products: ProductModel[], viewer: Viewer): string {
+  const items = products.map(
+    (p) =>
+      html`<li>
+        <h2><a href="${productHref(p.sku)}">${p.name}</a></h2>
+        <p><span class="price">${formatMoney(p.priceCents, p.currency)}</span> · ${stockWords(p)}</p>
+      </li>`,
+  );
+  const main = products.length
+    ? html`<h1>On sale</h1>
+        <ul class="products">
+          ${items}
+        </ul>`
+    : html`<h1>On sale</h1>
+        <p>Nothing is on sale right now.</p>`;
+  return layout({ title: 'On sale', main, ...viewer });
+}
+
+/** What the product page offers, decided from the product, the clock and the viewer. */
+function offer(p: ProductModel, viewer: Viewer, idempotencyKey: string, now: Date): Html {
+  const opensIn = p.opensAt ? (Date.parse(p.opensAt) - now.getTime()) / 1000 : 0;
+  if (opensIn > 0) {
+    return html`<p class="notice wait" id="offer" data-state="not_open">
+      Opens <time datetime="${p.opensAt}">${new Date(p.opensAt!).toUTCString()}</time>, in
+      <span id="countdown" data-opens-at="${p.opensAt}">${formatWait(opensIn)}</span>.
+    </p>`;
+  }
+  if (p.soldOut) {
+    const why =
+      p.held > 0
+        ? 'Every one is sold or held by another buyer. Held items come back if their buyer does not pay: look again in a few minutes.'
+        : 'Every one has been sold.';
+    return html`<p class="notice bad" id="offer" data-state="sold_out"><strong>Sold out.</strong> ${why}</p>`;
+  }
+  if (!viewer.buyer) {
+    return viewer.signInHref
+      ? html`<p id="offer" data-state="sign_in"><a href="${viewer.signInHref}">Sign in to buy</a></p>`
+      : html`<p id="offer" data-state="sign_in">Sign in on the shop's site to buy.</p>`;
+  }
+  const action = `${productHref(p.sku)}/${p.hasRoom ? 'queue' : 'buy'}`;
+  if (p.hasRoom) {
+    return html`<form method="post" action="${action}" id="offer" data-state="queue">
+      <p>This sale has a waiting room: join the queue and you are let in to buy in turn.</p>
+      <button type="submit">Join the queue</button>
+    </form>`;
+  }
+  return buyForm(p, idempotencyKey, action);
+}
+
+/**
+ * The Buy form. The Idempotency-Key rides in the form, made when the page was rendered: a double
+ * submit, or a resubmit after Back, makes the same purchase again, never a second one.
+ */
+export function buyForm(p: ProductModel, idempotencyKey: string, action: string, extra: Html = html``): Html {
+  const quantity =
+    p.maxPerBuyer > 1
+      ? html`<label for="quantity">Quantity (at most ${p.maxPerBuyer})</label>
+          <input
+            id="quantity"
+            name="quantity"
+            type="number"
+            inputmode="numeric"
+            min="1"
+            max="${p.maxPerBuyer}"
+            value="1"
+            required
+          />`
+      : html`<input type="hidden" name="quantity" value="1" />`;
+  return html`<form method="post" action="${action}" id="offer" data-state="buy">
+    <input type="hidden" name="idempotencyKey" value="${idempotencyKey}" />
+    ${extra}${quantity}
+    <p><button type="submit" id="buy">Buy</button></p>
+  </form>`;
+}
+
+/** Ticks the countdown and reloads at the opening; without JavaScript the page refreshes itself instead. */
+const COUNTDOWN = html`<script>
+  (() => {
+    const el = document.getElementById('countdown');
+    if (!el) return;
+    const at = Date.parse(el.dataset.opensAt);
+    const tick = () => {
+      const s = Math.max(0, Math.round((at - Date.now()) / 1000));
+      if (s === 0) return location.reload();
+      const h = Math.floor(s / 3600),
+        m = Math.floor((s % 3600) / 60),
+        r = s % 60;
+      el.textContent = h ? h + ' h ' + m + ' min' : m ? m + ' min ' + r + ' s' : r + ' s';
+      setTimeout(tick, 1000);
+    };
+    tick();
+  })();
+</script>`;
+
+export function productPage(p: ProductModel, viewer: Viewer, idempotencyKey: string, now = new Date()): string {
+  const opensIn = p.opensAt ? (Date.parse(p.opensAt) - now.getTime()) / 1000 : 0;
+  const main = html`<h1 id="name">${p.name}</h1>
+    <p><span class="price" id="price">${formatMoney(p.priceCents, p.currency)}</span> · ${stockWords(p)}</p>
+    ${offer(p, viewer, idempotencyKey, now)}`;
+  return layout({
+    title: p.name,
+    main,
+    ...viewer,
+    // Before the opening: look again at the opening, at least every minute.
+    ...(opensIn > 0 ? { refreshSeconds: Math.max(1, Math.min(60, Math.ceil(opensIn))), tail: COUNTDOWN } : {}),
+  });
+}

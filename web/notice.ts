@@ -1,0 +1,56 @@
+import { html, type Html } from './html';
+import { layout } from './layout';
+import { formatWait } from './money';
+import type { Viewer } from './catalogue';
+
+// Pages that say no, or what next: refusals of a purchase, bad input, unknown pages, signing in.
+
+export interface Notice {
+  title: string;
+  /** What happened and what the buyer can do, in words. */
+  message: string;
+  /** Try again in this many seconds (a sold-out that may clear, a busy service). */
+  retryAfterSeconds?: number;
+  /** The field names the problem is about (a bad form). */
+  fields?: string[];
+  links?: { href: string; text: string }[];
+  /** A machine-readable name of the refusal, for tests and scripts (the problem type). */
+  kind: string;
+}
+
+export function noticePage(n: Notice, viewer: Viewer): string {
+  const retry =
+    n.retryAfterSeconds !== undefined
+      ? html`<p id="retry">Try again in ${formatWait(n.retryAfterSeconds)}.</p>`
+      : html``;
+  const fields = n.fields?.length
+    ? html`<p>About: ${n.fields.map((f, i) => html`${i ? ', ' : ''}<code>${f}</code>`)}</p>`
+    : html``;
+  const links = n.links?.length
+    ? html`<ul>
+        ${n.links.map((l) => html`<li><a href="${l.href}">${l.text}</a></li>`)}
+      </ul>`
+    : html``;
+  const main = html`<h1>${n.title}</h1>
+    <p class="notice bad" id="notice" data-kind="${n.kind}" role="alert">${n.message}</p>
+    ${fields}${retry}${links}`;
+  return layout({ title: n.title, main, ...viewer });
+}
+
+/** The development sign-in: a name becomes the buyer id of a token signed with the dev secret. */
+export function signInPage(o: { next: string; error?: string; name?: string }): string {
+  const error: Html = o.error ? html`<p class="notice bad" id="error" role="alert">${o.error}</p>` : html``;
+  const main = html`<h1>Sign in</h1>
+    <p>
+      This is the local development sign-in: any name will do, and it is who you buy as. In production the shop's own
+      login signs buyers in.
+    </p>
+    ${error}
+    <form method="post" action="/sign-in">
+      <input type="hidden" name="next" value="${o.next}" />
+      <label for="name">Your name</label>
+      <input id="name" name="name" autocomplete="username" required maxlength="64" value="${o.name ?? ''}" />
+      <p><button type="submit" id="sign-in">Sign in</button></p>
+    </form>`;
+  return layout({ title: 'Sign in', main });
+}

@@ -1,0 +1,78 @@
+import { buyForm, type ProductModel, type Viewer } from './catalogue';
+import { html } from './html';
+import { layout } from './layout';
+import { formatWait } from './money';
+
+// GET /queue/:ticket: a buyer's place in a product's waiting room. It refreshes itself while the
+// buyer waits; once admitted it shows the Buy form (carrying the admission token), and says so
+// when the product sold out or the admission lapsed.
+
+/** A ticket as GET /v1/queue/:ticket describes it. */
+export interface TicketModel {
+  ticket: string;
+  sku: string;
+  position: number;
+  state: 'prequeue' | 'waiting' | 'admitted' | 'sold_out' | 'expired';
+  estimatedWaitSeconds: number;
+  admissionToken?: string;
+  admissionExpiresAt?: string;
+  opensAt?: string;
+}
+
+/** Refresh period while waiting: soon when the turn is near, at most every 10 s. */
+export function queueRefreshSeconds(t: TicketModel): number {
+  return Math.max(2, Math.min(10, Math.ceil(t.estimatedWaitSeconds / 4)));
+}
+
+export function queuePage(t: TicketModel, product: ProductModel, viewer: Viewer, idempotencyKey: string): string {
+  const name = product.name;
+  let main;
+  let refresh: number | undefined;
+  switch (t.state) {
+    case 'prequeue':
+      refresh = queueRefreshSeconds(t);
+      main = html`<h1>You are in the queue for ${name}</h1>
+        <p class="notice wait" id="queue" data-state="prequeue" role="status">
+          The sale has not opened
+          yet${t.opensAt ? html` (it opens <time datetime="${t.opensAt}">${new Date(t.opensAt).toUTCString()}</time>)` : ''}.
+          Places are drawn at random at the opening: everyone who joined before then has the same chance. This page
+          updates by itself.
+        </p>`;
+      break;
+    case 'waiting':
+      refresh = queueRefreshSeconds(t);
+      main = html`<h1>You are in the queue for ${name}</h1>
+        <p class="notice wait" id="queue" data-state="waiting" role="status">
+          Your place: <strong id="position">${t.position}</strong>. Estimated wait:
+          <strong id="wait">${formatWait(t.estimatedWaitSeconds)}</strong>. Keep this page open: it updates by itself,
+          and you can buy as soon as it is your turn.
+        </p>`;
+      break;
+    case 'admitted': {
+      const until = t.admissionExpiresAt
+        ? html` Buy before
+            <time datetime="${t.admissionExpiresAt}">${new Date(t.admissionExpiresAt).toUTCString()}</time>, or your
+            turn passes.`
+        : html``;
+      const token = html`<input type="hidden" name="admissionToken" value="${t.admissionToken ?? ''}" />`;
+      main = html`<h1>It is your turn: ${name}</h1>
+        <p class="notice good" id="queue" data-state="admitted" role="status">You may buy now.${until}</p>
+        ${buyForm(product, idempotencyKey, `/p/${encodeURIComponent(t.sku)}/buy`, token)}`;
+      break;
+    }
+    case 'sold_out':
+      main = html`<h1>${name} is sold out</h1>
+        <p class="notice bad" id="queue" data-state="sold_out" role="status">
+          Sorry: everything was sold before your turn came.
+        </p>`;
+      break;
+    case 'expired':
+      main = html`<h1>Your turn has passed</h1>
+        <p class="notice bad" id="queue" data-state="expired" role="status">
+          You were let in but did not buy in time, so your turn went to the next buyer.
+          <a href="/p/${encodeURIComponent(t.sku)}">Join the queue again</a>.
+        </p>`;
+      break;
+  }
+  return layout({ title: `Queue · ${name}`, main, ...viewer, ...(refresh ? { refreshSeconds: refresh } : {}) });
+}
