@@ -292,7 +292,13 @@ test.serial('retry-stray and settle-stray reach the refund saga of a stray payme
   });
   t.is(await refundsOf(second.purchaseId, own), 0, 'settled by hand: no refund of the stray money');
   t.is(await refundsOf(first.purchaseId, own), 1);
-  const actions = (await auditOf(first.purchaseId, own)).map((r) => r.action as string);
+  // The saga writes its audit row just after the record says refunded: wait for it.
+  let actions: string[] = [];
+  for (let tries = 0; tries < 100; tries++) {
+    actions = (await auditOf(first.purchaseId, own)).map((r) => r.action as string);
+    if (actions.includes('stray_payment_refunded')) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
   t.deepEqual(actions.filter((a) => a.startsWith('stray_')).sort(), [
     'stray_payment_refunded',
     'stray_support_retry',
