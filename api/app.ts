@@ -10,6 +10,7 @@ import { catalogueRoutes } from './routes/catalogue';
 import { opsRoutes } from './routes/ops';
 import { pageRoutes } from './routes/pages';
 import { purchaseRoutes } from './routes/purchases';
+import { queueRoutes } from './routes/queue';
 import { supportRoutes } from './routes/support';
 import { webhookRoutes } from './routes/webhooks';
 
@@ -25,6 +26,7 @@ export function createApp(deps: ApiDeps): Koa {
     opsRoutes(deps),
     catalogueRoutes(deps),
     purchaseRoutes(deps),
+    queueRoutes(deps),
     webhookRoutes(deps),
     supportRoutes(deps),
     pageRoutes(),

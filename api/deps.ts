@@ -4,6 +4,7 @@ import type { BuyerVerifier } from '../config/buyer-tokens';
 import type { Admissions } from '../store/admission';
 import type { Db } from '../store/db';
 import type { Metrics } from './metrics';
+import type { WaitingRoom } from './waiting-room';
 import type { RateLimits } from './rate-limits';
 
 /** Everything the routes use, built by the entry point (api/main.ts) or a test. */
@@ -12,6 +13,8 @@ export interface ApiDeps {
   temporal: Client;
   taskQueue: string;
   admissions: Admissions;
+  /** The waiting rooms: join, poll, and the admission a purchase of a product with a room needs. */
+  room: WaitingRoom;
   /** Used only to verify webhook signatures. */
   stripe: Stripe;
   webhookSecret: string;

@@ -59,6 +59,8 @@ function admissionProblem(a: Exclude<Admission, { outcome: 'new' | 'known' }>): 
       return new Problem(409, 'hold-exists', a.detail, { heldBy: a.heldBy });
     case 'invalid':
       return invalid([{ field: a.field, message: a.message }]);
+    case 'not_admitted':
+      return new Problem(403, 'not-admitted', a.detail);
     case 'sold_out': {
       if (a.final || !a.retryAt) return new Problem(409, 'sold-out', a.detail, { final: true });
       const wait = Math.max(1, Math.ceil((a.retryAt.getTime() - Date.now()) / 1000));
@@ -164,7 +166,9 @@ export function purchaseRoutes(deps: ApiDeps): Router {
 
     const respondAsync = /\brespond-async\b/i.test(ctx.get('prefer'));
 
-    const admission = await deps.admissions.admit(key, req);
+    // Verified here, without a read: whether it was already spent is decided as the purchase is recorded.
+    const ticket = await deps.room.admissionOf(ctx.get('admission-token') || undefined, buyerId, req.sku);
+    const admission = await deps.admissions.admit(key, req, ticket);
     deps.metrics.gateAnswers.inc({ outcome: gateOutcome(admission) });
     if (admission.outcome !== 'new' && admission.outcome !== 'known') throw admissionProblem(admission);
     const { record } = admission;

@@ -20,6 +20,10 @@ import { createMetrics } from '../../api/metrics';
 import { createRateLimits, type RateLimitConfig } from '../../api/rate-limits';
 import { startEmulator, type Emulator } from '../../dev/emulator';
 import { createBuyerVerifier, signBuyerToken } from '../../config/buyer-tokens';
+import { createRoomTokens } from '../../config/room-tokens';
+import { WaitingRoom } from '../../api/waiting-room';
+import { Admitter } from '../../store/admitter';
+import { RoomCache } from '../../store/room-cache';
 import { createStripe } from '../../config/clients';
 import { createPurchaseWorker } from '../../worker/create-worker';
 import { testDb, uniqueSku } from './db';
@@ -29,6 +33,8 @@ export const SUPPORT_TOKEN = 'test-support-token';
 export const WEBHOOK_SECRET = 'whsec_test_secret';
 /** The HS256 secret the test API verifies buyer tokens with. */
 export const BUYER_TOKEN_SECRET = 'test-buyer-token-secret-0123456789abcdef';
+/** The secret the test API signs waiting-room tickets and admission tokens with. */
+export const ROOM_TOKEN_SECRET = 'test-room-token-secret-0123456789abcdef';
 /** Support's Authorization header: support may read any purchase. */
 export const AS_SUPPORT = { authorization: `Bearer ${SUPPORT_TOKEN}` };
 
@@ -74,6 +80,8 @@ export interface System {
   apiUrl: string;
   /** The API's lifecycle flag: set `draining` to see what a shutting-down API answers. */
   lifecycle: ApiDeps['lifecycle'];
+  /** The waiting rooms' admitter of each API instance (the first is this API's): one of them holds the lock. */
+  admitters: Admitter[];
   /** Another API instance on its own port, with its own gate, against the same Postgres and Temporal. Returns its URL. */
   startAnotherApi(): Promise<string>;
   /** Starts a worker in this process (tests that kill workers run their own in a child process). */
@@ -115,12 +123,25 @@ export async function startSystem(
     purchaseTimeoutMs?: number;
     gateResyncMs?: number;
     rateLimits?: RateLimitConfig;
+    /** The admitter's tick and each API's room-cache refresh (ROOM_ADMIT_TICK_MS, ROOM_REFRESH_MS). */
+    roomTickMs?: number;
+    roomRefreshMs?: number;
   } = {},
 ): Promise<System> {
   const db = testDb(30);
   const gate = new Gate(db, process.env.DATABASE_URL!, { resyncMs: opts.gateResyncMs });
   await gate.start();
   const taskQueue = `test-${randomUUID()}`;
+  const roomTokens = createRoomTokens(ROOM_TOKEN_SECRET);
+  const roomOf = () => new WaitingRoom(db, roomTokens, new RoomCache(db, { refreshMs: opts.roomRefreshMs }));
+  const newAdmitter = () => {
+    const a = new Admitter(process.env.DATABASE_URL!, { tickMs: opts.roomTickMs });
+    a.start();
+    admitters.push(a);
+    return a;
+  };
+  const admitters: Admitter[] = [];
+  const admitter = newAdmitter();
   const emulator = await startEmulator({
     port: 0,
     webhookSecret: WEBHOOK_SECRET,
@@ -140,9 +161,10 @@ export async function startSystem(
     ...(opts.rateLimits ? { rateLimits: createRateLimits(opts.rateLimits) } : {}),
     adminToken: ADMIN_TOKEN,
     supportToken: SUPPORT_TOKEN,
-    metrics: createMetrics(db, gate),
+    metrics: createMetrics(db, gate, admitter),
     lifecycle: { draining: false },
     log: () => {},
+    room: roomOf(),
     purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
     admissions: new Admissions(db, gate),
   };
@@ -167,8 +189,9 @@ export async function startSystem(
       await otherGate.start();
       const other = await listen({
         ...deps,
-        metrics: createMetrics(db, otherGate),
+        metrics: createMetrics(db, otherGate, newAdmitter()),
         admissions: new Admissions(db, otherGate),
+        room: roomOf(),
       });
       others.push({ server: other, gate: otherGate });
       return urlOf(other);
@@ -179,6 +202,7 @@ export async function startSystem(
     taskQueue,
     apiUrl,
     lifecycle: deps.lifecycle,
+    admitters,
     async startWorker() {
       workerConnection ??= await NativeConnection.connect({ address: temporalAddress() });
       worker = await createPurchaseWorker({
@@ -266,6 +290,7 @@ export async function startSystem(
         await closed;
       }
       for (const o of others) await o.gate.close();
+      for (const a of admitters) await a.close();
       await emulator.close();
       await connection.close();
       await gate.close();
