@@ -152,7 +152,8 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom): Promise<v
     );
     const n = shuffled.rowCount ?? 0;
     await client.query(
-      `UPDATE rooms SET shuffled = true, prequeue_size = $2, next_place = $2, credit = 0, credit_at = now() WHERE sku = $1`,
+      `UPDATE rooms SET shuffled = true, prequeue_size = $2::int, next_place = $2::bigint, credit = 0, credit_at = now()
+        WHERE sku = $1`,
       [sku, n],
     );
     return;

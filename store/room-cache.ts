@@ -2,6 +2,8 @@ import type { Db } from './db';
 import { prequeuePlaces, readRoom, STEP_MEMORY_SECONDS, type AdmissionStep, type RoomRow } from './room';
 
 const DEFAULT_REFRESH_MS = 200;
+/** A snapshot older than this many refresh periods is read again before it answers. */
+const STALE_FACTOR = 3;
 /** The window the admission rate is measured over. */
 const RATE_WINDOW_MS = 10_000;
 
@@ -37,17 +39,17 @@ export class RoomCache {
     this.refreshMs = opts.refreshMs ?? DEFAULT_REFRESH_MS;
   }
 
-  /** The room of `sku` (null: none), no older than `refreshMs` plus one read, except while a read fails. */
+  /** The room of `sku` (null: none), at most STALE_FACTOR × `refreshMs` old (a read that fails throws). */
   async get(sku: string): Promise<RoomSnapshot | null> {
     let e = this.rooms.get(sku);
     if (!e) {
       e = { snapshot: null, readAt: 0, reading: null };
       this.rooms.set(sku, e);
     }
-    if (e.readAt === 0) await this.refresh(sku, e);
-    else if (Date.now() - e.readAt >= this.refreshMs) {
-      this.refresh(sku, e).catch(() => {});
-    }
+    const age = Date.now() - e.readAt;
+    // Slightly stale: answer now, renew in the background. Older (no poll for a while): wait for a read.
+    if (age >= STALE_FACTOR * this.refreshMs) await this.refresh(sku, e);
+    else if (age >= this.refreshMs) this.refresh(sku, e).catch(() => {});
     return e.snapshot;
   }
 

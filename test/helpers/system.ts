@@ -135,7 +135,7 @@ export async function startSystem(
   const roomTokens = createRoomTokens(ROOM_TOKEN_SECRET);
   const roomOf = () => new WaitingRoom(db, roomTokens, new RoomCache(db, { refreshMs: opts.roomRefreshMs }));
   const newAdmitter = () => {
-    const a = new Admitter(process.env.DATABASE_URL!, { tickMs: opts.roomTickMs });
+    const a = new Admitter(process.env.DATABASE_URL!, { tickMs: opts.roomTickMs, log: (l) => console.error(l) });
     a.start();
     admitters.push(a);
     return a;
