@@ -87,6 +87,7 @@ export async function productView(deps: ApiDeps, sku: string) {
     ...(product.maxPerCard ? { maxPerCard: product.maxPerCard } : {}),
     buckets: product.buckets,
     oversellAllowance: product.oversellAllowance,
+    // null without a room (the field is always there); its state is the room's own, live.
     ...(room
       ? {
           waitingRoom: {
@@ -98,7 +99,7 @@ export async function productView(deps: ApiDeps, sku: string) {
           },
           ...(room.opensAt ? { opensAt: room.opensAt.toISOString() } : {}),
         }
-      : {}),
+      : { waitingRoom: null }),
     hasUnits: product.hasUnits,
   };
 }
