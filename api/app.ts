@@ -24,9 +24,10 @@ export function createApp(deps: ApiDeps): Koa {
   const app = new Koa({ proxy: false });
   const routers = [
     opsRoutes(deps),
+    // Early: a waiting room's polls are the most frequent request of a drop.
+    queueRoutes(deps),
     catalogueRoutes(deps),
     purchaseRoutes(deps),
-    queueRoutes(deps),
     webhookRoutes(deps),
     supportRoutes(deps),
     pageRoutes(),
