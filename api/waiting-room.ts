@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { RoomTokens } from '../config/room-tokens';
 import type { Db } from '../store/db';
-import { joinRoom, ticketOutcome } from '../store/room';
+import { JoinDesk } from '../store/join-desk';
+import { ticketOutcome } from '../store/room';
 import { measuredRate, stepFor, type RoomCache, type RoomSnapshot } from '../store/room-cache';
 
 export type TicketState = 'prequeue' | 'waiting' | 'admitted' | 'sold_out' | 'expired';
@@ -32,17 +33,21 @@ export interface TicketView {
  * the opening; a ticket whose session ended long ago reads its row to say how it ended).
  */
 export class WaitingRoom {
+  private readonly desk: JoinDesk;
+
   constructor(
     private readonly db: Db,
     private readonly tokens: RoomTokens,
     private readonly cache: RoomCache,
-  ) {}
+  ) {
+    this.desk = new JoinDesk(db);
+  }
 
   /** Joins `buyerId` to the line of `sku`, or finds their ticket (`created: false`). Null: the SKU has no room. */
   async join(sku: string, buyerId: string): Promise<{ created: boolean; view: TicketView } | null> {
     const snapshot = await this.cache.get(sku);
     if (!snapshot) return null;
-    const t = await joinRoom(this.db, sku, buyerId, randomBytes(16).toString('base64url'));
+    const t = await this.desk.join(sku, buyerId, randomBytes(16).toString('base64url'));
     if (!t) return null;
     const ticket = this.tokens.signTicket(t);
     return { created: t.created, view: (await this.view(ticket))! };

@@ -140,7 +140,8 @@ export async function joinRoom(db: Db, sku: string, buyerId: string, ticketId: s
   }
 }
 
-async function findTicket(db: Db, sku: string, buyerId: string): Promise<TicketRecord | null> {
+/** A buyer's ticket for `sku`, if they joined. */
+export async function findTicket(db: Db, sku: string, buyerId: string): Promise<TicketRecord | null> {
   const { rows } = await db.query<{ ticket_id: string; place: string | null }>(
     'SELECT ticket_id, place FROM room_tickets WHERE sku = $1 AND buyer_id = $2',
     [sku, buyerId],
