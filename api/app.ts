@@ -13,6 +13,7 @@ import { opsRoutes } from './routes/ops';
 import { pageFormRoutes } from './routes/page-forms';
 import { pageRoutes } from './routes/pages';
 import { purchaseRoutes } from './routes/purchases';
+import { queueRoutes } from './routes/queue';
 import { supportRoutes } from './routes/support';
 import { webhookRoutes } from './routes/webhooks';
 
@@ -26,6 +27,8 @@ export function createApp(deps: ApiDeps): Koa {
   const app = new Koa({ proxy: false });
   const routers = [
     opsRoutes(deps),
+    // Early: a waiting room's polls are the most frequent request of a drop.
+    queueRoutes(deps),
     catalogueRoutes(deps),
     purchaseRoutes(deps),
     webhookRoutes(deps),

@@ -4,8 +4,8 @@ import type { BuyerVerifier } from '../config/buyer-tokens';
 import type { Logger } from '../config/log';
 import type { Admissions } from '../store/admission';
 import type { Db } from '../store/db';
-import type { TicketModel } from '../web/queue';
 import type { Metrics } from './metrics';
+import type { WaitingRoom } from './waiting-room';
 import type { RateLimits } from './rate-limits';
 
 /** How the buyer's pages identify buyers (api/buyer-session.ts). */
@@ -21,22 +21,14 @@ export interface PageOptions {
   secureCookies: boolean;
 }
 
-/**
- * The waiting room as the buyer's pages use it (not built yet: the room's routes plug in here).
- * `join` answers like POST /v1/products/:sku/queue, `read` like GET /v1/queue/:ticket (null for an
- * unknown or forged ticket).
- */
-export interface WaitingRoomPages {
-  join(sku: string, buyerId: string): Promise<TicketModel>;
-  read(ticket: string): Promise<TicketModel | null>;
-}
-
 /** Everything the routes use, built by the entry point (api/main.ts) or a test. */
 export interface ApiDeps {
   db: Db;
   temporal: Client;
   taskQueue: string;
   admissions: Admissions;
+  /** The waiting rooms: join, poll, and the admission a purchase of a product with a room needs. */
+  room: WaitingRoom;
   /** Used only to verify webhook signatures. */
   stripe: Stripe;
   webhookSecret: string;
@@ -57,6 +49,4 @@ export interface ApiDeps {
   purchaseTimeoutMs: number;
   /** The buyer's HTML pages; absent: no dev sign-in, cookies without `Secure`. */
   pages?: PageOptions;
-  /** The waiting room, for GET /queue/:ticket and the product page's Join the queue; absent: no room. */
-  room?: WaitingRoomPages;
 }

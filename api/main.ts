@@ -4,6 +4,9 @@ import { isLiveKey, loadApiConfig } from '../config';
 import { createBuyerVerifier } from '../config/buyer-tokens';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
 import { describeTemporal } from '../config/temporal';
+import { createRoomTokens } from '../config/room-tokens';
+import { Admitter } from '../store/admitter';
+import { RoomCache } from '../store/room-cache';
 import { Admissions } from '../store/admission';
 import { Gate } from '../store/gate';
 import { migrate } from '../store/migrate';
@@ -11,6 +14,7 @@ import { createApp } from './app';
 import type { ApiDeps } from './deps';
 import { createMetrics } from './metrics';
 import { createRateLimits } from './rate-limits';
+import { WaitingRoom } from './waiting-room';
 
 /** How long in-flight requests get to finish after the listener closes. */
 const DRAIN_MS = 5000;
@@ -30,12 +34,20 @@ async function main(): Promise<void> {
   const db = createPool(config.databaseUrl, 30, (line) => root.warn(line), config.pool);
   const gate = new Gate(db, config.databaseUrl, { resyncMs: config.gateResyncMs, log: (line) => root.warn(line) });
   await gate.start();
+  // Every process may become the rooms' one admitter (an advisory lock decides which).
+  const admitter = new Admitter(config.databaseUrl, { tickMs: config.roomAdmitTickMs, log });
+  admitter.start();
   const connection = await connectTemporal(config.temporal, { callTimeoutMs: config.temporalCallTimeoutMs });
   const deps: ApiDeps = {
     db,
     temporal: new Client({ connection, namespace: config.temporalNamespace }),
     taskQueue: config.taskQueue,
     admissions: new Admissions(db, gate),
+    room: new WaitingRoom(
+      db,
+      createRoomTokens(config.roomTokenSecret),
+      new RoomCache(db, { refreshMs: config.roomRefreshMs }),
+    ),
     stripe: createStripe(config),
     webhookSecret: config.stripeWebhookSecret,
     livemode: isLiveKey(config.stripeSecretKey),
@@ -43,7 +55,7 @@ async function main(): Promise<void> {
     rateLimits: createRateLimits(config.rateLimits),
     adminToken: config.adminToken,
     supportToken: config.supportToken,
-    metrics: createMetrics(db, gate),
+    metrics: createMetrics(db, gate, { admitter }),
     lifecycle: { draining: false },
     logger: root,
     purchaseTimeoutMs: config.purchaseTimeoutMs,
@@ -69,6 +81,7 @@ async function main(): Promise<void> {
     await Promise.race([closed, new Promise((r) => setTimeout(r, DRAIN_MS))]);
     server.closeAllConnections();
     await connection.close();
+    await admitter.close();
     await gate.close();
     await db.end();
     process.exit(0);

@@ -1,7 +1,9 @@
 import client from 'prom-client';
 import type { Db } from '../store/db';
 import type { Gate } from '../store/gate';
+import type { Admitter } from '../store/admitter';
 import { countByStatus } from '../store/purchases';
+import { roomStats, type RoomStats } from '../store/room';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
@@ -13,7 +15,12 @@ export const STATUS_COUNT_MAX_AGE_MS = 15_000;
  * process). Node's process metrics keep their standard names (`process_*`, `nodejs_*`), which stock
  * dashboards expect; the service's own carry the `flashsale_` prefix.
  */
-export function createMetrics(db: Db, gate: Gate, opts: { statusMaxAgeMs?: number } = {}) {
+export function createMetrics(
+  db: Db,
+  gate: Gate,
+  opts: { statusMaxAgeMs?: number; admitter?: Pick<Admitter, 'isLeader'> } = {},
+) {
+  const admitter = opts.admitter;
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const statusCounts = sharedStatusCounts(db, opts.statusMaxAgeMs ?? STATUS_COUNT_MAX_AGE_MS);
@@ -30,8 +37,47 @@ export function createMetrics(db: Db, gate: Gate, opts: { statusMaxAgeMs?: numbe
         for (const v of gate.views()) this.set({ sku: v.sku }, pick(v));
       },
     });
+  const roomGauge = (name: string, help: string, pick: (r: RoomStats) => number) =>
+    new client.Gauge({
+      name,
+      help,
+      labelNames: ['sku'],
+      registers: [registry],
+      async collect() {
+        const rooms = await roomStats(db);
+        this.reset();
+        for (const r of rooms) this.set({ sku: r.sku }, pick(r));
+      },
+    });
   return {
     registry,
+    // The waiting room, from its record: the same figures on every API process.
+    roomWaiting: roomGauge('flashsale_room_waiting', 'Waiting-room tickets not admitted yet', (r) => r.waiting),
+    roomAdmitted: roomGauge('flashsale_room_admitted', 'Waiting-room tickets admitted so far', (r) => r.admitted),
+    roomActive: roomGauge(
+      'flashsale_room_active',
+      'Admitted buyers inside now (not bought, not expired)',
+      (r) => r.active,
+    ),
+    roomState: new client.Gauge({
+      name: 'flashsale_room_state',
+      help: 'Waiting-room state: 1 for the state the room is in',
+      labelNames: ['sku', 'state'],
+      registers: [registry],
+      async collect() {
+        const rooms = await roomStats(db);
+        this.reset();
+        for (const r of rooms) this.set({ sku: r.sku, state: r.soldOut ? 'sold_out' : r.state }, 1);
+      },
+    }),
+    roomAdmitter: new client.Gauge({
+      name: 'flashsale_room_admitter',
+      help: "1 while this API process is the waiting rooms' admitter (one process of all holds the lock)",
+      registers: [registry],
+      collect() {
+        this.set(admitter?.isLeader() ? 1 : 0);
+      },
+    }),
     // The funnel, in order: gate answers, sagas started, holds taken or refused, sessions opened, paid, lapsed.
     gateAnswers: counter('flashsale_gate_answers_total', 'POST /v1/purchases admissions by gate outcome', ['outcome']),
     sagasStarted: counter('flashsale_sagas_started_total', 'Purchase sagas started by this API process'),

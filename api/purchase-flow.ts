@@ -58,6 +58,8 @@ function admissionProblem(a: Exclude<Admission, { outcome: 'new' | 'known' }>): 
       return new Problem(409, 'hold-exists', a.detail, { heldBy: a.heldBy });
     case 'invalid':
       return invalid([{ field: a.field, message: a.message }]);
+    case 'not_admitted':
+      return new Problem(403, 'not-admitted', a.detail);
     case 'sold_out': {
       if (a.final || !a.retryAt) return new Problem(409, 'sold-out', a.detail, { final: true });
       const wait = Math.max(1, Math.ceil((a.retryAt.getTime() - Date.now()) / 1000));
@@ -152,8 +154,8 @@ export interface PurchaseOrder {
   /** Answer as soon as the purchase is accepted (202), without waiting for the hold and the session. */
   respondAsync: boolean;
   /**
-   * The waiting room's Admission-Token (header, or the queue page's Buy form). Not checked yet: the
-   * room's check (403 `not-admitted` for a product with a room) belongs here, for both doors.
+   * The waiting room's Admission-Token (header, or the queue page's Buy form): a product with a room
+   * needs one bound to this buyer and SKU, good for one purchase (403 `not-admitted` otherwise).
    */
   admissionToken?: string;
   /** The request's id, carried into the saga's log lines. */
@@ -191,7 +193,9 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
   }
   const req: PurchaseRequest = { ...body, buyerId };
 
-  const admission = await deps.admissions.admit(key, req);
+  // Verified here, without a read: whether it was already spent is decided as the purchase is recorded.
+  const ticket = await deps.room.admissionOf(order.admissionToken, buyerId, req.sku);
+  const admission = await deps.admissions.admit(key, req, ticket);
   deps.metrics.gateAnswers.inc({ outcome: gateOutcome(admission) });
   if (admission.outcome !== 'new' && admission.outcome !== 'known') throw admissionProblem(admission);
   const { record } = admission;

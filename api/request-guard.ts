@@ -12,6 +12,8 @@ export const IMPLEMENTED_METHODS = ['GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PA
 
 /** The longest path parameter taken (a SKU is at most 64 characters, a purchase id 28). */
 export const MAX_PARAM_LENGTH = 256;
+/** Parameters allowed to be longer: a waiting-room ticket carries its SKU and buyer id, signed. */
+const LONG_PARAMS: Record<string, number> = { ticket: 1024 };
 
 /** Longest Idempotency-Key, as documented. */
 const MAX_KEY_LENGTH = 255;
@@ -48,8 +50,8 @@ function checkPath(templates: Template[], rawPath: string): FieldError[] {
       return;
     }
     if (isBadText(decoded)) errors.push({ field, message: TEXT_MESSAGE });
-    else if (param && decoded.length > MAX_PARAM_LENGTH) {
-      errors.push({ field, message: `must be at most ${MAX_PARAM_LENGTH} characters` });
+    else if (param && decoded.length > (LONG_PARAMS[param] ?? MAX_PARAM_LENGTH)) {
+      errors.push({ field, message: `must be at most ${LONG_PARAMS[param] ?? MAX_PARAM_LENGTH} characters` });
     }
   });
   return errors;

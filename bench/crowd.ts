@@ -8,6 +8,7 @@ import { reconcile } from '../store/reconcile';
 import { startLocalSystem } from '../dev/local-system';
 import { sleep } from '../dev/proc';
 import { CheckoutWatch } from './crowd-checkouts';
+import { roomBench } from './crowd-room';
 import { countBy, printReport, verdicts, type Answer, type Phase } from './crowd-report';
 import { apiCounters, HttpClient, parseJson } from './http-client';
 
@@ -25,7 +26,8 @@ import { apiCounters, HttpClient, parseJson } from './http-client';
  * status, and prints the time to all checkouts (from the crowd's first request) and how many got one.
  *
  * Flags (or env): --buyers (BENCH_BUYERS), --units (BENCH_UNITS), --concurrency (BENCH_CONCURRENCY),
- * --respond-async (BENCH_RESPOND_ASYNC=1),
+ * --respond-async (BENCH_RESPOND_ASYNC=1), --room (BENCH_ROOM=1: the waiting room's join and poll
+ * routes instead of purchases, bench/crowd-room.ts; `npm run bench:room`),
  * --base URL (BENCH_BASE_URL) to run against an API that is already up, with --admin-token
  * (BENCH_ADMIN_TOKEN, else ADMIN_TOKEN); DATABASE_URL and TEMPORAL_ADDRESS then name its Postgres and
  * Temporal for the checks that need them (skipped without them). Without --base it starts a throwaway
@@ -37,7 +39,7 @@ import { apiCounters, HttpClient, parseJson } from './http-client';
  * checkout URL, are reported but do not fail the run).
  */
 
-const HELP = `usage: npm run bench:crowd -- [--buyers N] [--units M] [--concurrency C] [--respond-async] [--base URL --admin-token T]`;
+const HELP = `usage: npm run bench:crowd -- [--buyers N] [--units M] [--concurrency C] [--respond-async] [--room] [--base URL --admin-token T]`;
 /** Longer than the API's own deadline (PURCHASE_TIMEOUT_MS, 20 s): the API should answer first. */
 const REQUEST_TIMEOUT_MS = 120_000;
 const READY_TIMEOUT_MS = 90_000;
@@ -55,6 +57,7 @@ interface Options {
   units: number;
   concurrency: number;
   respondAsync: boolean;
+  room: boolean;
   base?: string;
   adminToken?: string;
 }
@@ -78,6 +81,7 @@ function readOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
         units: { type: 'string' },
         concurrency: { type: 'string' },
         'respond-async': { type: 'boolean' },
+        room: { type: 'boolean' },
         base: { type: 'string' },
         'admin-token': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -97,6 +101,7 @@ function readOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
     units: positiveInt('--units', values.units ?? env.BENCH_UNITS, 600),
     concurrency: positiveInt('--concurrency', values.concurrency ?? env.BENCH_CONCURRENCY, 256),
     respondAsync: values['respond-async'] ?? env.BENCH_RESPOND_ASYNC === '1',
+    room: values.room ?? env.BENCH_ROOM === '1',
     base: (values.base ?? env.BENCH_BASE_URL)?.replace(/\/+$/, '') || undefined,
     adminToken: values['admin-token'] ?? env.BENCH_ADMIN_TOKEN,
   };
@@ -400,6 +405,18 @@ async function main(): Promise<number> {
 
   console.error(`baseline: ${opts.buyers} x GET /healthz, ${opts.concurrency} in flight...`);
   const base = await drive('baseline: GET /healthz', opts.buyers, opts.concurrency, healthz);
+
+  if (opts.room) {
+    const args = {
+      client,
+      admin,
+      sku: `${sku}-room`,
+      tokens: tokens.crowd,
+      concurrency: opts.concurrency,
+      healthz: base,
+    };
+    return roomBench({ ...args, drive });
+  }
 
   const before = await apiCounters(client);
   console.error(

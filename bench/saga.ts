@@ -9,6 +9,9 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import pg from 'pg';
 import { Admissions } from '../store/admission';
 import { Gate } from '../store/gate';
+import { RoomCache } from '../store/room-cache';
+import { WaitingRoom } from '../api/waiting-room';
+import { createRoomTokens } from '../config/room-tokens';
 import { HoldDesk } from '../store/hold-desk';
 import { createApp } from '../api/app';
 import { createMetrics } from '../api/metrics';
@@ -97,6 +100,7 @@ async function main(): Promise<void> {
     lifecycle: { draining: false },
     logger: createLogger('bench-api', { LOG_LEVEL: process.env.LOG_LEVEL || 'warn' }),
     admissions: new Admissions(db, gate),
+    room: new WaitingRoom(db, createRoomTokens(BUYER_SECRET), new RoomCache(db)),
     purchaseTimeoutMs: 20_000,
   });
   const server: Server = await new Promise((r) => {

@@ -1,5 +1,6 @@
 import { MIN_SECRET_LENGTH, type BuyerTokenConfig } from './buyer-tokens';
 import { loadTemporalSettings, type TemporalSettings } from './temporal';
+import { roomSecretFromBuyerSecret } from './room-tokens';
 
 // One typed, validated configuration per process, read from the environment by the entry points
 // (api/main.ts, worker/main.ts, the ops/ CLIs) and nowhere else. A missing or malformed value
@@ -52,6 +53,12 @@ export interface ApiConfig extends CommonConfig, StripeConfig {
    * BUYER_TOKEN_SECRET): on only with STRIPE_EMULATOR=1 and an HS256 secret.
    */
   devSignIn: boolean;
+  /** Signs waiting-room tickets and admission tokens: ROOM_TOKEN_SECRET, else derived from BUYER_TOKEN_SECRET. */
+  roomTokenSecret: string;
+  /** How often each process reads a room's serving counter again while it is polled. */
+  roomRefreshMs: number;
+  /** How often the admitter (one process of all) steps every room. */
+  roomAdmitTickMs: number;
 }
 
 export interface WorkerConfig extends CommonConfig, StripeConfig {
@@ -238,8 +245,22 @@ export function loadBuyerTokenCliConfig(env: Env): BuyerTokenConfig & { secret: 
   return r.done({ ...buyerTokens(r), secret });
 }
 
+/** ROOM_TOKEN_SECRET, else one derived from BUYER_TOKEN_SECRET (every API process has the same). */
+function roomTokenSecret(r: Reader, buyers: BuyerTokenConfig): string {
+  const own = r.env.ROOM_TOKEN_SECRET;
+  if (own) {
+    if (own.length < MIN_SECRET_LENGTH)
+      r.problems.push(`ROOM_TOKEN_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
+    return own;
+  }
+  if (buyers.secret) return roomSecretFromBuyerSecret(buyers.secret);
+  if (buyers.jwksUrl) r.problems.push('ROOM_TOKEN_SECRET is required when buyer tokens come from BUYER_JWKS_URL');
+  return '';
+}
+
 export function loadApiConfig(env: Env): ApiConfig {
   const r = new Reader(env);
+  const buyers = buyerTokens(r);
   return r.done({
     ...common(r),
     ...stripe(r),
@@ -251,7 +272,10 @@ export function loadApiConfig(env: Env): ApiConfig {
     shutdownGraceMs: r.int('SHUTDOWN_GRACE_MS', 5000, 0),
     purchaseTimeoutMs: r.int('PURCHASE_TIMEOUT_MS', 20_000, 100),
     gateResyncMs: r.int('GATE_RESYNC_MS', 5_000, 100),
-    buyerTokens: buyerTokens(r),
+    buyerTokens: buyers,
+    roomTokenSecret: roomTokenSecret(r, buyers),
+    roomRefreshMs: r.int('ROOM_REFRESH_MS', 200, 10),
+    roomAdmitTickMs: r.int('ROOM_ADMIT_TICK_MS', 100, 10),
     rateLimits: {
       perBuyerPerMinute: r.int('RATE_LIMIT_PER_BUYER_PER_MINUTE', 30, 0),
       perIpPerSecond: r.int('RATE_LIMIT_PER_IP_PER_SECOND', 100, 0),

@@ -2,7 +2,7 @@ import type { ProductTerms, PurchaseRequest } from '../vocabulary';
 import type { Db } from './db';
 import type { Gate, Permit } from './gate';
 import { getProduct, termsOf } from './products';
-import { lookupForAdmission, openPurchase, purchaseIdFor, type PurchaseRecord } from './purchases';
+import { lookupForAdmission, NotAdmittedError, openPurchase, purchaseIdFor, type PurchaseRecord } from './purchases';
 
 /** What may be decided about a new purchase before any saga runs. */
 export type Admission =
@@ -16,12 +16,16 @@ export type Admission =
   | { outcome: 'hold_exists'; heldBy: string; detail: string }
   /** No unit can be had now. `final`: nothing is held or in flight, nothing can come back. */
   | { outcome: 'sold_out'; detail: string; final: boolean; retryAt?: Date }
+  /** The product has a waiting room, and this request carries no valid, unspent admission to it: nothing written. */
+  | { outcome: 'not_admitted'; detail: string }
   /** The request contradicts the product or an earlier use of its key. */
   | { outcome: 'invalid'; field: string; message: string };
 
 interface Known {
   terms: ProductTerms;
   maxPerBuyer: number;
+  /** A purchase needs an admission from the product's waiting room. */
+  room: boolean;
 }
 
 /**
@@ -39,7 +43,15 @@ export class Admissions {
     private readonly gate: Gate,
   ) {}
 
-  async admit(idempotencyKey: string, req: PurchaseRequest): Promise<Admission> {
+  /**
+   * `admission`: the waiting-room ticket whose admission token the request carried (verified by the
+   * caller); a product with a room needs one, and the purchase's row spends it (store/purchases.ts).
+   */
+  async admit(
+    idempotencyKey: string,
+    req: PurchaseRequest,
+    admission?: { ticketId: string } | null,
+  ): Promise<Admission> {
     const purchaseId = purchaseIdFor(idempotencyKey, req.buyerId);
     // A retry of a known key is answered from its purchase, before any shortcut below.
     const { record: known, heldBy } = await lookupForAdmission(this.db, purchaseId, req.sku, req.buyerId);
@@ -51,6 +63,12 @@ export class Admissions {
     if (req.quantity > product.maxPerBuyer) {
       const detail = `at most ${product.maxPerBuyer} of ${req.sku} per buyer`;
       return { outcome: 'refused', reason: 'limit_exceeded', detail };
+    }
+    if (product.room && !admission) {
+      return {
+        outcome: 'not_admitted',
+        detail: `${req.sku} has a waiting room: an Admission-Token of this buyer is needed`,
+      };
     }
     if (req.unitId && !product.terms.hasUnits) {
       return { outcome: 'invalid', field: 'unitId', message: `${req.sku} has no distinct units` };
@@ -70,7 +88,7 @@ export class Admissions {
       return { outcome: 'sold_out', detail, final: entry.final, retryAt: entry.retryAt };
     }
     try {
-      const opened = await openPurchase(this.db, idempotencyKey, req);
+      const opened = await openPurchase(this.db, idempotencyKey, req, product.room ? admission! : undefined);
       if (opened.created) {
         entry.permit.bind(purchaseId);
         return { outcome: 'new', record: opened.record, terms: product.terms, permit: entry.permit };
@@ -80,6 +98,7 @@ export class Admissions {
       return this.answerKnown(opened.record, req);
     } catch (err) {
       entry.permit.settle();
+      if (err instanceof NotAdmittedError) return { outcome: 'not_admitted', detail: err.message };
       throw err;
     }
   }
@@ -107,7 +126,7 @@ export class Admissions {
     if (cached) return cached;
     const p = await getProduct(this.db, sku);
     if (!p) return null;
-    const known = { terms: termsOf(p), maxPerBuyer: p.maxPerBuyer };
+    const known = { terms: termsOf(p), maxPerBuyer: p.maxPerBuyer, room: p.waitingRoom !== null };
     this.products.set(sku, known);
     return known;
   }

@@ -2,6 +2,8 @@ import type pg from 'pg';
 
 export type Db = pg.Pool;
 export type Tx = pg.PoolClient;
+/** Anything a query can run on: the pool, a pooled connection, or a client of its own (the room's admitter). */
+export type Queryable = Db | Tx | pg.Client;
 
 /** Runs `fn` in one transaction on a pooled connection; rolls back on any throw. */
 export async function withTx<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {

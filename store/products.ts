@@ -1,6 +1,7 @@
-import { PG, constraintOf, pgCode, withTx, type Db, type Tx } from './db';
+import { PG, constraintOf, pgCode, withTx, type Db, type Queryable, type Tx } from './db';
 import { appendMovements } from './ledger';
 import type { ProductTerms } from '../vocabulary';
+import { createRoom, type RoomSettings } from './room';
 
 // The catalogue: products, their bucket rows and seats, restocks, and availability as a buyer sees it.
 
@@ -17,7 +18,8 @@ export interface Product {
   maxPerCard: number | null;
   oversellAllowance: number;
   hasUnits: boolean;
-  waitingRoom: { admitPerSecond: number; maxActive: number } | null;
+  /** The room's settings as created (their live values are the room's: store/room.ts). */
+  waitingRoom: RoomSettings | null;
 }
 
 export interface NewProduct {
@@ -31,7 +33,9 @@ export interface NewProduct {
   maxPerBuyer?: number;
   maxPerCard?: number | null;
   oversellAllowance?: number;
-  waitingRoom?: { admitPerSecond: number; maxActive: number } | null;
+  waitingRoom?: RoomSettings | null;
+  /** With a waiting room only: buyers who join before it wait in the pre-queue, and no one is admitted before it. */
+  opensAt?: string | null;
   units?: string[];
 }
 
@@ -169,6 +173,9 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
           units,
         ]);
       }
+      if (input.waitingRoom) {
+        await createRoom(tx, input.sku, input.waitingRoom, input.opensAt ? new Date(input.opensAt) : null);
+      }
       await appendMovements(tx, [{ sku: input.sku, purchaseId: null, kind: 'create', total: stock, available: stock }]);
       return toProduct(rows[0]);
     });
@@ -281,7 +288,7 @@ export interface StockView {
 }
 
 /** The gate's view of one SKU, from the record (two index reads); null when there is no such product. */
-export async function stockView(db: Db, sku: string, pending: string[] = []): Promise<StockView | null> {
+export async function stockView(db: Queryable, sku: string, pending: string[] = []): Promise<StockView | null> {
   const { rows } = await db.query<{
     room: number | null;
     held: number;

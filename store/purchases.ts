@@ -8,6 +8,7 @@ import {
   Rejection,
 } from '../vocabulary';
 import type { Db, Tx } from './db';
+import { spendAdmissionSql } from './room';
 
 /** The durable record of a purchase (table `purchases`). */
 export interface PurchaseRecord extends PurchaseState {
@@ -98,8 +99,22 @@ export function purchaseIdFor(idempotencyKey: string, buyerId: string): string {
 
 export type OpenResult = { created: boolean; record: PurchaseRecord };
 
-/** Records a new purchase in `holding`, or finds the one this Idempotency-Key already made. */
-export async function openPurchase(db: Db, idempotencyKey: string, req: PurchaseRequest): Promise<OpenResult> {
+/** The admission this purchase needed (a product with a waiting room) is not valid, or was spent on another purchase. */
+export class NotAdmittedError extends Error {
+  readonly type = 'not-admitted';
+}
+
+/**
+ * Records a new purchase in `holding`, or finds the one this Idempotency-Key already made. With
+ * `admission` (a product with a waiting room), the same statement spends the ticket's admission on
+ * this purchase: a second purchase with it records nothing and throws NotAdmittedError.
+ */
+export async function openPurchase(
+  db: Db,
+  idempotencyKey: string,
+  req: PurchaseRequest,
+  admission?: { ticketId: string },
+): Promise<OpenResult> {
   const purchaseId = purchaseIdFor(idempotencyKey, req.buyerId);
   const request: PurchaseRequest = {
     sku: req.sku,
@@ -107,14 +122,33 @@ export async function openPurchase(db: Db, idempotencyKey: string, req: Purchase
     quantity: req.quantity,
     ...(req.unitId ? { unitId: req.unitId } : {}),
   };
-  const { rows } = await db.query<PurchaseRow>(
-    `INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, unit_id, status)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, 'holding')
-     ON CONFLICT (purchase_id) DO NOTHING RETURNING *`,
-    [purchaseId, idempotencyKey, JSON.stringify(request), req.sku, req.buyerId, req.quantity, req.unitId ?? null],
-  );
+  const params = [
+    purchaseId,
+    idempotencyKey,
+    JSON.stringify(request),
+    req.sku,
+    req.buyerId,
+    req.quantity,
+    req.unitId ?? null,
+  ];
+  const { rows } = admission
+    ? await db.query<PurchaseRow>(
+        `WITH spent AS (${spendAdmissionSql('$8', '$4', '$5', '$1')})
+         INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, unit_id, status)
+         SELECT $1, $2, $3, $4, $5, $6, $7, 'holding' WHERE EXISTS (SELECT 1 FROM spent)
+         ON CONFLICT (purchase_id) DO NOTHING RETURNING *`,
+        [...params, admission.ticketId],
+      )
+    : await db.query<PurchaseRow>(
+        `INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, unit_id, status)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'holding')
+         ON CONFLICT (purchase_id) DO NOTHING RETURNING *`,
+        params,
+      );
   if (rows[0]) return { created: true, record: toRecord(rows[0]) };
-  return { created: false, record: (await getPurchase(db, purchaseId))! };
+  const known = await getPurchase(db, purchaseId);
+  if (!known) throw new NotAdmittedError(`the admission for ${req.sku} is not valid or was already used`);
+  return { created: false, record: known };
 }
 
 /**

@@ -11,7 +11,8 @@ import { formatWait } from './money';
 export interface TicketModel {
   ticket: string;
   sku: string;
-  position: number;
+  /** Buyers ahead in line (null in the pre-queue, before places are drawn). */
+  position: number | null;
   state: 'prequeue' | 'waiting' | 'admitted' | 'sold_out' | 'expired';
   estimatedWaitSeconds: number;
   admissionToken?: string;
@@ -43,7 +44,7 @@ export function queuePage(t: TicketModel, product: ProductModel, viewer: Viewer,
       refresh = queueRefreshSeconds(t);
       main = html`<h1>You are in the queue for ${name}</h1>
         <p class="notice wait" id="queue" data-state="waiting" role="status">
-          Your place: <strong id="position">${t.position}</strong>. Estimated wait:
+          Buyers ahead of you: <strong id="position">${t.position ?? 0}</strong>. Estimated wait:
           <strong id="wait">${formatWait(t.estimatedWaitSeconds)}</strong>. Keep this page open: it updates by itself,
           and you can buy as soon as it is your turn.
         </p>`;

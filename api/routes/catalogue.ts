@@ -38,7 +38,14 @@ const newProduct = validator<NewProduct>({
       properties: {
         admitPerSecond: { type: 'number', exclusiveMinimum: 0, maximum: 100_000 },
         maxActive: { type: 'integer', minimum: 1, maximum: 10_000_000 },
+        // An admission outlives no Stripe session (24 h); a second is the shortest that can buy.
+        sessionSeconds: { type: 'integer', minimum: 1, maximum: 24 * 3600, nullable: true },
       },
+    },
+    opensAt: {
+      type: 'string',
+      pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})$',
+      nullable: true,
     },
     units: {
       type: 'array',
@@ -63,6 +70,7 @@ export async function productView(deps: ApiDeps, sku: string) {
   const product = await getProduct(deps.db, sku);
   const a = await getAvailability(deps.db, sku);
   if (!product || !a) throw new Problem(404, 'product-not-found', `no product with SKU ${sku}`);
+  const room = product.waitingRoom ? await deps.room.stateOf(sku) : null;
   return {
     sku,
     name: product.name,
@@ -79,7 +87,19 @@ export async function productView(deps: ApiDeps, sku: string) {
     ...(product.maxPerCard ? { maxPerCard: product.maxPerCard } : {}),
     buckets: product.buckets,
     oversellAllowance: product.oversellAllowance,
-    waitingRoom: product.waitingRoom,
+    // null without a room (the field is always there); its state is the room's own, live.
+    ...(room
+      ? {
+          waitingRoom: {
+            state: room.state,
+            soldOut: room.soldOut,
+            admitPerSecond: room.admitPerSecond,
+            maxActive: room.maxActive,
+            sessionSeconds: room.sessionSeconds,
+          },
+          ...(room.opensAt ? { opensAt: room.opensAt.toISOString() } : {}),
+        }
+      : { waitingRoom: null }),
     hasUnits: product.hasUnits,
   };
 }
@@ -101,9 +121,12 @@ export function catalogueRoutes(deps: ApiDeps): Router {
     if (input.units && input.units.length !== input.stock) {
       throw invalid([{ field: 'stock', message: `must equal the number of units (${input.units.length})` }]);
     }
-    if (input.waitingRoom) {
-      // Refused rather than stored unenforced: a drop configured for a waiting room must not run without one.
-      throw invalid([{ field: 'waitingRoom', message: 'is not supported yet (the waiting room is not built)' }]);
+    if (input.opensAt && Number.isNaN(Date.parse(input.opensAt))) {
+      throw invalid([{ field: 'opensAt', message: 'must be an ISO-8601 time (2025-11-28T09:00:00Z)' }]);
+    }
+    if (input.opensAt && !input.waitingRoom) {
+      // Refused rather than stored unenforced: only a room keeps buyers out before the opening today.
+      throw invalid([{ field: 'opensAt', message: 'is supported only with a waitingRoom' }]);
     }
     if (input.units && input.oversellAllowance) {
       throw invalid([{ field: 'oversellAllowance', message: 'is not supported for products of distinct units' }]);

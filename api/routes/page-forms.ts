@@ -87,10 +87,10 @@ export function pageFormRoutes(deps: ApiDeps): Router {
 
   router.post('/p/:sku/queue', sameOrigin, formBody, async (ctx) => {
     const buyerId = await signedIn(ctx);
-    if (!deps.room) throw new Problem(404, 'not-found', 'this sale has no waiting room');
-    const ticket = await deps.room.join(ctx.params.sku, buyerId);
+    const joined = await deps.room.join(ctx.params.sku, buyerId);
+    if (!joined) throw new Problem(404, 'not-found', 'this sale has no waiting room');
     ctx.status = 303;
-    ctx.redirect(`/queue/${encodeURIComponent(ticket.ticket)}`);
+    ctx.redirect(`/queue/${encodeURIComponent(joined.view.ticket)}`);
   });
 
   const devSecret = () => {

@@ -20,6 +20,10 @@ import { createMetrics } from '../../api/metrics';
 import { createRateLimits, type RateLimitConfig } from '../../api/rate-limits';
 import { startEmulator, type Emulator } from '../../dev/emulator';
 import { createBuyerVerifier, signBuyerToken } from '../../config/buyer-tokens';
+import { createRoomTokens } from '../../config/room-tokens';
+import { WaitingRoom } from '../../api/waiting-room';
+import { Admitter } from '../../store/admitter';
+import { RoomCache } from '../../store/room-cache';
 import { createStripe } from '../../config/clients';
 import { createLogger, type Logger } from '../../config/log';
 import { createPurchaseWorker, WORKFLOW_INTERCEPTOR_MODULES } from '../../worker/create-worker';
@@ -30,6 +34,8 @@ export const SUPPORT_TOKEN = 'test-support-token';
 export const WEBHOOK_SECRET = 'whsec_test_secret';
 /** The HS256 secret the test API verifies buyer tokens with. */
 export const BUYER_TOKEN_SECRET = 'test-buyer-token-secret-0123456789abcdef';
+/** The secret the test API signs waiting-room tickets and admission tokens with. */
+export const ROOM_TOKEN_SECRET = 'test-room-token-secret-0123456789abcdef';
 /** Support's Authorization header: support may read any purchase. */
 export const AS_SUPPORT = { authorization: `Bearer ${SUPPORT_TOKEN}` };
 
@@ -79,6 +85,8 @@ export interface System {
   apiUrl: string;
   /** The API's lifecycle flag: set `draining` to see what a shutting-down API answers. */
   lifecycle: ApiDeps['lifecycle'];
+  /** The waiting rooms' admitter of each API instance (the first is this API's): one of them holds the lock. */
+  admitters: Admitter[];
   /** Another API instance on its own port, with its own gate, against the same Postgres and Temporal. Returns its URL. */
   startAnotherApi(): Promise<string>;
   /** Starts a worker in this process (tests that kill workers run their own in a child process). */
@@ -122,12 +130,25 @@ export async function startSystem(
     rateLimits?: RateLimitConfig;
     /** The API's logger (default: silent); a test that reads the access log passes its own. */
     logger?: Logger;
+    /** The admitter's tick and each API's room-cache refresh (ROOM_ADMIT_TICK_MS, ROOM_REFRESH_MS). */
+    roomTickMs?: number;
+    roomRefreshMs?: number;
   } = {},
 ): Promise<System> {
   const db = testDb(30);
   const gate = new Gate(db, process.env.DATABASE_URL!, { resyncMs: opts.gateResyncMs });
   await gate.start();
   const taskQueue = `test-${randomUUID()}`;
+  const roomTokens = createRoomTokens(ROOM_TOKEN_SECRET);
+  const roomOf = () => new WaitingRoom(db, roomTokens, new RoomCache(db, { refreshMs: opts.roomRefreshMs }));
+  const newAdmitter = () => {
+    const a = new Admitter(process.env.DATABASE_URL!, { tickMs: opts.roomTickMs, log: (l) => console.error(l) });
+    a.start();
+    admitters.push(a);
+    return a;
+  };
+  const admitters: Admitter[] = [];
+  const admitter = newAdmitter();
   const emulator = await startEmulator({
     port: 0,
     webhookSecret: WEBHOOK_SECRET,
@@ -147,9 +168,10 @@ export async function startSystem(
     ...(opts.rateLimits ? { rateLimits: createRateLimits(opts.rateLimits) } : {}),
     adminToken: ADMIN_TOKEN,
     supportToken: SUPPORT_TOKEN,
-    metrics: createMetrics(db, gate),
+    metrics: createMetrics(db, gate, { admitter }),
     lifecycle: { draining: false },
     logger: opts.logger ?? createLogger('api', { LOG_LEVEL: 'silent' }),
+    room: roomOf(),
     purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
     admissions: new Admissions(db, gate),
     // The buyer's pages with the development sign-in, as `npm start` runs them.
@@ -176,8 +198,9 @@ export async function startSystem(
       await otherGate.start();
       const other = await listen({
         ...deps,
-        metrics: createMetrics(db, otherGate),
+        metrics: createMetrics(db, otherGate, { admitter: newAdmitter() }),
         admissions: new Admissions(db, otherGate),
+        room: roomOf(),
       });
       others.push({ server: other, gate: otherGate });
       return urlOf(other);
@@ -188,6 +211,7 @@ export async function startSystem(
     taskQueue,
     apiUrl,
     lifecycle: deps.lifecycle,
+    admitters,
     async startWorker(limits = {}) {
       workerConnection ??= await NativeConnection.connect({ address: temporalAddress() });
       worker = await createPurchaseWorker({
@@ -276,6 +300,7 @@ export async function startSystem(
         await closed;
       }
       for (const o of others) await o.gate.close();
+      for (const a of admitters) await a.close();
       await emulator.close();
       await connection.close();
       await gate.close();

@@ -180,7 +180,7 @@ test.serial('bad input is a problem naming the fields, and writes nothing', asyn
   t.is(after, before);
 });
 
-test('control characters, unknown methods and waiting rooms not yet built are clear 4xx problems', async (t) => {
+test('control characters, unknown methods and an opening time without a waiting room are clear 4xx problems', async (t) => {
   const nul = await sys.api(
     'POST',
     '/v1/purchases',
@@ -201,10 +201,10 @@ test('control characters, unknown methods and waiting rooms not yet built are cl
       priceCents: 1,
       currency: 'usd',
       stock: 1,
-      waitingRoom: { admitPerSecond: 5, maxActive: 10 },
+      opensAt: '2030-01-01T09:00:00Z',
     },
     { authorization: 'Bearer test-admin-token' },
   );
   t.is(room.status, 400);
-  t.is(room.body.errors[0].field, 'waitingRoom');
+  t.is(room.body.errors[0].field, 'opensAt');
 });

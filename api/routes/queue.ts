@@ -1,0 +1,75 @@
+import { Router } from '@koa/router';
+import { getProduct } from '../../store/products';
+import { patchRoom, roomStats, type RoomPatch } from '../../store/room';
+import { buyerOf, requireBearer } from '../auth';
+import type { ApiDeps } from '../deps';
+import { Problem } from '../problem';
+import { validator } from '../validate';
+
+const roomPatch = validator<RoomPatch>({
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    state: { type: 'string', enum: ['open', 'paused', 'closed'], nullable: true },
+    admitPerSecond: { type: 'number', exclusiveMinimum: 0, maximum: 100_000, nullable: true },
+    maxActive: { type: 'integer', minimum: 1, maximum: 10_000_000, nullable: true },
+  },
+});
+
+const noRoom = async (deps: ApiDeps, sku: string) =>
+  (await getProduct(deps.db, sku))
+    ? new Problem(404, 'product-not-found', `product ${sku} has no waiting room`)
+    : new Problem(404, 'product-not-found', `no product with SKU ${sku}`);
+
+async function operatorView(deps: ApiDeps, sku: string) {
+  const [stats] = await roomStats(deps.db, sku);
+  if (!stats) throw await noRoom(deps, sku);
+  return {
+    state: stats.state,
+    soldOut: stats.soldOut,
+    waiting: stats.waiting,
+    admitted: stats.admitted,
+    active: stats.active,
+    admitPerSecond: stats.admitPerSecond,
+    maxActive: stats.maxActive,
+    sessionSeconds: stats.sessionSeconds,
+  };
+}
+
+/**
+ * Waiting-room routes: a buyer joins (one ticket per buyer and SKU) and polls the ticket; polls are
+ * answered from the signed ticket and this process's cached serving counter (api/waiting-room.ts).
+ * The operator reads and changes a room live.
+ */
+export function queueRoutes(deps: ApiDeps): Router {
+  const router = new Router();
+  const admin = requireBearer(deps.adminToken, 'admin');
+
+  router.post('/v1/products/:sku/queue', async (ctx) => {
+    const buyerId = await buyerOf(ctx, deps.buyers);
+    const joined = await deps.room.join(ctx.params.sku, buyerId);
+    if (!joined) throw await noRoom(deps, ctx.params.sku);
+    ctx.status = joined.created ? 201 : 200;
+    ctx.body = joined.view;
+  });
+
+  router.get('/v1/queue/:ticket', async (ctx) => {
+    const view = await deps.room.view(ctx.params.ticket);
+    if (!view) throw new Problem(404, 'ticket-not-found', 'no such ticket (it is not one this service signed)');
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = view;
+  });
+
+  router.get('/v1/products/:sku/waiting-room', admin, async (ctx) => {
+    ctx.body = await operatorView(deps, ctx.params.sku);
+  });
+
+  router.patch('/v1/products/:sku/waiting-room', admin, async (ctx) => {
+    const patch = roomPatch(ctx.request.body);
+    if (!(await patchRoom(deps.db, ctx.params.sku, patch))) throw await noRoom(deps, ctx.params.sku);
+    await deps.room.changed(ctx.params.sku);
+    ctx.body = await operatorView(deps, ctx.params.sku);
+  });
+
+  return router;
+}

@@ -1,0 +1,141 @@
+import { randomBytes } from 'node:crypto';
+import type { RoomTokens } from '../config/room-tokens';
+import type { Db } from '../store/db';
+import { JoinDesk } from '../store/join-desk';
+import { ticketOutcome } from '../store/room';
+import { measuredRate, stepFor, type RoomCache, type RoomSnapshot } from '../store/room-cache';
+
+export type TicketState = 'prequeue' | 'waiting' | 'admitted' | 'sold_out' | 'expired';
+
+/** What a buyer's poll answers (GET /v1/queue/:ticket), and what the queue page renders. */
+export interface TicketView {
+  /** The ticket to poll with: after the opening, a pre-queue ticket comes back re-signed with its place. */
+  ticket: string;
+  sku: string;
+  /** Buyers ahead in line; null in the pre-queue (no places before the opening). */
+  position: number | null;
+  state: TicketState;
+  estimatedWaitSeconds: number;
+  /** The room's own state: a paused or closed room keeps its line. */
+  roomState: 'open' | 'paused' | 'closed';
+  opensAt?: string;
+  /** Once admitted: the token POST /v1/purchases takes in `Admission-Token`, and when it ends. */
+  admissionToken?: string;
+  admissionExpiresAt?: string;
+  /** The purchase this admission was spent on, once its session is over. */
+  purchaseId?: string;
+}
+
+/**
+ * The waiting room as the API (and the HTML pages) use it. `join` writes one ticket row; `view`
+ * answers from the signed ticket and this process's cache of the serving counter, with no database
+ * read in the steady state (a pre-queue ticket reads the shuffled places once per process after
+ * the opening; a ticket whose session ended long ago reads its row to say how it ended).
+ */
+export class WaitingRoom {
+  private readonly desk: JoinDesk;
+
+  constructor(
+    private readonly db: Db,
+    private readonly tokens: RoomTokens,
+    private readonly cache: RoomCache,
+  ) {
+    this.desk = new JoinDesk(db);
+  }
+
+  /** Joins `buyerId` to the line of `sku`, or finds their ticket (`created: false`). Null: the SKU has no room. */
+  async join(sku: string, buyerId: string): Promise<{ created: boolean; view: TicketView } | null> {
+    const snapshot = await this.cache.get(sku);
+    if (!snapshot) return null;
+    const t = await this.desk.join(sku, buyerId, randomBytes(16).toString('base64url'));
+    if (!t) return null;
+    const ticket = this.tokens.signTicket(t);
+    return { created: t.created, view: (await this.view(ticket))! };
+  }
+
+  /** The view of a ticket; null when it is not one this service signed (forged, altered) or its room is gone. */
+  async view(ticket: string): Promise<TicketView | null> {
+    const claims = this.tokens.readTicket(ticket);
+    if (!claims) return null;
+    const s = await this.cache.get(claims.sku);
+    if (!s) return null;
+    const { room } = s;
+    let place = claims.place;
+    let signed = ticket;
+    if (place === null && room.shuffled) {
+      place = await this.cache.prequeuePlace(claims.sku, claims.ticketId);
+      if (place !== null) signed = this.tokens.signTicket({ ...claims, place });
+    }
+    const base = {
+      ticket: signed,
+      sku: claims.sku,
+      roomState: room.state,
+      ...(room.opensAt ? { opensAt: room.opensAt.toISOString() } : {}),
+    };
+    if (place === null) {
+      const untilOpen = room.opensAt ? Math.max(0, Math.ceil((room.opensAt.getTime() - Date.now()) / 1000)) : 0;
+      const state = room.soldOut ? 'sold_out' : 'prequeue';
+      return { ...base, position: null, state, estimatedWaitSeconds: untilOpen };
+    }
+    if (place > room.serving) {
+      const position = place - room.serving - 1;
+      if (room.soldOut) return { ...base, position, state: 'sold_out', estimatedWaitSeconds: 0 };
+      return { ...base, position, state: 'waiting', estimatedWaitSeconds: this.wait(s, position) };
+    }
+    const step = stepFor(s, place);
+    if (step && step.expiresAt.getTime() > Date.now()) {
+      const admissionToken = await this.tokens.signAdmission({
+        ...claims,
+        admittedAt: step.admittedAt,
+        expiresAt: step.expiresAt,
+      });
+      return {
+        ...base,
+        position: 0,
+        state: 'admitted',
+        estimatedWaitSeconds: 0,
+        admissionToken,
+        admissionExpiresAt: step.expiresAt.toISOString(),
+      };
+    }
+    // The session is over: whether it bought is in the ticket's row (one read, only for these).
+    const outcome = await ticketOutcome(this.db, claims.ticketId);
+    if (outcome?.purchaseId) {
+      return { ...base, position: 0, state: 'admitted', estimatedWaitSeconds: 0, purchaseId: outcome.purchaseId };
+    }
+    return { ...base, position: 0, state: 'expired', estimatedWaitSeconds: 0 };
+  }
+
+  /**
+   * The admission an `Admission-Token` header grants to `buyerId` for `sku`: the ticket it was issued
+   * for, or null when it is missing, forged, expired, or another buyer's or SKU's. No database read:
+   * whether it was already spent is decided when the purchase is recorded.
+   */
+  async admissionOf(token: string | undefined, buyerId: string, sku: string): Promise<{ ticketId: string } | null> {
+    if (!token) return null;
+    const claims = await this.tokens.verifyAdmission(token);
+    if (!claims || claims.buyerId !== buyerId || claims.sku !== sku) return null;
+    return { ticketId: claims.ticketId };
+  }
+
+  /** A room's state as the product page shows it; null when the SKU has no room. */
+  async stateOf(sku: string): Promise<RoomSnapshot['room'] | null> {
+    return (await this.cache.get(sku))?.room ?? null;
+  }
+
+  /** The operator changed a room: this process reads it again now. */
+  async changed(sku: string): Promise<void> {
+    await this.cache.invalidate(sku);
+  }
+
+  /** Every room this process has read (metrics). */
+  rooms(): RoomSnapshot[] {
+    return this.cache.snapshots();
+  }
+
+  /** Seconds until `ahead` buyers are let in at the measured rate (the configured one until there is a measure). */
+  private wait(s: RoomSnapshot, ahead: number): number {
+    const rate = measuredRate(s) ?? s.room.admitPerSecond;
+    return Math.ceil((ahead + 1) / Math.max(rate, 1e-6));
+  }
+}

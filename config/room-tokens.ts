@@ -1,0 +1,102 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { jwtVerify, SignJWT } from 'jose';
+
+// The waiting room's two signed things. A ticket (the buyer's place in line, in the queue URL) is
+// HMAC-signed, so a poll verifies it without a database read; an admission token is a short-lived
+// JWT bound to the buyer and SKU, which POST /v1/purchases checks the same way. Both keys derive
+// from one secret (ROOM_TOKEN_SECRET, else BUYER_TOKEN_SECRET), each for its own use, so a ticket
+// can never pass for an admission.
+
+/** What a ticket carries: enough to answer a poll from the serving counter alone. */
+export interface TicketClaims {
+  sku: string;
+  buyerId: string;
+  ticketId: string;
+  /** The place in line; null for a ticket of the pre-queue (places are given at the opening). */
+  place: number | null;
+}
+
+/** What an admission token grants: one purchase of `sku` by `buyerId` until `expiresAt`. */
+export interface AdmissionClaims {
+  sku: string;
+  buyerId: string;
+  ticketId: string;
+  expiresAt: Date;
+}
+
+export interface RoomTokens {
+  signTicket(c: TicketClaims): string;
+  /** The claims of a ticket this secret signed; null for anything else (forged, altered, malformed). */
+  readTicket(ticket: string): TicketClaims | null;
+  signAdmission(c: AdmissionClaims & { admittedAt: Date }): Promise<string>;
+  /** The claims of a valid, unexpired admission token; null for anything else. */
+  verifyAdmission(token: string): Promise<AdmissionClaims | null>;
+}
+
+const AUDIENCE = 'flash-sale:admission';
+/** A ticket's MAC, truncated to 128 bits: a forgery needs 2^128 tries. */
+const MAC_BYTES = 16;
+
+/** The room's secret when none is configured: derived from the buyer-token secret every API process shares. */
+export function roomSecretFromBuyerSecret(buyerSecret: string): string {
+  return createHmac('sha256', buyerSecret).update('flash-sale waiting room').digest('hex');
+}
+
+export function createRoomTokens(secret: string): RoomTokens {
+  const ticketKey = createHmac('sha256', secret).update('ticket').digest();
+  const admissionKey = new Uint8Array(createHmac('sha256', secret).update('admission').digest());
+  const mac = (payload: string) => createHmac('sha256', ticketKey).update(payload).digest().subarray(0, MAC_BYTES);
+
+  return {
+    signTicket(c) {
+      const payload = Buffer.from(JSON.stringify([1, c.sku, c.buyerId, c.ticketId, c.place])).toString('base64url');
+      return `${payload}.${mac(payload).toString('base64url')}`;
+    },
+    readTicket(ticket) {
+      const [payload, sig, ...rest] = ticket.split('.');
+      if (!payload || !sig || rest.length) return null;
+      const given = Buffer.from(sig, 'base64url');
+      const want = mac(payload);
+      if (given.length !== want.length || !timingSafeEqual(given, want)) return null;
+      try {
+        const [v, sku, buyerId, ticketId, place] = JSON.parse(
+          Buffer.from(payload, 'base64url').toString(),
+        ) as unknown[];
+        if (v !== 1 || typeof sku !== 'string' || typeof buyerId !== 'string' || typeof ticketId !== 'string') {
+          return null;
+        }
+        return { sku, buyerId, ticketId, place: typeof place === 'number' ? place : null };
+      } catch {
+        return null;
+      }
+    },
+    signAdmission(c) {
+      return new SignJWT({ sku: c.sku })
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setSubject(c.buyerId)
+        .setJti(c.ticketId)
+        .setAudience(AUDIENCE)
+        .setIssuedAt(Math.floor(c.admittedAt.getTime() / 1000))
+        .setExpirationTime(Math.floor(c.expiresAt.getTime() / 1000))
+        .sign(admissionKey);
+    },
+    async verifyAdmission(token) {
+      try {
+        const { payload } = await jwtVerify(token, admissionKey, {
+          algorithms: ['HS256'],
+          audience: AUDIENCE,
+          requiredClaims: ['sub', 'jti', 'exp'],
+        });
+        if (typeof payload.sku !== 'string' || !payload.sub || !payload.jti || !payload.exp) return null;
+        return {
+          sku: payload.sku,
+          buyerId: payload.sub,
+          ticketId: payload.jti,
+          expiresAt: new Date(payload.exp * 1000),
+        };
+      } catch {
+        return null;
+      }
+    },
+  };
+}

@@ -1,0 +1,211 @@
+import pg from 'pg';
+import { FINAL_STATUSES } from '../vocabulary';
+import { stockView } from './products';
+
+// Any fixed number other than the migrator's: the one admitter of all API processes holds it.
+const ADMITTER_LOCK = 7_402_114;
+const DEFAULT_TICK_MS = 100;
+/** How often a process that is not the admitter tries the lock again (the admitter's process may be gone). */
+const DEFAULT_RETRY_MS = 500;
+/** A step that runs longer than this is cancelled: the lock's session must not stall the room. */
+const STATEMENT_TIMEOUT_MS = 5_000;
+
+export interface AdmitterOptions {
+  tickMs?: number;
+  retryMs?: number;
+  log?: (line: string) => void;
+}
+
+/**
+ * The waiting room's admitter. Every API process runs one; the one that holds a Postgres advisory
+ * lock (a session lock on a connection of its own) steps every room each tick, on that connection,
+ * so a process that lost its session (and with it the lock) can no longer write a step. Each step
+ * is one transaction under the room row's lock: shuffle the pre-queue at the opening, let out who
+ * left (session over unused, or purchase final), close the room when nothing can come back, and
+ * advance the serving counter by as many as the rate credit, `max_active` and the stock allow.
+ */
+export class Admitter {
+  private client: pg.Client | null = null;
+  private leader = false;
+  private timer?: NodeJS.Timeout;
+  private closed = false;
+  private readonly tickMs: number;
+  private readonly retryMs: number;
+  private readonly log: (line: string) => void;
+
+  constructor(
+    private readonly databaseUrl: string,
+    opts: AdmitterOptions = {},
+  ) {
+    this.tickMs = opts.tickMs ?? DEFAULT_TICK_MS;
+    this.retryMs = opts.retryMs ?? DEFAULT_RETRY_MS;
+    this.log = opts.log ?? (() => {});
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  /** True while this process holds the admitter's lock. */
+  isLeader(): boolean {
+    return this.leader;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.leader = false;
+    // Ending the session releases the lock: another process takes over at its next try.
+    await this.client?.end().catch(() => {});
+    this.client = null;
+  }
+
+  private schedule(ms: number): void {
+    if (this.closed) return;
+    this.timer = setTimeout(() => void this.run(), ms);
+    this.timer.unref();
+  }
+
+  private async run(): Promise<void> {
+    try {
+      if (!this.leader) await this.campaign();
+      if (this.leader && this.client) await stepAllRooms(this.client);
+    } catch (err) {
+      if (!this.closed) this.log(`room admitter: ${(err as Error).message}; trying again`);
+      this.drop();
+    }
+    this.schedule(this.leader ? this.tickMs : this.retryMs);
+  }
+
+  private async campaign(): Promise<void> {
+    if (!this.client) {
+      const client = new pg.Client({ connectionString: this.databaseUrl, statement_timeout: STATEMENT_TIMEOUT_MS });
+      client.on('error', (err) => {
+        this.log(`room admitter: connection lost (${err.message})`);
+        if (this.client === client) this.drop();
+      });
+      await client.connect();
+      this.client = client;
+    }
+    const { rows } = await this.client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [ADMITTER_LOCK]);
+    this.leader = rows[0].ok;
+  }
+
+  private drop(): void {
+    this.leader = false;
+    this.client?.end().catch(() => {});
+    this.client = null;
+  }
+}
+
+/** One step of every room that may have work: not closed, or closed with buyers still inside. */
+export async function stepAllRooms(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ sku: string }>(
+    `SELECT sku FROM rooms r WHERE state <> 'closed'
+        OR EXISTS (SELECT 1 FROM room_tickets t WHERE t.sku = r.sku AND t.admitted_at IS NOT NULL AND t.left_at IS NULL)`,
+  );
+  for (const { sku } of rows) await stepRoom(client, sku);
+}
+
+interface LockedRoom {
+  state: string;
+  sold_out: boolean;
+  admit_per_second: number;
+  max_active: number;
+  session_seconds: number;
+  shuffled: boolean;
+  not_open: boolean;
+  next_place: string;
+  serving: string;
+  credit: number;
+  elapsed: number;
+}
+
+async function stepRoom(client: pg.Client, sku: string): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    const { rows } = await client.query<LockedRoom>(
+      `SELECT state, sold_out, admit_per_second, max_active, session_seconds, shuffled, next_place, serving, credit,
+              coalesce(opens_at > now(), false) AS not_open,
+              greatest(0, extract(epoch FROM now() - credit_at))::float8 AS elapsed
+         FROM rooms WHERE sku = $1 FOR UPDATE`,
+      [sku],
+    );
+    const r = rows[0];
+    if (r && !r.not_open) await advance(client, sku, r);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}
+
+async function advance(client: pg.Client, sku: string, r: LockedRoom): Promise<void> {
+  if (!r.shuffled) {
+    // The opening: the pre-queue is shuffled once into places 1..n, so arriving first buys nothing.
+    // Joins wait on the room row meanwhile, then line up behind at n+1, n+2, ...
+    const shuffled = await client.query(
+      `WITH s AS (SELECT ticket_id, row_number() OVER (ORDER BY random()) AS rn
+                    FROM room_tickets WHERE sku = $1 AND place IS NULL)
+       UPDATE room_tickets t SET place = s.rn FROM s WHERE t.ticket_id = s.ticket_id`,
+      [sku],
+    );
+    const n = shuffled.rowCount ?? 0;
+    await client.query(
+      `UPDATE rooms SET shuffled = true, prequeue_size = $2::int, next_place = $2::bigint, credit = 0, credit_at = now()
+        WHERE sku = $1`,
+      [sku, n],
+    );
+    return;
+  }
+  // Who left: an admission whose session ended unused, or whose purchase reached a final status.
+  await client.query(
+    `UPDATE room_tickets t SET left_at = now(), left_reason = CASE WHEN t.purchase_id IS NULL THEN 'expired' ELSE 'done' END
+      WHERE t.sku = $1 AND t.admitted_at IS NOT NULL AND t.left_at IS NULL
+        AND CASE WHEN t.purchase_id IS NULL THEN t.admission_expires_at <= now()
+                 ELSE EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id AND p.status = ANY($2::text[])) END`,
+    [sku, FINAL_STATUSES],
+  );
+  const { rows } = await client.query<{ inside: number }>(
+    `SELECT count(*)::int AS inside FROM room_tickets WHERE sku = $1 AND admitted_at IS NOT NULL AND left_at IS NULL`,
+    [sku],
+  );
+  const inside = rows[0].inside;
+  const stock = await stockView(client, sku);
+  // Units that can still be had: free now, or held (by buyers inside) and able to come back.
+  const obtainable = stock ? stock.remaining + stock.held : 0;
+  if (obtainable === 0 && !r.sold_out) {
+    // Sold out for good: the room closes, and every waiting ticket reads sold_out at its next poll.
+    await client.query(
+      `UPDATE rooms SET sold_out = true, state = 'closed', credit = 0, credit_at = now() WHERE sku = $1`,
+      [sku],
+    );
+    return;
+  }
+  if (r.state !== 'open' || r.sold_out) {
+    await client.query('UPDATE rooms SET credit = 0, credit_at = now() WHERE sku = $1', [sku]);
+    return;
+  }
+  // The rate is a credit that grows with time, at most one second's worth (a burst after a pause).
+  const credit = Math.min(r.credit + r.admit_per_second * r.elapsed, Math.max(1, r.admit_per_second));
+  const serving = Number(r.serving);
+  const k = Math.max(
+    0,
+    Math.floor(Math.min(credit, r.max_active - inside, Number(r.next_place) - serving, obtainable - inside)),
+  );
+  if (k > 0) {
+    await client.query(
+      `WITH t AS (
+         UPDATE room_tickets SET admitted_at = now(), admission_expires_at = now() + make_interval(secs => $4)
+          WHERE sku = $1 AND place > $2 AND place <= $2 + $3 RETURNING 1)
+       INSERT INTO room_admissions (sku, first_place, last_place, admitted_at, expires_at)
+       SELECT $1, $2 + 1, $2 + $3, now(), now() + make_interval(secs => $4) WHERE EXISTS (SELECT 1 FROM t)`,
+      [sku, serving, k, r.session_seconds],
+    );
+  }
+  await client.query('UPDATE rooms SET serving = serving + $2, credit = $3, credit_at = now() WHERE sku = $1', [
+    sku,
+    k,
+    credit - k,
+  ]);
+}

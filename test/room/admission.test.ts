@@ -1,0 +1,202 @@
+import { randomUUID } from 'node:crypto';
+import test from 'ava';
+import { createRoomTokens } from '../../config/room-tokens';
+import { ADMIN_TOKEN, asBuyer, ROOM_TOKEN_SECRET, startSystem, type System } from '../helpers/system';
+
+const AS_ADMIN = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+let sys: System;
+test.before(async () => {
+  sys = await startSystem({ roomTickMs: 50, roomRefreshMs: 100 });
+});
+test.after.always(async () => {
+  await sys?.close();
+});
+
+async function join(sku: string, buyer: string) {
+  return sys.api('POST', `/v1/products/${sku}/queue`, undefined, await asBuyer(buyer));
+}
+
+/** Polls a ticket until `pred` holds (or fails with the last answer). */
+async function pollUntil(ticket: string, pred: (b: any) => boolean, timeoutMs = 20_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  let last: any;
+  for (;;) {
+    last = await sys.api('GET', `/v1/queue/${ticket}`);
+    if (last.status === 200 && pred(last.body)) return last.body;
+    if (Date.now() > deadline) throw new Error(`ticket never matched: ${JSON.stringify(last.body)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function buyWith(sku: string, buyer: string, token?: string, key = randomUUID()) {
+  const headers = { 'idempotency-key': key, ...(await asBuyer(buyer)), ...(token ? { 'admission-token': token } : {}) };
+  return sys.api('POST', '/v1/purchases', { sku }, headers);
+}
+
+/** Purchase workflows on this file's task queue. */
+async function workflows(): Promise<number> {
+  const { count } = await sys.temporal.workflow.count(`TaskQueue = '${sys.taskQueue}'`);
+  return count;
+}
+
+async function nothingWritten(t: import('ava').ExecutionContext, sku: string) {
+  const { rows } = await sys.db.query('SELECT count(*)::int AS n FROM purchases WHERE sku = $1', [sku]);
+  t.is(rows[0].n, 0, 'no purchase row');
+}
+
+test.serial('a waiting room is validated on create, naming the field', async (t) => {
+  const base = { sku: `room-bad-${randomUUID().slice(0, 6)}`, name: 'x', priceCents: 100, currency: 'usd', stock: 1 };
+  for (const [waitingRoom, field] of [
+    [{ admitPerSecond: 0, maxActive: 1 }, 'waitingRoom.admitPerSecond'],
+    [{ admitPerSecond: 1, maxActive: 0 }, 'waitingRoom.maxActive'],
+    [{ admitPerSecond: 1, maxActive: 1, sessionSeconds: 0 }, 'waitingRoom.sessionSeconds'],
+    [{ admitPerSecond: 1 }, 'waitingRoom.maxActive'],
+  ] as const) {
+    const res = await sys.api('POST', '/v1/products', { ...base, waitingRoom }, AS_ADMIN);
+    t.is(res.status, 400);
+    t.true(
+      res.body.errors.some((e: any) => e.field === field),
+      `${JSON.stringify(waitingRoom)} names ${field}: ${JSON.stringify(res.body.errors)}`,
+    );
+  }
+  const late = await sys.api('POST', '/v1/products', { ...base, opensAt: 'tomorrow' }, AS_ADMIN);
+  t.is(late.status, 400);
+  t.is((await sys.api('GET', `/v1/products/${base.sku}`)).status, 404, 'nothing was created');
+});
+
+test.serial('joining twice gives the same ticket; a forged or altered ticket is 404 ticket-not-found', async (t) => {
+  const sku = await sys.createProduct({ stock: 3, waitingRoom: { admitPerSecond: 50, maxActive: 10 } });
+  t.like((await sys.api('GET', `/v1/products/${sku}`)).body, { waitingRoom: { state: 'open' } });
+  const first = await join(sku, 'ann');
+  t.is(first.status, 201);
+  t.like(first.body, { sku, position: 0 });
+  const again = await join(sku, 'ann');
+  t.is(again.status, 200);
+  t.is(again.body.ticket, first.body.ticket);
+
+  const [payload, sig] = first.body.ticket.split('.');
+  const other = Buffer.from(JSON.stringify([1, sku, 'mallory', 'x', 1])).toString('base64url');
+  for (const bad of [`${other}.${sig}`, `${payload}.${sig.slice(0, -2)}AA`, 'nonsense', `${payload}.`]) {
+    const res = await sys.api('GET', `/v1/queue/${bad}`);
+    t.is(res.status, 404, bad);
+    t.is(res.body.type, 'ticket-not-found');
+  }
+  const unknown = await sys.api(
+    'POST',
+    `/v1/products/nope-${randomUUID().slice(0, 6)}/queue`,
+    undefined,
+    await asBuyer('ann'),
+  );
+  t.is(unknown.status, 404);
+});
+
+test.serial(
+  'an admitted buyer buys once with the admission token; a retry of the same key returns the same purchase',
+  async (t) => {
+    const sku = await sys.createProduct({ stock: 3, waitingRoom: { admitPerSecond: 50, maxActive: 10 } });
+    const { body } = await join(sku, 'bob');
+    const admitted = await pollUntil(body.ticket, (b) => b.state === 'admitted');
+    t.truthy(admitted.admissionToken);
+    t.true(Date.parse(admitted.admissionExpiresAt) > Date.now());
+
+    const none = await buyWith(sku, 'bob');
+    t.is(none.status, 403);
+    t.is(none.body.type, 'not-admitted');
+
+    const key = randomUUID();
+    const bought = await buyWith(sku, 'bob', admitted.admissionToken, key);
+    t.is(bought.status, 201, JSON.stringify(bought.body));
+    const retry = await buyWith(sku, 'bob', admitted.admissionToken, key);
+    t.is(retry.status, 200);
+    t.is(retry.body.purchaseId, bought.body.purchaseId);
+    // A second purchase with the same admission (another key) is refused in Postgres, and writes nothing.
+    await sys.api('POST', `/v1/purchases/${bought.body.purchaseId}/cancel`, undefined, await asBuyer('bob'));
+    const second = await buyWith(sku, 'bob', admitted.admissionToken);
+    t.is(second.status, 403);
+    t.is(second.body.type, 'not-admitted');
+    const { rows } = await sys.db.query('SELECT count(*)::int AS n FROM purchases WHERE sku = $1', [sku]);
+    t.is(rows[0].n, 1);
+  },
+);
+
+test.serial("a forged, altered, expired or other buyer's admission token is 403 and writes nothing", async (t) => {
+  const sku = await sys.createProduct({ stock: 3, waitingRoom: { admitPerSecond: 50, maxActive: 10 } });
+  const { body } = await join(sku, 'cat');
+  const admitted = await pollUntil(body.ticket, (b) => b.state === 'admitted');
+  const token: string = admitted.admissionToken;
+  const ticketId = JSON.parse(Buffer.from(body.ticket.split('.')[0], 'base64url').toString())[3];
+  const forger = createRoomTokens('another-secret-that-is-long-enough-0123456789');
+  const ours = createRoomTokens(ROOM_TOKEN_SECRET);
+  const later = new Date(Date.now() + 60_000);
+  const [h, p, s] = token.split('.');
+  const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
+  const altered = `${h}.${Buffer.from(JSON.stringify({ ...claims, sku: 'other' })).toString('base64url')}.${s}`;
+  const cases: [string, string, string][] = [
+    [
+      'forged',
+      'cat',
+      await forger.signAdmission({ sku, buyerId: 'cat', ticketId, admittedAt: new Date(), expiresAt: later }),
+    ],
+    ['altered', 'cat', altered],
+    [
+      'expired',
+      'cat',
+      await ours.signAdmission({
+        sku,
+        buyerId: 'cat',
+        ticketId,
+        admittedAt: new Date(Date.now() - 9e5),
+        expiresAt: new Date(Date.now() - 6e5),
+      }),
+    ],
+    ["another buyer's", 'dan', token],
+    ['a ticket as a token', 'cat', body.ticket],
+  ];
+  const before = await workflows();
+  for (const [what, buyer, tok] of cases) {
+    const res = await buyWith(sku, buyer, tok);
+    t.is(res.status, 403, what);
+    t.is(res.body.type, 'not-admitted', what);
+  }
+  await nothingWritten(t, sku);
+  t.is(await workflows(), before, 'no workflow started');
+});
+
+test.serial('the operator reads and changes a room live, and /metrics shows it', async (t) => {
+  const sku = await sys.createProduct({ stock: 5, waitingRoom: { admitPerSecond: 20, maxActive: 1 } });
+  for (const b of ['op-1', 'op-2', 'op-3']) await join(sku, b);
+  const deadline = Date.now() + 10_000;
+  let room: any;
+  do {
+    room = (await sys.api('GET', `/v1/products/${sku}/waiting-room`, undefined, AS_ADMIN)).body;
+  } while (room.admitted < 1 && Date.now() < deadline);
+  t.like(room, { state: 'open', waiting: 2, admitted: 1, active: 1, admitPerSecond: 20, maxActive: 1 });
+  t.is((await sys.api('GET', `/v1/products/${sku}/waiting-room`)).status, 401);
+
+  const paused = await sys.api(
+    'PATCH',
+    `/v1/products/${sku}/waiting-room`,
+    { state: 'paused', maxActive: 3 },
+    AS_ADMIN,
+  );
+  t.is(paused.status, 200);
+  t.like(paused.body, { state: 'paused', maxActive: 3 });
+  await new Promise((r) => setTimeout(r, 500));
+  t.like((await sys.api('GET', `/v1/products/${sku}/waiting-room`, undefined, AS_ADMIN)).body, { admitted: 1 });
+  t.like((await sys.api('GET', `/v1/products/${sku}`)).body, { waitingRoom: { state: 'paused' } });
+
+  const bad = await sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: 'ajar' }, AS_ADMIN);
+  t.is(bad.status, 400);
+  t.is(bad.body.errors[0].field, 'state');
+
+  await sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: 'open' }, AS_ADMIN);
+  const until = Date.now() + 10_000;
+  do {
+    room = (await sys.api('GET', `/v1/products/${sku}/waiting-room`, undefined, AS_ADMIN)).body;
+  } while (room.admitted < 3 && Date.now() < until);
+  t.like(room, { state: 'open', waiting: 0, admitted: 3, active: 3 });
+  const metrics = (await sys.api('GET', '/metrics')).body as string;
+  t.true(metrics.includes(`flashsale_room_active{sku="${sku}"} 3`), 'active in /metrics');
+  t.true(metrics.includes(`flashsale_room_state{sku="${sku}",state="open"} 1`), 'state in /metrics');
+});
