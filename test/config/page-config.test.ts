@@ -54,7 +54,13 @@ test('a Checkout return URL that is not absolute http(s), or has no {purchaseId}
 test('the development sign-in is on only with the emulator and an HS256 secret', (t) => {
   t.true(loadApiConfig({ ...api, STRIPE_EMULATOR: '1', STRIPE_API_URL: 'http://127.0.0.1:12111' }).devSignIn);
   t.false(loadApiConfig(api).devSignIn, 'not outside development');
-  const jwks = { ...api, BUYER_TOKEN_SECRET: '', BUYER_JWKS_URL: 'https://login.example/jwks', STRIPE_EMULATOR: '1' };
+  const jwks = {
+    ...api,
+    BUYER_TOKEN_SECRET: '',
+    BUYER_JWKS_URL: 'https://login.example/jwks',
+    ROOM_TOKEN_SECRET: 'r'.repeat(32),
+    STRIPE_EMULATOR: '1',
+  };
   t.false(loadApiConfig(jwks).devSignIn, 'not when tokens come from a JWKS');
   t.is(loadApiConfig({ ...api, PUBLIC_URL: 'https://shop.example' }).publicUrl, 'https://shop.example');
 });
