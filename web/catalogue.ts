@@ -14,7 +14,7 @@ export interface ProductModel {
   held: number;
   soldOut: boolean;
   maxPerBuyer: number;
-  /** ISO time before which nothing can be bought (nor, with a room, joined). */
+  /** ISO time before which nothing can be bought (with a room: before which its pre-queue is joined). */
   opensAt?: string;
   /** The product is sold through a waiting room: the buyer joins the queue instead of buying. */
   hasRoom: boolean;
@@ -55,10 +55,18 @@ export function homePage(products: ProductModel[], viewer: Viewer): string {
 function offer(p: ProductModel, viewer: Viewer, idempotencyKey: string, now: Date): Html {
   const opensIn = p.opensAt ? (Date.parse(p.opensAt) - now.getTime()) / 1000 : 0;
   if (opensIn > 0) {
-    return html`<p class="notice wait" id="offer" data-state="not_open">
+    const countdown = html`<p class="notice wait" id="${p.hasRoom ? 'opens' : 'offer'}" data-state="not_open">
       Opens <time datetime="${p.opensAt}">${new Date(p.opensAt!).toUTCString()}</time>, in
       <span id="countdown" data-opens-at="${p.opensAt}">${formatWait(opensIn)}</span>.
     </p>`;
+    // A room's pre-queue is joined before the opening (places are drawn at random then), so joining early is fair.
+    if (!p.hasRoom) return countdown;
+    if (!viewer.buyer) return html`${countdown}${signInOffer(viewer)}`;
+    return html`${countdown}
+      <form method="post" action="${productHref(p.sku)}/queue" id="offer" data-state="prequeue">
+        <p>Join the queue now: at the opening, everyone who joined before it is given a place at random.</p>
+        <button type="submit">Join the queue</button>
+      </form>`;
   }
   if (p.soldOut) {
     const why =
@@ -67,11 +75,7 @@ function offer(p: ProductModel, viewer: Viewer, idempotencyKey: string, now: Dat
         : 'Every one has been sold.';
     return html`<p class="notice bad" id="offer" data-state="sold_out"><strong>Sold out.</strong> ${why}</p>`;
   }
-  if (!viewer.buyer) {
-    return viewer.signInHref
-      ? html`<p id="offer" data-state="sign_in"><a href="${viewer.signInHref}">Sign in to buy</a></p>`
-      : html`<p id="offer" data-state="sign_in">Sign in on the shop's site to buy.</p>`;
-  }
+  if (!viewer.buyer) return signInOffer(viewer);
   const action = `${productHref(p.sku)}/${p.hasRoom ? 'queue' : 'buy'}`;
   if (p.hasRoom) {
     return html`<form method="post" action="${action}" id="offer" data-state="queue">
@@ -80,6 +84,12 @@ function offer(p: ProductModel, viewer: Viewer, idempotencyKey: string, now: Dat
     </form>`;
   }
   return buyForm(p, idempotencyKey, action);
+}
+
+function signInOffer(viewer: Viewer): Html {
+  return viewer.signInHref
+    ? html`<p id="offer" data-state="sign_in"><a href="${viewer.signInHref}">Sign in to buy</a></p>`
+    : html`<p id="offer" data-state="sign_in">Sign in on the shop's site to buy.</p>`;
 }
 
 /**

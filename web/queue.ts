@@ -18,6 +18,8 @@ export interface TicketModel {
   admissionToken?: string;
   admissionExpiresAt?: string;
   opensAt?: string;
+  /** The purchase the admission was spent on, once its session is over. */
+  purchaseId?: string;
 }
 
 /** Refresh period while waiting: soon when the turn is near, at most every 10 s. */
@@ -50,6 +52,15 @@ export function queuePage(t: TicketModel, product: ProductModel, viewer: Viewer,
         </p>`;
       break;
     case 'admitted': {
+      if (t.purchaseId) {
+        // The turn was spent: a Buy form here would only be refused (the admission is used up).
+        main = html`<h1>Your turn is over: ${name}</h1>
+          <p class="notice good" id="queue" data-state="bought" role="status">
+            You bought during your turn:
+            <a id="purchase" href="/purchases/${encodeURIComponent(t.purchaseId)}">see your purchase</a>.
+          </p>`;
+        break;
+      }
       const until = t.admissionExpiresAt
         ? html` Buy before
             <time datetime="${t.admissionExpiresAt}">${new Date(t.admissionExpiresAt).toUTCString()}</time>, or your

@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import type { Browser, Page } from 'playwright-core';
+import { launchBrowser } from '../helpers/browser';
+import { asBuyer, startSystem, type System } from '../helpers/system';
+
+// The waiting room's pages in Chromium against the whole system: Join the queue on the product
+// page, the queue page counting down the buyers ahead as the room lets them in, the Buy form once
+// admitted, Checkout, and "sold out" for whoever is still in line when the last unit is sold; and
+// the pre-queue before the opening. With SCREENSHOTS=1 the queue pages are saved to docs/screenshots/.
+
+let sys: System;
+let browser: Browser;
+test.before(async () => {
+  [sys, browser] = await Promise.all([startSystem({ roomTickMs: 50, roomRefreshMs: 100 }), launchBrowser()]);
+});
+test.after.always(async () => {
+  await browser?.close();
+  await sys?.close();
+});
+
+const SHOTS = path.join(__dirname, '../../docs/screenshots');
+
+async function shot(page: Page, name: string): Promise<void> {
+  if (process.env.SCREENSHOTS === '1') await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+}
+
+/** A fresh browser (its own cookies) signed in as `name` on the product page of `sku`. */
+async function buyerPage(t: ExecutionContext, sku: string, name: string): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 720, height: 480 } });
+  t.teardown(() => context.close());
+  const page = await context.newPage();
+  // The machine is shared: the queue page refreshes itself every few seconds, give it room.
+  page.setDefaultTimeout(40_000);
+  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  await page.getByRole('link', { name: 'Sign in to buy' }).click();
+  await page.getByLabel('Your name').fill(name);
+  await Promise.all([page.waitForURL((u) => u.pathname === `/p/${sku}`), page.locator('#sign-in').click()]);
+  return page;
+}
+
+/** Presses "Join the queue" on the product page and lands on the queue page; returns the ticket. */
+async function joinFromPage(page: Page): Promise<string> {
+  await Promise.all([
+    page.waitForURL((u) => u.pathname.startsWith('/queue/')),
+    page.getByRole('button', { name: 'Join the queue' }).click(),
+  ]);
+  return decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+}
+
+/** Waits (the page refreshes itself) until the queue page reads `state`, and `position` when given. */
+async function waitForQueue(page: Page, state: string, position?: number): Promise<void> {
+  await page.waitForSelector(`#queue[data-state="${state}"]`, { timeout: 60_000 });
+  if (position !== undefined) {
+    await page
+      .locator('#position')
+      .filter({ hasText: new RegExp(`^${position}$`) })
+      .waitFor({ timeout: 60_000 });
+  }
+}
+
+/** A buyer in line over the JSON API. */
+async function joinOverApi(sku: string, buyer: string): Promise<string> {
+  const res = await sys.api('POST', `/v1/products/${sku}/queue`, undefined, await asBuyer(buyer));
+  if (res.status !== 201) throw new Error(`joining as ${buyer}: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.ticket;
+}
+
+/** Polls a ticket over the JSON API until it is admitted; returns its admission token. */
+async function admissionOf(ticket: string, timeoutMs = 60_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await sys.api('GET', `/v1/queue/${ticket}`);
+    if (res.body.state === 'admitted' && res.body.admissionToken) return res.body.admissionToken;
+    if (Date.now() > deadline) throw new Error(`never admitted: ${JSON.stringify(res.body)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** An admitted buyer ahead takes the unit, then gives it back: they leave the room and the next is let in. */
+async function buyAndCancel(sku: string, buyer: string, ticket: string): Promise<void> {
+  const headers = { 'idempotency-key': randomUUID(), 'admission-token': await admissionOf(ticket) };
+  const bought = await sys.api('POST', '/v1/purchases', { sku }, { ...headers, ...(await asBuyer(buyer)) });
+  if (bought.status !== 201) throw new Error(`${buyer} buying: ${bought.status} ${JSON.stringify(bought.body)}`);
+  const cancelled = await sys.api('POST', `/v1/purchases/${bought.body.purchaseId}/cancel`, undefined, {
+    ...(await asBuyer(buyer)),
+  });
+  if (cancelled.status !== 200) throw new Error(`${buyer} cancelling: ${cancelled.status}`);
+}
+
+/** Loads `pathname` again (a page that does not refresh itself) until `selector` is on it. */
+async function reloadUntil(page: Page, pathname: string, selector: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await page.goto(`${sys.apiUrl}${pathname}`);
+    if ((await page.locator(selector).count()) > 0) return;
+    if (Date.now() > deadline) throw new Error(`${pathname} never showed ${selector}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** Long enough for a busy browser to press Buy once admitted; short enough to see the session end. */
+const SESSION_SECONDS = 15;
+
+test('a buyer joins the queue, watches the line move, buys when admitted, and the buyer behind reads "sold out"', async (t) => {
+  const sku = await sys.createProduct({
+    name: 'Queue runner',
+    stock: 1,
+    waitingRoom: { admitPerSecond: 1, maxActive: 1, sessionSeconds: SESSION_SECONDS },
+  });
+  // Three buyers line up first over the JSON API; the first is let in at once, the others wait.
+  const ahead = ['rq-ahead-1', 'rq-ahead-2', 'rq-ahead-3'];
+  const aheadTickets: string[] = [];
+  for (const b of ahead) aheadTickets.push(await joinOverApi(sku, b));
+  await admissionOf(aheadTickets[0]);
+
+  const page = await buyerPage(t, sku, 'rq-grace');
+  t.is(await page.locator('#offer').getAttribute('data-state'), 'queue');
+  t.is(await page.locator('#buy').count(), 0, 'no Buy before the turn');
+  const ticket = await joinFromPage(page);
+  t.is(await page.title(), 'Queue · Queue runner');
+  await waitForQueue(page, 'waiting', 2);
+  t.regex((await page.locator('#wait').textContent()) ?? '', /\d+ s/);
+  t.is(await page.locator('meta[http-equiv="refresh"]').count(), 1, 'the queue page refreshes itself');
+  await shot(page, 'queue-waiting');
+
+  // Another buyer joins behind, in a browser of their own.
+  const late = await buyerPage(t, sku, 'rq-late');
+  await joinFromPage(late);
+  await waitForQueue(late, 'waiting', 3);
+
+  // The buyers ahead take their turn one by one and give the unit back: the page counts down.
+  const seen: number[] = [2];
+  for (const [i, b] of ahead.entries()) {
+    await buyAndCancel(sku, b, aheadTickets[i]);
+    if (i < ahead.length - 1) {
+      await waitForQueue(page, 'waiting', 1 - i);
+      seen.push(1 - i);
+    }
+  }
+  t.deepEqual(seen, [2, 1, 0], 'the position fell as the buyers ahead were let in');
+
+  await waitForQueue(page, 'admitted');
+  t.is(await page.locator('h1').textContent(), 'It is your turn: Queue runner');
+  t.is(await page.locator('#offer').getAttribute('data-state'), 'buy');
+  t.truthy(await page.locator('input[name="admissionToken"]').getAttribute('value'), 'the form carries the admission');
+  t.is(await page.locator('meta[http-equiv="refresh"]').count(), 0, 'an admitted page stays put');
+  await shot(page, 'queue-admitted');
+  // Meanwhile the buyer behind is next, and still waiting: one buyer inside at a time.
+  await waitForQueue(late, 'waiting', 0);
+
+  await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/checkout/cs_')), page.locator('#buy').click()]);
+  const { rows } = await sys.db.query('SELECT purchase_id FROM purchases WHERE checkout_session_id = $1', [
+    new URL(page.url()).pathname.split('/').pop(),
+  ]);
+  const purchaseId = rows[0].purchase_id as string;
+  await Promise.all([page.waitForURL(`${sys.apiUrl}/purchases/${purchaseId}`), page.locator('#pay').click()]);
+  await page.waitForSelector('#outcome[data-status="confirmed"]', { timeout: 60_000 });
+  t.regex((await page.locator('#outcome').textContent()) ?? '', /confirmed/);
+  t.like((await sys.purchase(purchaseId)).body, { status: 'confirmed', buyerId: 'rq-grace', sku });
+
+  // Nothing can come back: the room closes, and the buyer still in line is told at the next refresh.
+  await waitForQueue(late, 'sold_out');
+  t.is(await late.locator('h1').textContent(), 'Queue runner is sold out');
+  t.regex((await late.locator('#queue').textContent()) ?? '', /everything was sold before your turn came/);
+  t.is(await late.locator('meta[http-equiv="refresh"]').count(), 0, 'a sold-out page stops refreshing');
+  t.is(await late.locator('main button').count(), 0, 'nothing to press');
+  await shot(late, 'queue-sold-out');
+  t.like((await sys.api('GET', `/v1/products/${sku}`)).body, { soldOut: true, waitingRoom: { state: 'closed' } });
+  const { rows: bought } = await sys.db.query(
+    "SELECT buyer_id FROM purchases WHERE sku = $1 AND status = 'confirmed'",
+    [sku],
+  );
+  t.deepEqual(
+    bought.map((r) => r.buyer_id),
+    ['rq-grace'],
+    'one unit, one buyer',
+  );
+
+  // Once the admission session is over, the buyer's queue page points to what the turn was spent on.
+  await reloadUntil(page, `/queue/${encodeURIComponent(ticket)}`, '#queue[data-state="bought"]');
+  t.is(await page.locator('#purchase').getAttribute('href'), `/purchases/${purchaseId}`);
+  t.is(await page.locator('#buy').count(), 0, 'no Buy form for a spent turn');
+});
+
+test('before the opening a buyer joins the pre-queue from the product page, and is let in after it', async (t) => {
+  const opensAt = new Date(Date.now() + 20_000);
+  const sku = await sys.createProduct({
+    name: 'Midnight drop',
+    stock: 2,
+    opensAt: opensAt.toISOString(),
+    waitingRoom: { admitPerSecond: 5, maxActive: 5 },
+  });
+  const page = await buyerPage(t, sku, 'rq-early');
+  t.is(await page.locator('#opens').getAttribute('data-state'), 'not_open');
+  t.regex((await page.locator('#countdown').textContent()) ?? '', /\d+ s/);
+  t.is(await page.locator('#offer').getAttribute('data-state'), 'prequeue');
+  await joinFromPage(page);
+  t.true(Date.now() < opensAt.getTime(), 'joined before the opening (the machine was too slow otherwise)');
+  await waitForQueue(page, 'prequeue');
+  t.regex((await page.locator('#queue').textContent()) ?? '', /has not opened/);
+  t.is(await page.locator('#queue time').getAttribute('datetime'), opensAt.toISOString());
+  t.is(await page.locator('#buy').count(), 0);
+  await shot(page, 'queue-prequeue');
+
+  // Buying before the opening is refused even with a crafted form: no admission yet.
+  const early = await sys.api(
+    'POST',
+    '/v1/purchases',
+    { sku },
+    { 'idempotency-key': randomUUID(), ...(await asBuyer('rq-early')) },
+  );
+  t.is(early.status, 403);
+
+  // At the opening the pre-queue is given places and the room lets the buyer in (the page refreshes itself).
+  await waitForQueue(page, 'admitted');
+  t.true(Date.now() >= opensAt.getTime(), 'not before the opening');
+  t.is(await page.locator('#buy').count(), 1);
+});
