@@ -6,7 +6,7 @@ import { purchasePage, type PurchaseModel } from '../../web/purchase';
 import { queuePage, type TicketModel } from '../../web/queue';
 
 // The rendering layer alone (web/): what each page says for each state it can be given, the
-// waiting room's states included (the room itself is not built yet: these pages wait for it).
+// waiting room's states included (test/e2e/room-pages.test.ts drives them against the real room).
 
 const product: ProductModel = {
   sku: 'runner-42',
@@ -45,16 +45,18 @@ test('a product with a waiting room offers Join the queue, not Buy', (t) => {
   t.false(page.includes('id="buy"'));
 });
 
-test('before opensAt the product page counts down, offers nothing to press, and refreshes itself', (t) => {
+test('before opensAt the product page of a room counts down, offers the pre-queue, and refreshes itself', (t) => {
+  // opensAt comes only with a waiting room (the catalogue refuses it otherwise).
   const opensAt = '2026-12-01T12:02:05Z';
-  const page = productPage({ ...product, opensAt }, alice, 'key-1', now);
+  const page = productPage({ ...product, hasRoom: true, opensAt }, alice, 'key-1', now);
   t.regex(page, /data-state="not_open"/);
   t.regex(page, /<span id="countdown" data-opens-at="2026-12-01T12:02:05Z">2 min 5 s<\/span>/);
-  t.false(page.split('<main>')[1].includes('<button'));
+  t.regex(page, /data-state="prequeue"/, 'buyers join the pre-queue before the opening');
+  t.false(page.includes('id="buy"'));
   t.regex(page, /<meta http-equiv="refresh" content="60"/);
   t.regex(page, /<script>/, 'the countdown ticks with JavaScript on');
-  const after = productPage({ ...product, opensAt }, alice, 'key-1', new Date('2026-12-01T12:03:00Z'));
-  t.regex(after, /id="buy"/, 'after the opening it is Buy');
+  const after = productPage({ ...product, hasRoom: true, opensAt }, alice, 'key-1', new Date('2026-12-01T12:03:00Z'));
+  t.regex(after, />\s*Join the queue\s*</, 'after the opening it is the queue');
   t.false(after.includes('http-equiv="refresh"'));
 });
 
