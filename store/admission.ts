@@ -2,7 +2,15 @@ import type { ProductTerms, PurchaseRequest } from '../vocabulary';
 import type { Db } from './db';
 import type { Gate, Permit } from './gate';
 import { getProduct, termsOf } from './products';
-import { lookupForAdmission, NotAdmittedError, openPurchase, purchaseIdFor, type PurchaseRecord } from './purchases';
+import { Batcher } from './batcher';
+import {
+  lookupForAdmission,
+  NotAdmittedError,
+  openPurchase,
+  purchaseIdFor,
+  type AdmissionLookup,
+  type PurchaseRecord,
+} from './purchases';
 
 /** What may be decided about a new purchase before any saga runs. */
 export type Admission =
@@ -37,11 +45,15 @@ interface Known {
  */
 export class Admissions {
   private readonly products = new Map<string, Known>();
+  /** The known-key and one-hold reads of concurrent requests, one statement per batch. */
+  private readonly lookups: Batcher<AdmissionLookup, Awaited<ReturnType<typeof lookupForAdmission>>[number]>;
 
   constructor(
     private readonly db: Db,
     private readonly gate: Gate,
-  ) {}
+  ) {
+    this.lookups = new Batcher((asks) => lookupForAdmission(this.db, asks));
+  }
 
   /**
    * `admission`: the waiting-room ticket whose admission token the request carried (verified by the
@@ -54,7 +66,7 @@ export class Admissions {
   ): Promise<Admission> {
     const purchaseId = purchaseIdFor(idempotencyKey, req.buyerId);
     // A retry of a known key is answered from its purchase, before any shortcut below.
-    const { record: known, heldBy } = await lookupForAdmission(this.db, purchaseId, req.sku, req.buyerId);
+    const { record: known, heldBy } = await this.lookups.call({ purchaseId, sku: req.sku, buyerId: req.buyerId });
     if (known) return this.answerKnown(known, req);
     // One active hold per buyer and SKU: the holder is told which purchase it is, without a saga.
     if (heldBy) return { outcome: 'hold_exists', heldBy, detail: `buyer ${req.buyerId} already holds ${req.sku}` };

@@ -155,19 +155,30 @@ export async function openPurchase(
  * What admission needs to know before the gate, in one round trip: the purchase this key already
  * made, and the purchase (if any) that holds `sku` for this buyer now.
  */
+export interface AdmissionLookup {
+  purchaseId: string;
+  sku: string;
+  buyerId: string;
+}
+
+/**
+ * For each request, the purchase its key already made (if any) and the buyer's active hold on the
+ * SKU (if any): one statement for many requests (the admission batches them under a crowd).
+ */
 export async function lookupForAdmission(
   db: Db,
-  purchaseId: string,
-  sku: string,
-  buyerId: string,
-): Promise<{ record: PurchaseRecord | null; heldBy: string | null }> {
-  const { rows } = await db.query<PurchaseRow & { held_by_now: string | null }>(
-    `SELECT p.*, (SELECT h.purchase_id FROM holds h WHERE h.sku = $2 AND h.buyer_id = $3 AND h.status = 'active') AS held_by_now
-       FROM (SELECT 1) one LEFT JOIN purchases p ON p.purchase_id = $1`,
-    [purchaseId, sku, buyerId],
+  asks: AdmissionLookup[],
+): Promise<{ record: PurchaseRecord | null; heldBy: string | null }[]> {
+  const { rows } = await db.query<PurchaseRow & { in_ord: string; held_by_now: string | null }>(
+    `SELECT i.in_ord, p.*,
+            (SELECT h.purchase_id FROM holds h
+              WHERE h.sku = i.in_sku AND h.buyer_id = i.in_buyer AND h.status = 'active') AS held_by_now
+       FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS i(in_pid, in_sku, in_buyer, in_ord)
+       LEFT JOIN purchases p ON p.purchase_id = i.in_pid
+      ORDER BY i.in_ord`,
+    [asks.map((a) => a.purchaseId), asks.map((a) => a.sku), asks.map((a) => a.buyerId)],
   );
-  const r = rows[0];
-  return { record: r.purchase_id ? toRecord(r) : null, heldBy: r.held_by_now };
+  return rows.map((r) => ({ record: r.purchase_id ? toRecord(r) : null, heldBy: r.held_by_now }));
 }
 
 export async function getPurchase(db: Db, purchaseId: string): Promise<PurchaseRecord | null> {
