@@ -46,6 +46,13 @@ export function noticeOf(p: Problem, signInHref?: string): Notice {
             retryAfterSeconds: retryAfter(p),
           }
         : { ...base, title: 'Sold out', message: 'Sorry, this product is sold out.' };
+    case 'not-open':
+      return {
+        ...base,
+        title: 'Not on sale yet',
+        message: `The sale opens at ${String((p.extra as { opensAt?: string }).opensAt ?? 'its opening time')}.`,
+        retryAfterSeconds: retryAfter(p),
+      };
     case 'hold-exists':
       return {
         ...base,

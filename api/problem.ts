@@ -14,6 +14,7 @@ export type ProblemType =
   | 'hold-exists'
   | 'limit-exceeded'
   | 'not-admitted'
+  | 'not-open'
   | 'ticket-not-found'
   | 'not-cancellable'
   | 'not-refundable'
@@ -37,6 +38,7 @@ const TITLES: Record<ProblemType, string> = {
   'hold-exists': 'This buyer already holds this item',
   'limit-exceeded': 'Per-buyer limit exceeded',
   'not-admitted': 'Not admitted by the waiting room',
+  'not-open': 'The sale has not opened yet',
   'ticket-not-found': 'No such waiting-room ticket',
   'not-cancellable': 'This purchase can no longer be cancelled',
   'not-refundable': 'This purchase cannot be refunded',

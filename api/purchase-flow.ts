@@ -60,6 +60,16 @@ function admissionProblem(a: Exclude<Admission, { outcome: 'new' | 'known' }>): 
       return invalid([{ field: a.field, message: a.message }]);
     case 'not_admitted':
       return new Problem(403, 'not-admitted', a.detail);
+    case 'not_open': {
+      const wait = Math.max(1, Math.ceil((a.opensAt.getTime() - Date.now()) / 1000));
+      return new Problem(
+        403,
+        'not-open',
+        a.detail,
+        { opensAt: a.opensAt.toISOString() },
+        { 'Retry-After': String(wait) },
+      );
+    }
     case 'sold_out': {
       if (a.final || !a.retryAt) return new Problem(409, 'sold-out', a.detail, { final: true });
       const wait = Math.max(1, Math.ceil((a.retryAt.getTime() - Date.now()) / 1000));

@@ -20,6 +20,8 @@ export type Admission =
   | { outcome: 'new'; record: PurchaseRecord; terms: ProductTerms; permit: Permit }
   /** Refused before any hold, and nothing written: a retry of the same key is judged afresh. */
   | { outcome: 'refused'; reason: 'product_not_found' | 'limit_exceeded'; detail: string }
+  /** Before the product's opening: nothing written. */
+  | { outcome: 'not_open'; detail: string; opensAt: Date }
   /** This buyer already holds the SKU (the hold `heldBy`): nothing written. */
   | { outcome: 'hold_exists'; heldBy: string; detail: string }
   /** No unit can be had now. `final`: nothing is held or in flight, nothing can come back. */
@@ -34,6 +36,8 @@ interface Known {
   maxPerBuyer: number;
   /** A purchase needs an admission from the product's waiting room. */
   room: boolean;
+  /** No purchase before it. */
+  opensAt: Date | null;
 }
 
 /**
@@ -75,6 +79,10 @@ export class Admissions {
     if (req.quantity > product.maxPerBuyer) {
       const detail = `at most ${product.maxPerBuyer} of ${req.sku} per buyer`;
       return { outcome: 'refused', reason: 'limit_exceeded', detail };
+    }
+    if (product.opensAt && Date.now() < product.opensAt.getTime()) {
+      const detail = `${req.sku} opens at ${product.opensAt.toISOString()}`;
+      return { outcome: 'not_open', detail, opensAt: product.opensAt };
     }
     if (product.room && !admission) {
       return {
@@ -138,7 +146,7 @@ export class Admissions {
     if (cached) return cached;
     const p = await getProduct(this.db, sku);
     if (!p) return null;
-    const known = { terms: termsOf(p), maxPerBuyer: p.maxPerBuyer, room: p.waitingRoom !== null };
+    const known = { terms: termsOf(p), maxPerBuyer: p.maxPerBuyer, room: p.waitingRoom !== null, opensAt: p.opensAt };
     this.products.set(sku, known);
     return known;
   }

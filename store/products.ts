@@ -20,6 +20,8 @@ export interface Product {
   hasUnits: boolean;
   /** The room's settings as created (their live values are the room's: store/room.ts). */
   waitingRoom: RoomSettings | null;
+  /** No purchase before it (and, with a room, no admission): null, on sale from its creation. */
+  opensAt: Date | null;
 }
 
 export interface NewProduct {
@@ -34,7 +36,7 @@ export interface NewProduct {
   maxPerCard?: number | null;
   oversellAllowance?: number;
   waitingRoom?: RoomSettings | null;
-  /** With a waiting room only: buyers who join before it wait in the pre-queue, and no one is admitted before it. */
+  /** No purchase before it; with a waiting room, buyers who join before it wait in the pre-queue. */
   opensAt?: string | null;
   units?: string[];
 }
@@ -64,6 +66,7 @@ interface ProductRow {
   oversell_allowance: number;
   has_units: boolean;
   waiting_room: Product['waitingRoom'];
+  opens_at: Date | null;
 }
 
 function toProduct(r: ProductRow): Product {
@@ -80,6 +83,7 @@ function toProduct(r: ProductRow): Product {
     oversellAllowance: r.oversell_allowance,
     hasUnits: r.has_units,
     waitingRoom: r.waiting_room,
+    opensAt: r.opens_at,
   };
 }
 
@@ -141,8 +145,8 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
     return await withTx(db, async (tx) => {
       const { rows } = await tx.query<ProductRow>(
         `INSERT INTO products (sku, name, price_cents, currency, total, buckets, hold_seconds, max_per_buyer,
-                               oversell_allowance, has_units, waiting_room, max_per_card)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *`,
+                               oversell_allowance, has_units, waiting_room, max_per_card, opens_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
         [
           input.sku,
           input.name,
@@ -156,6 +160,7 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
           units !== null,
           input.waitingRoom ? JSON.stringify(input.waitingRoom) : null,
           input.maxPerCard ?? null,
+          input.opensAt ?? null,
         ],
       );
       const split = Array.from(

@@ -87,6 +87,7 @@ export async function productView(deps: ApiDeps, sku: string) {
     ...(product.maxPerCard ? { maxPerCard: product.maxPerCard } : {}),
     buckets: product.buckets,
     oversellAllowance: product.oversellAllowance,
+    ...(product.opensAt ? { opensAt: product.opensAt.toISOString() } : {}),
     // null without a room (the field is always there); its state is the room's own, live.
     ...(room
       ? {
@@ -97,7 +98,6 @@ export async function productView(deps: ApiDeps, sku: string) {
             maxActive: room.maxActive,
             sessionSeconds: room.sessionSeconds,
           },
-          ...(room.opensAt ? { opensAt: room.opensAt.toISOString() } : {}),
         }
       : { waitingRoom: null }),
     hasUnits: product.hasUnits,
@@ -123,10 +123,6 @@ export function catalogueRoutes(deps: ApiDeps): Router {
     }
     if (input.opensAt && Number.isNaN(Date.parse(input.opensAt))) {
       throw invalid([{ field: 'opensAt', message: 'must be an ISO-8601 time (2025-11-28T09:00:00Z)' }]);
-    }
-    if (input.opensAt && !input.waitingRoom) {
-      // Refused rather than stored unenforced: only a room keeps buyers out before the opening today.
-      throw invalid([{ field: 'opensAt', message: 'is supported only with a waitingRoom' }]);
     }
     if (input.units && input.oversellAllowance) {
       throw invalid([{ field: 'oversellAllowance', message: 'is not supported for products of distinct units' }]);
