@@ -129,6 +129,9 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
       const wait = Number.isFinite(retryAt) ? retryAt - recorder.now() : 1000;
       await sleep(Math.min(Math.max(wait, 500), 10_000) + jitter(0, 1000));
       key = randomUUID();
+    } else if (a.status === 403 && type.endsWith('not-admitted') && admission) {
+      // The admission's session ended (or was spent) before a checkout: the ticket says expired.
+      return finish(b, 'room_expired', `admission lapsed before a checkout: ${str(a.body.detail)}`);
     } else if (a.status === 503 || a.status === 429) {
       b.note = `${a.status} ${type}`.trim();
       if (a.body.retryWithNewKey === true) key = randomUUID();

@@ -164,12 +164,11 @@ async function main(opts: DrillOptions): Promise<number> {
       const t = recorder.tally();
       timeline.push({
         t: Math.round(recorder.now() / 100) / 10,
-        queued: room?.waiting ?? t.queued,
-        admitted: opts.room
-          ? (room?.admitted ?? t.admitted)
-          : t.arriving === 0
-            ? opts.buyers
-            : opts.buyers - t.arriving,
+        queued: t.queued,
+        admitted: opts.room ? t.admitted : opts.buyers - t.arriving,
+        ...(room
+          ? { room: { waiting: room.waiting, admitted: room.admitted, active: room.active, soldOut: room.soldOut } }
+          : {}),
         checkouts: t.checkouts,
         holding: t.holding,
         held: product?.held,

@@ -122,12 +122,21 @@ const CHARTS_SCRIPT = String.raw`
   var W = 520, H = 260;
   var tl = s.timeline;
   var t = tl.map(function (x) { return x.t; });
-  var col = function (k) { return tl.map(function (x) { return x[k] == null ? null : x[k]; }); };
+  // 'room.waiting': a field of the room's own counts, null where the room did not answer.
+  var get = function (x, k) {
+    var v = k.split('.').reduce(function (o, p) { return o == null ? o : o[p]; }, x);
+    return v == null ? null : v;
+  };
+  var col = function (k) { return tl.map(function (x) { return get(x, k); }); };
+  // The rise since the last sample that had the figure, per second (a gap is skipped, not counted as 0).
   var perSecond = function (k) {
-    return tl.map(function (x, i) {
-      if (i === 0) return x[k];
-      var dt = x.t - tl[i - 1].t;
-      return dt > 0 ? Math.round(((x[k] - tl[i - 1][k]) / dt) * 10) / 10 : 0;
+    var last = null;
+    return tl.map(function (x) {
+      var v = get(x, k);
+      if (v == null) return null;
+      var r = last === null ? 0 : x.t > last.t ? Math.round(((v - last.v) / (x.t - last.t)) * 10) / 10 : 0;
+      last = { t: x.t, v: v };
+      return r;
     });
   };
   var secs = { x: { time: false } };
@@ -139,12 +148,24 @@ const CHARTS_SCRIPT = String.raw`
     charts.push({ id: id, points: data[0].length, chart: new uPlot(opts, data, el) });
   }
   function line(label, color) { return { label: label, stroke: color, width: 2 }; }
-  draw('chart-queue', { scales: secs, axes: [xAxis, { label: 'buyers' }],
-    series: [{ label: 's' }, line('queued', '#b3261e'), line('holding a checkout', '#1f6feb')] },
-    [t, col('queued'), col('holding')]);
-  draw('chart-admissions', { scales: secs, axes: [xAxis, { label: 'per second' }],
-    series: [{ label: 's' }, line(s.options.room ? 'admitted/s' : 'arrived/s (no room)', '#8250df'), line('checkouts/s', '#17803d')] },
-    [t, perSecond('admitted'), perSecond('checkouts')]);
+  // With a room, the queue and the admissions are the room's own counts (its admin view, sampled each
+  // second); the buyers' side is drawn beside them. Without one, the buyers waiting to try again.
+  if (s.options.room) {
+    draw('chart-queue', { scales: secs, axes: [xAxis, { label: 'buyers' }],
+      series: [{ label: 's' }, line('waiting (room: tickets not admitted)', '#b3261e'), line('still in line (buyers polling)', '#d29922'),
+        line('inside (room: admitted, not left)', '#8250df'), line('holding a checkout', '#1f6feb')] },
+      [t, col('room.waiting'), col('queued'), col('room.active'), col('holding')]);
+    draw('chart-admissions', { scales: secs, axes: [xAxis, { label: 'per second' }],
+      series: [{ label: 's' }, line('admitted/s (room)', '#8250df'), line('checkouts/s', '#17803d')] },
+      [t, perSecond('room.admitted'), perSecond('checkouts')]);
+  } else {
+    draw('chart-queue', { scales: secs, axes: [xAxis, { label: 'buyers' }],
+      series: [{ label: 's' }, line('waiting to try again', '#b3261e'), line('holding a checkout', '#1f6feb')] },
+      [t, col('queued'), col('holding')]);
+    draw('chart-admissions', { scales: secs, axes: [xAxis, { label: 'per second' }],
+      series: [{ label: 's' }, line('arrived/s (no room)', '#8250df'), line('checkouts/s', '#17803d')] },
+      [t, perSecond('admitted'), perSecond('checkouts')]);
+  }
   draw('chart-stock', { scales: secs, axes: [xAxis, { label: 'units' }],
     series: [{ label: 's' }, line('held', '#d29922'), line('sold', '#17803d'), line('available', '#6e7781'), line('refunded (buyers)', '#b3261e')] },
     [t, col('held'), col('sold'), col('available'), col('refunded')]);

@@ -49,20 +49,27 @@ export async function waitInRoom(
       return { state: 'gave_up', note: `join: ${joined.status} ${str(joined.body.type)}`.trim() };
     }
   }
+  // The last poll falls just past the deadline, so a buyer still in line then ends as the room says
+  // (sold out, say) and gives up only when the room still has it waiting.
+  const pause = (ms: number) => sleep(Math.min(ms, Math.max(0, o.deadline() - o.now()) + 100));
   for (;;) {
-    if (o.now() > o.deadline()) return { state: 'gave_up', note: 'still queued at the end of the drill' };
     const r = await poll.call('GET', `/v1/queue/${encodeURIComponent(ticket)}`, '/v1/queue/:ticket', { headers });
     if (r.status === 200) {
+      // After the opening a pre-queue ticket comes back re-signed with its place: poll with that one.
+      if (typeof r.body.ticket === 'string' && r.body.ticket) ticket = r.body.ticket;
       const done = toResult(r.body);
       if (done) {
         if (done.state === 'admitted') o.onAdmitted();
         return done;
       }
+      if (o.now() > o.deadline()) return { state: 'gave_up', note: 'still queued at the end of the drill' };
+      // In the pre-queue the wait is the time to the opening (position is null until then).
       const wait = Number(r.body.estimatedWaitSeconds);
       const base = Number.isFinite(wait) ? (wait * 1000) / 2 : MIN_POLL_MS;
-      await sleep(Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, base)) * (0.75 + o.rand() * 0.5));
+      await pause(Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, base)) * (0.75 + o.rand() * 0.5));
     } else if (r.status >= 500 || r.status === 429) {
-      await sleep(2000 + o.rand() * 1000);
+      if (o.now() > o.deadline()) return { state: 'gave_up', note: `poll: ${r.status} at the end of the drill` };
+      await pause(2000 + o.rand() * 1000);
     } else {
       return { state: 'gave_up', note: `poll: ${r.status} ${str(r.body.type)}`.trim() };
     }
@@ -76,8 +83,10 @@ function toResult(body: Record<string, unknown>): RoomResult | undefined {
   return undefined;
 }
 
+/** The room's own counts (the admin's view): `waiting` is every ticket not admitted, turned away or not. */
 export interface RoomView {
   state: string;
+  soldOut: boolean;
   waiting: number;
   admitted: number;
   active: number;
@@ -97,6 +106,7 @@ export async function roomView(http: DrillHttp, sku: string, adminToken: string)
     if (r.status !== 200) return undefined;
     return {
       state: String(r.body.state),
+      soldOut: r.body.soldOut === true,
       waiting: Number(r.body.waiting),
       admitted: Number(r.body.admitted),
       active: Number(r.body.active),

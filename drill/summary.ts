@@ -9,10 +9,16 @@ import { percentiles, type Percentiles, type Recorder } from './recorder';
 export interface Sample {
   /** Seconds since the opening. */
   t: number;
-  /** Buyers in the room's queue (the room's own count, else the buyers waiting to try again). */
+  /** Buyers the drill sees waiting: in the room's line (polling their ticket), or to try Buy again. */
   queued: number;
-  /** Buyers admitted so far (with a room; without one, every buyer who arrived may try). */
+  /** Buyers admitted so far, as the buyers saw it (with a room; without one, every buyer who arrived may try). */
   admitted: number;
+  /**
+   * With a room, its own counts (GET /v1/products/:sku/waiting-room) at this second; absent when it
+   * did not answer. `waiting` counts every ticket not admitted: once the room is sold out it keeps
+   * the buyers it turned away, so the line the buyers are still in is `queued`.
+   */
+  room?: { waiting: number; admitted: number; active: number; soldOut: boolean };
   /** Checkouts opened so far. */
   checkouts: number;
   /** Buyers with a checkout open, not yet paid or gone. */
@@ -146,7 +152,8 @@ export function summarise(o: {
       purchaseAnswersPerSecond: perSecond.length ? Math.round(answered / perSecond.length) : 0,
       peakCheckoutsPerSecond: Math.max(0, ...checkoutsPerSecond.values()),
       secondsToSellOut: soldOutAt,
-      peakQueue: Math.max(0, ...o.timeline.map((s) => s.queued)),
+      // With a room, the longest line the room itself counted; without one, the buyers waiting to try again.
+      peakQueue: Math.max(0, ...o.timeline.map((s) => (opts.room ? (s.room?.waiting ?? 0) : s.queued))),
       purchaseP50Ms: p.p50,
       purchaseP99Ms: p.p99,
       waitForCheckout: percentiles(

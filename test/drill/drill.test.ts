@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { launchBrowser } from '../helpers/browser';
 import { ADMIN_TOKEN, BUYER_TOKEN_SECRET, startSystem } from '../helpers/system';
 
@@ -98,15 +98,107 @@ test.serial('a small drill on its own stack serves every buyer once and every in
   smallDrillOut = out;
 });
 
-test.serial('the report draws its charts in Chromium', async (t) => {
-  t.timeout(60_000);
-  if (!smallDrillOut) return t.fail('the small drill did not produce a report');
+let roomDrillOut: string | undefined;
+
+test.serial(
+  'a drill with a waiting room and a pre-queue admits buyers, accounts for each and keeps every invariant',
+  async (t) => {
+    t.timeout(240_000);
+    const out = tmp('room');
+    const buyers = 120;
+    const units = 12;
+    const run = await runDrill([
+      ...['--buyers', String(buyers), '--units', String(units), '--hold', '6', '--arrival', '2', '--settle', '45'],
+      ...['--room', '40,20', '--opens-in', '4', '--early', '0.3', '--seed', '3', '--out', out],
+    ]);
+    t.is(run.code, 0, `drill exited ${run.code}:\n${run.stdout}\n${run.stderr.slice(-3000)}`);
+
+    const summary = JSON.parse(fs.readFileSync(path.join(out, 'summary.json'), 'utf8'));
+    const records: Array<{
+      early: boolean;
+      arrivedAt?: number;
+      admittedAt?: number;
+      purchaseId?: string;
+      outcome?: string;
+    }> = JSON.parse(fs.readFileSync(path.join(out, 'buyers.json'), 'utf8'));
+    t.deepEqual(summary.options.room, { admitPerSecond: 40, maxActive: 20 });
+    t.deepEqual(
+      summary.invariants.filter((c: any) => c.result !== 'pass'),
+      [],
+      'every invariant passes, none skipped',
+    );
+    t.is(summary.invariants.length, 7);
+
+    // Every buyer is accounted for once: a checkout (and its purchase's end), or turned away by the room or the stock.
+    t.is(sum(summary.outcomes), buyers);
+    const odd = Object.keys(summary.outcomes).filter((o) => o === 'none' || o.startsWith('error') || o === 'gave_up');
+    t.deepEqual(odd, [], `no buyer errored or gave up: ${JSON.stringify(summary.outcomes)}`);
+    const withCheckout = records.filter((b) => b.purchaseId).length;
+    t.is(summary.headline.checkouts, withCheckout);
+    const turnedAway = Object.entries<number>(summary.outcomes)
+      .filter(([o]) => o.startsWith('room_') || o.startsWith('sold_out'))
+      .reduce((a, [, n]) => a + n, 0);
+    t.is(withCheckout + turnedAway, buyers, `checkouts + turned away = buyers: ${JSON.stringify(summary.outcomes)}`);
+
+    // Buyers were admitted, every checkout went to an admitted buyer, and the room counted them.
+    const admitted = records.filter((b) => b.admittedAt !== undefined);
+    t.true(admitted.length >= units, `${admitted.length} buyers admitted`);
+    t.true(records.every((b) => !b.purchaseId || b.admittedAt !== undefined));
+    const last = summary.timeline[summary.timeline.length - 1];
+    t.true(last.room.admitted >= admitted.length, `the room admitted ${last.room.admitted}`);
+    t.true(last.room.soldOut, 'the room closed once every unit was sold');
+
+    // The early share joined the pre-queue before the opening, and the room counted them there.
+    const early = records.filter((b) => b.early);
+    t.true(early.length > 10, `${early.length} early buyers`);
+    // (a buyer due a few ms before the opening may start just after it on a loaded machine)
+    const before = early.filter((b) => b.arrivedAt !== undefined && b.arrivedAt < 0).length;
+    t.true(before >= early.length * 0.8, `${before} of ${early.length} early buyers arrived before the opening`);
+    t.true(
+      early.some((b) => b.admittedAt !== undefined),
+      'pre-queued buyers were admitted',
+    );
+    t.true(
+      summary.timeline.some((x: any) => x.t < 0 && x.room?.waiting > 0),
+      'the room counted its pre-queue',
+    );
+    t.true(summary.headline.peakQueue > 0);
+
+    // Sales add up, never beyond stock.
+    const confirmed = (summary.outcomes.confirmed ?? 0) + (summary.outcomes.late_confirmed ?? 0);
+    t.is(summary.headline.sold, confirmed);
+    t.true(summary.headline.sold <= units);
+    t.is(summary.headline.oversold, 0);
+    t.is(summary.headline.lost, 0);
+    t.true(summary.latency.some((l: any) => l.answer === 'GET /v1/queue/:ticket 200' && l.count > 0));
+    t.false(
+      summary.latency.some((l: any) => / 403 /.test(`${l.answer} `)),
+      'no purchase was refused for its admission',
+    );
+    t.regex(run.stderr, /drill: -?\d+s pre-queue, arrived/);
+    roomDrillOut = out;
+  },
+);
+
+for (const [which, out] of [
+  ['the small drill', () => smallDrillOut],
+  ['the room drill', () => roomDrillOut],
+] as const) {
+  test.serial(`the report of ${which} draws its charts in Chromium`, async (t) => {
+    t.timeout(60_000);
+    const dir = out();
+    if (!dir) return t.fail(`${which} did not produce a report`);
+    await chartsDrawn(t, path.join(dir, 'report.html'));
+  });
+}
+
+async function chartsDrawn(t: ExecutionContext, report: string): Promise<void> {
   const browser = await launchBrowser();
   try {
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(`file://${path.join(smallDrillOut, 'report.html')}`);
+    await page.goto(`file://${report}`);
     await page.waitForFunction(() => (window as any).drillCharts?.length === 6);
     const charts = await page.evaluate(() => (window as any).drillCharts);
     t.deepEqual(errors, []);
@@ -126,7 +218,7 @@ test.serial('the report draws its charts in Chromium', async (t) => {
   } finally {
     await browser.close();
   }
-});
+}
 
 test.serial('a drill whose stock was changed behind the ledger exits non-zero naming the ledger', async (t) => {
   t.timeout(240_000);
