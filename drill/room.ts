@@ -83,7 +83,7 @@ function toResult(body: Record<string, unknown>): RoomResult | undefined {
   return undefined;
 }
 
-/** The room's own counts (the admin's view): `waiting` is every ticket not admitted, turned away or not. */
+/** The room's own counts (the admin's view): `waiting` is the tickets in line (0 once sold out). */
 export interface RoomView {
   state: string;
   soldOut: boolean;

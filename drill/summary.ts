@@ -15,8 +15,8 @@ export interface Sample {
   admitted: number;
   /**
    * With a room, its own counts (GET /v1/products/:sku/waiting-room) at this second; absent when it
-   * did not answer. `waiting` counts every ticket not admitted: once the room is sold out it keeps
-   * the buyers it turned away, so the line the buyers are still in is `queued`.
+   * did not answer. `waiting` counts the tickets in line (0 once the room is sold out); `queued`
+   * is the drill's own count of the buyers still polling.
    */
   room?: { waiting: number; admitted: number; active: number; soldOut: boolean };
   /** Checkouts opened so far. */

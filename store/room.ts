@@ -213,7 +213,8 @@ export async function roomStats(db: Db, sku?: string): Promise<RoomStats[]> {
       sku: room.sku,
       state: room.state,
       soldOut: room.soldOut,
-      waiting: r.waiting,
+      // A sold-out room has no line: its tickets read sold_out (until a restock and a reopening).
+      waiting: room.soldOut ? 0 : r.waiting,
       admitted: r.admitted,
       active: r.active,
       admitPerSecond: room.admitPerSecond,
