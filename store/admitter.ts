@@ -158,6 +158,17 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom): Promise<v
     );
     return;
   }
+  // A turn spent on a purchase refused before it held anything (the hold step found nothing free, or
+  // the session could not open and the hold went back) is given back while the session lasts: the
+  // buyer lost nothing by our failure and may try again with a new key.
+  await client.query(
+    `UPDATE room_tickets t SET purchase_id = NULL
+      WHERE t.sku = $1 AND t.admitted_at IS NOT NULL AND t.left_at IS NULL AND t.purchase_id IS NOT NULL
+        AND t.admission_expires_at > now()
+        AND EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id
+                     AND (p.status = 'rejected' OR (p.status = 'failed' AND p.checkout_url IS NULL)))`,
+    [sku],
+  );
   // Who left: an admission whose session ended unused, or whose purchase reached a final status.
   await client.query(
     `UPDATE room_tickets t SET left_at = now(), left_reason = CASE WHEN t.purchase_id IS NULL THEN 'expired' ELSE 'done' END

@@ -26,6 +26,7 @@ export class Batcher<I, O> {
         const batch = this.waiting.splice(0, this.max);
         try {
           const out = await this.run(batch.map((w) => w.item));
+          if (out.length !== batch.length) throw new Error(`a batch of ${batch.length} got ${out.length} answers`);
           batch.forEach((w, i) => w.resolve(out[i]));
         } catch (err) {
           for (const w of batch) w.reject(err);

@@ -61,12 +61,22 @@ export async function markSent(db: Db, id: string): Promise<void> {
   await db.query('UPDATE notifications SET sent_at = now(), last_error = NULL WHERE id = $1 AND sent_at IS NULL', [id]);
 }
 
-/** Not delivered this time: tried again after `retryInMs`, with why it failed kept for operators. */
-export async function markFailed(db: Db, id: string, error: string, retryInMs: number): Promise<void> {
+/**
+ * Not delivered this time: tried again after `retryInMs`, with why it failed kept for operators.
+ * Only by the sender still holding the claim (`attempts` as claimed): a sender whose lease lapsed
+ * while another claimed the row must not move that one's schedule.
+ */
+export async function markFailed(
+  db: Db,
+  id: string,
+  error: string,
+  retryInMs: number,
+  attempts: number,
+): Promise<void> {
   await db.query(
     `UPDATE notifications SET last_error = $2, next_attempt_at = now() + $3 * interval '1 millisecond'
-      WHERE id = $1 AND sent_at IS NULL`,
-    [id, error.slice(0, 1000), retryInMs],
+      WHERE id = $1 AND sent_at IS NULL AND attempts = $4`,
+    [id, error.slice(0, 1000), retryInMs, attempts],
   );
 }
 

@@ -80,8 +80,11 @@ export class RoomCache {
         const after = old?.steps.at(-1)?.lastPlace ?? 0;
         const read = await readRoom(this.db, sku, after);
         const now = Date.now();
-        if (!read) e.snapshot = null;
-        else {
+        if (!read) {
+          // Not remembered: any SKU a buyer sends would otherwise grow this map for ever.
+          e.snapshot = null;
+          if (this.rooms.get(sku) === e) this.rooms.delete(sku);
+        } else {
           const forgetBefore = now - STEP_MEMORY_SECONDS * 1000;
           const kept = (old?.steps ?? []).filter((s) => s.expiresAt.getTime() > forgetBefore);
           e.snapshot = { room: read.room, steps: [...kept, ...read.steps], readAt: now };

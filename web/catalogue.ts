@@ -57,7 +57,9 @@ function offer(p: ProductModel, viewer: Viewer, idempotencyKey: string, now: Dat
   if (opensIn > 0) {
     const countdown = html`<p class="notice wait" id="${p.hasRoom ? 'opens' : 'offer'}" data-state="not_open">
       Opens <time datetime="${p.opensAt}">${new Date(p.opensAt!).toUTCString()}</time>, in
-      <span id="countdown" data-opens-at="${p.opensAt}">${formatWait(opensIn)}</span>.
+      <span id="countdown" data-opens-at="${p.opensAt}" data-seconds-left="${String(Math.ceil(opensIn))}"
+        >${formatWait(opensIn)}</span
+      >.
     </p>`;
     // A room's pre-queue is joined before the opening (places are drawn at random then), so joining early is fair.
     if (!p.hasRoom) return countdown;
@@ -123,10 +125,12 @@ const COUNTDOWN = html`<script>
   (() => {
     const el = document.getElementById('countdown');
     if (!el) return;
-    const at = Date.parse(el.dataset.opensAt);
+    // Counted from the server's figure on this page's own clock, not the browser's wall clock (a fast
+    // clock would reload in a loop before the opening), and the reload spread over a second.
+    const end = performance.now() + Number(el.dataset.secondsLeft) * 1000;
     const tick = () => {
-      const s = Math.max(0, Math.round((at - Date.now()) / 1000));
-      if (s === 0) return location.reload();
+      const s = Math.max(0, Math.round((end - performance.now()) / 1000));
+      if (s === 0) return setTimeout(() => location.reload(), 1000 + Math.random() * 1000);
       const h = Math.floor(s / 3600),
         m = Math.floor((s % 3600) / 60),
         r = s % 60;

@@ -154,7 +154,7 @@ export function startOutboxSender(db: Db, config: NotifyConfig, log: (line: stri
       log(
         `outbox: ${notificationId(m)} (purchase ${m.purchaseId}) attempt ${m.attempts} failed: ${why}; next in ${wait} ms`,
       );
-      await markFailed(db, m.id, why, wait);
+      await markFailed(db, m.id, why, wait, m.attempts);
     }
   };
 
@@ -162,7 +162,12 @@ export function startOutboxSender(db: Db, config: NotifyConfig, log: (line: stri
     while (!stopping) {
       let claimed: OutboxMessage[] = [];
       try {
-        claimed = await claimDue(db, { limit: BATCH, leaseMs: config.timeoutMs + LEASE_MARGIN_MS });
+        // The lease covers the whole batch delivered one after another, every channel at its deadline:
+        // a row's lease must not lapse (and another sender claim it) while this one is still on it.
+        claimed = await claimDue(db, {
+          limit: BATCH,
+          leaseMs: BATCH * channels.length * config.timeoutMs + LEASE_MARGIN_MS,
+        });
         // One row at a time in claim order; a failing row does not hold the others back.
         for (const m of claimed)
           await deliver(m).catch((err: Error) => log(`outbox: recording ${m.id}: ${err.message}`));

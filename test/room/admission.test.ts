@@ -200,3 +200,59 @@ test.serial('the operator reads and changes a room live, and /metrics shows it',
   t.true(metrics.includes(`flashsale_room_active{sku="${sku}"} 3`), 'active in /metrics');
   t.true(metrics.includes(`flashsale_room_state{sku="${sku}",state="open"} 1`), 'state in /metrics');
 });
+
+test.serial(
+  'a turn spent on a purchase the hold step refused is given back: the buyer buys with a new key',
+  async (t) => {
+    const sku = `room-seat-${randomUUID().slice(0, 6)}`;
+    const created = await sys.api(
+      'POST',
+      '/v1/products',
+      {
+        sku,
+        name: 'Seats',
+        priceCents: 100,
+        currency: 'usd',
+        stock: 2,
+        units: ['A1', 'A2'],
+        waitingRoom: { admitPerSecond: 10, maxActive: 2, sessionSeconds: 60 },
+      },
+      AS_ADMIN,
+    );
+    t.is(created.status, 201, JSON.stringify(created.body));
+    const first = await pollUntil((await join(sku, 'seat-ann')).body.ticket, (b) => b.state === 'admitted');
+    const second = await pollUntil((await join(sku, 'seat-ben')).body.ticket, (b) => b.state === 'admitted');
+    const ann = await sys.api(
+      'POST',
+      '/v1/purchases',
+      { sku, unitId: 'A1' },
+      { 'idempotency-key': randomUUID(), ...(await asBuyer('seat-ann')), 'admission-token': first.admissionToken },
+    );
+    t.is(ann.status, 201, JSON.stringify(ann.body));
+    // Ben asks for the seat Ann just took: the hold step refuses it, through no fault of his turn.
+    const taken = await sys.api(
+      'POST',
+      '/v1/purchases',
+      { sku, unitId: 'A1' },
+      { 'idempotency-key': randomUUID(), ...(await asBuyer('seat-ben')), 'admission-token': second.admissionToken },
+    );
+    t.is(taken.status, 409, JSON.stringify(taken.body));
+    // Within a few admitter steps his turn is his again, and the other seat is his with a new key.
+    let again: Awaited<ReturnType<System['api']>> | undefined;
+    for (let i = 0; i < 100; i++) {
+      again = await sys.api(
+        'POST',
+        '/v1/purchases',
+        { sku, unitId: 'A2' },
+        {
+          'idempotency-key': `seat-ben-${i}`,
+          ...(await asBuyer('seat-ben')),
+          'admission-token': second.admissionToken,
+        },
+      );
+      if (again.status !== 403) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    t.is(again!.status, 201, JSON.stringify(again!.body));
+  },
+);
