@@ -148,7 +148,8 @@ test('a declined card keeps the hold, and the buyer may pay on the same session'
 });
 
 test('a declined card ends payment_failed once the hold lapses, with the unit back and the session closed', async (t) => {
-  const sku = await product({ holdSeconds: 2 });
+  // Long enough for the decline's webhook to reach the saga before the hold lapses on a loaded machine.
+  const sku = await product({ holdSeconds: 6 });
   const res = await sys.buy(sku, 'ivan');
   const sessionId = await sessionOf(sys.db, res.body.purchaseId);
   await sys.pay(sessionId, 'declined');
