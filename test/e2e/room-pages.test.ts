@@ -13,7 +13,10 @@ import { asBuyer, startSystem, type System } from '../helpers/system';
 let sys: System;
 let browser: Browser;
 test.before(async () => {
-  [sys, browser] = await Promise.all([startSystem({ roomTickMs: 50, roomRefreshMs: 100 }), launchBrowser()]);
+  [sys, browser] = await Promise.all([
+    startSystem({ roomTickMs: 50, roomRefreshMs: 100, ownDatabase: true }),
+    launchBrowser(),
+  ]);
 });
 test.after.always(async () => {
   await browser?.close();

@@ -10,7 +10,7 @@ import {
   type Worker,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
-import type pg from 'pg';
+import pg from 'pg';
 import { HoldDesk } from '../../store/hold-desk';
 import { Admissions } from '../../store/admission';
 import { Gate } from '../../store/gate';
@@ -27,6 +27,7 @@ import { RoomCache } from '../../store/room-cache';
 import { createStripe } from '../../config/clients';
 import { createLogger, type Logger } from '../../config/log';
 import { createPurchaseWorker, WORKFLOW_INTERCEPTOR_MODULES } from '../../worker/create-worker';
+import { migrate } from '../../store/migrate';
 import { testDb, uniqueSku } from './db';
 
 export const ADMIN_TOKEN = 'test-admin-token';
@@ -133,16 +134,22 @@ export async function startSystem(
     /** The admitter's tick and each API's room-cache refresh (ROOM_ADMIT_TICK_MS, ROOM_REFRESH_MS). */
     roomTickMs?: number;
     roomRefreshMs?: number;
+    /**
+     * A database of this file's own on the suite's Postgres (migrated): its waiting rooms are stepped
+     * by this file's admitter alone, not by whichever test process holds the shared database's lock.
+     */
+    ownDatabase?: boolean;
   } = {},
 ): Promise<System> {
-  const db = testDb(30);
-  const gate = new Gate(db, process.env.DATABASE_URL!, { resyncMs: opts.gateResyncMs });
+  const databaseUrl = opts.ownDatabase ? await createOwnDatabase() : process.env.DATABASE_URL!;
+  const db = new pg.Pool({ connectionString: databaseUrl, max: 30 });
+  const gate = new Gate(db, databaseUrl, { resyncMs: opts.gateResyncMs });
   await gate.start();
   const taskQueue = `test-${randomUUID()}`;
   const roomTokens = createRoomTokens(ROOM_TOKEN_SECRET);
   const roomOf = () => new WaitingRoom(db, roomTokens, new RoomCache(db, { refreshMs: opts.roomRefreshMs }));
   const newAdmitter = () => {
-    const a = new Admitter(process.env.DATABASE_URL!, { tickMs: opts.roomTickMs, log: (l) => console.error(l) });
+    const a = new Admitter(databaseUrl, { tickMs: opts.roomTickMs, log: (l) => console.error(l) });
     a.start();
     admitters.push(a);
     return a;
@@ -194,7 +201,7 @@ export async function startSystem(
 
   const system: System = {
     async startAnotherApi() {
-      const otherGate = new Gate(db, process.env.DATABASE_URL!, { resyncMs: opts.gateResyncMs });
+      const otherGate = new Gate(db, databaseUrl, { resyncMs: opts.gateResyncMs });
       await otherGate.start();
       const other = await listen({
         ...deps,
@@ -315,4 +322,19 @@ export async function startSystem(
 export async function sessionOf(db: pg.Pool, purchaseId: string): Promise<string> {
   const { rows } = await db.query('SELECT checkout_session_id FROM purchases WHERE purchase_id = $1', [purchaseId]);
   return rows[0].checkout_session_id;
+}
+
+/** A new, migrated database on the suite's Postgres server; its URL. */
+async function createOwnDatabase(): Promise<string> {
+  const base = testDb(1);
+  const name = `test_${randomUUID().replace(/-/g, '')}`;
+  try {
+    await base.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await base.end();
+  }
+  const url = new URL(process.env.DATABASE_URL!);
+  url.pathname = `/${name}`;
+  await migrate(url.toString(), () => {});
+  return url.toString();
 }

@@ -7,7 +7,7 @@ const AS_ADMIN = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
 let sys: System;
 test.before(async () => {
-  sys = await startSystem({ roomTickMs: 50, roomRefreshMs: 100 });
+  sys = await startSystem({ roomTickMs: 50, roomRefreshMs: 100, ownDatabase: true });
 });
 test.after.always(async () => {
   await sys?.close();

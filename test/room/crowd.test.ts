@@ -8,7 +8,7 @@ import { Crowd, mapLimit, sleep } from './crowd-helpers';
 
 let sys: System;
 test.before(async () => {
-  sys = await startSystem();
+  sys = await startSystem({ ownDatabase: true });
 });
 test.after.always(async () => {
   await sys?.close();

@@ -239,7 +239,8 @@ test('support refunds a confirmed order once, and with restock the unit is on sa
 });
 
 test('a delayed payment completed in time keeps the unit held past the hold, then confirms', async (t) => {
-  const sku = await product({ holdSeconds: 4, stock: 1 });
+  // Long enough for the completion's webhook to reach the saga before the hold lapses on a loaded machine.
+  const sku = await product({ holdSeconds: 8, stock: 1 });
   const res = await sys.buy(sku, 'quinn');
   const sessionId = await sessionOf(sys.db, res.body.purchaseId);
   await sys.pay(sessionId, 'async_pending');
