@@ -9,6 +9,8 @@ export type Metrics = ReturnType<typeof createMetrics>;
 
 /** How old the purchases-by-status counts may get before a scrape has them counted again. */
 export const STATUS_COUNT_MAX_AGE_MS = 15_000;
+/** The gauges of one scrape share one read of the rooms' counts. */
+const ROOM_STATS_MAX_AGE_MS = 1_000;
 
 /**
  * Prometheus metrics of one API process, on its own registry (several apps can live in one test
@@ -23,7 +25,10 @@ export function createMetrics(
   const admitter = opts.admitter;
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
-  const statusCounts = sharedStatusCounts(db, opts.statusMaxAgeMs ?? STATUS_COUNT_MAX_AGE_MS);
+  // The purchases-by-status GROUP BY runs at most every STATUS_COUNT_MAX_AGE_MS (answered stale meanwhile),
+  // not on each scrape of each replica; the rooms' counts once per scrape for all their gauges.
+  const statusCounts = sharedRead(() => countByStatus(db), opts.statusMaxAgeMs ?? STATUS_COUNT_MAX_AGE_MS, true);
+  const rooms = sharedRead(() => roomStats(db), ROOM_STATS_MAX_AGE_MS, false);
   const counter = (name: string, help: string, labelNames: string[] = []) =>
     new client.Counter({ name, help, labelNames, registers: [registry] });
   const gateView = (name: string, help: string, pick: (v: ReturnType<Gate['views']>[number]) => number) =>
@@ -44,9 +49,9 @@ export function createMetrics(
       labelNames: ['sku'],
       registers: [registry],
       async collect() {
-        const rooms = await roomStats(db);
+        const { value } = await rooms();
         this.reset();
-        for (const r of rooms) this.set({ sku: r.sku }, pick(r));
+        for (const r of value) this.set({ sku: r.sku }, pick(r));
       },
     });
   return {
@@ -65,9 +70,9 @@ export function createMetrics(
       labelNames: ['sku', 'state'],
       registers: [registry],
       async collect() {
-        const rooms = await roomStats(db);
+        const { value } = await rooms();
         this.reset();
-        for (const r of rooms) this.set({ sku: r.sku, state: r.soldOut ? 'sold_out' : r.state }, 1);
+        for (const r of value) this.set({ sku: r.sku, state: r.soldOut ? 'sold_out' : r.state }, 1);
       },
     }),
     roomAdmitter: new client.Gauge({
@@ -120,7 +125,7 @@ export function createMetrics(
       async collect() {
         const counts = await statusCounts();
         this.reset();
-        for (const r of counts.rows) this.set({ status: r.status }, r.n);
+        for (const r of counts.value) this.set({ status: r.status }, r.n);
       },
     }),
     purchasesCountedAt: new client.Gauge({
@@ -134,24 +139,27 @@ export function createMetrics(
   };
 }
 
-type StatusCounts = { rows: { status: string; n: number }[]; at: number };
+interface Read<T> {
+  value: T;
+  at: number;
+}
 
 /**
- * The purchases-by-status counts, shared by every scrape: the GROUP BY over the purchases table
- * runs at most once every `maxAgeMs` (and never twice at once), not on each scrape of each
- * replica. A scrape answers with the last counts and, when they are older, starts a new count in
- * the background; only the very first scrape waits for one. A failed count keeps the last one.
+ * One read shared by every caller, at most once every `maxAgeMs` and never twice at once. `stale`:
+ * a caller after that age gets the last read at once and starts a new one in the background (only
+ * the very first waits; a failed read keeps the last one); otherwise it waits for the new read.
  */
-function sharedStatusCounts(db: Db, maxAgeMs: number): () => Promise<StatusCounts> {
-  let last: StatusCounts | undefined;
-  let running: Promise<StatusCounts> | undefined;
-  const count = () =>
-    (running ??= countByStatus(db)
-      .then((rows) => (last = { rows, at: Date.now() }))
+function sharedRead<T>(read: () => Promise<T>, maxAgeMs: number, stale: boolean): () => Promise<Read<T>> {
+  let last: Read<T> | undefined;
+  let running: Promise<Read<T>> | undefined;
+  const again = () =>
+    (running ??= read()
+      .then((value) => (last = { value, at: Date.now() }))
       .finally(() => (running = undefined)));
   return async () => {
-    if (!last) return count();
-    if (Date.now() - last.at >= maxAgeMs) count().catch(() => {});
+    if (last && Date.now() - last.at < maxAgeMs) return last;
+    if (!last || !stale) return again();
+    again().catch(() => {});
     return last;
   };
 }

@@ -1,8 +1,7 @@
-import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { signBuyerToken } from '../../config/buyer-tokens';
-import { launchBrowser } from '../helpers/browser';
+import { launchBrowser, shot, signInAs } from '../helpers/browser';
 import { startSystem, type System } from '../helpers/system';
 
 // The buyer's pages in Chromium against the whole system: the catalogue, the product page, the
@@ -19,12 +18,6 @@ test.after.always(async () => {
   await sys?.close();
 });
 
-const SHOTS = path.join(__dirname, '../../docs/screenshots');
-
-async function shot(page: Page, name: string): Promise<void> {
-  if (process.env.SCREENSHOTS === '1') await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
-}
-
 async function openContext(t: ExecutionContext): Promise<BrowserContext> {
   const context = await browser.newContext({ viewport: { width: 720, height: 560 } });
   t.teardown(() => context.close());
@@ -35,13 +28,6 @@ async function openPage(t: ExecutionContext): Promise<Page> {
   const page = await (await openContext(t)).newPage();
   page.setDefaultTimeout(20_000);
   return page;
-}
-
-/** Signs in with the development sign-in form from a product page, and comes back to it. */
-async function signIn(page: Page, name: string): Promise<void> {
-  await page.getByRole('link', { name: 'Sign in to buy' }).click();
-  await page.getByLabel('Your name').fill(name);
-  await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/p/')), page.locator('#sign-in').click()]);
 }
 
 /** Presses Buy and follows the 303 to the emulator's hosted checkout page; returns the purchase id. */
@@ -104,7 +90,7 @@ test('a second buyer of a product sold meanwhile sees "sold out", and the produc
   const sku = await sys.createProduct({ name: 'Last pair', stock: 1 });
   const page = await openPage(t);
   await page.goto(`${sys.apiUrl}/p/${sku}`);
-  await signIn(page, 'pages-bob');
+  await signInAs(page, 'pages-bob');
   t.is(await page.locator('#buy').count(), 1);
 
   // Someone else buys and pays for the last unit while bob's page is open.
@@ -132,7 +118,7 @@ test('while the last unit is held by another buyer, Buy answers "sold out for no
   const sku = await sys.createProduct({ name: 'Held pair', stock: 1 });
   const page = await openPage(t);
   await page.goto(`${sys.apiUrl}/p/${sku}`);
-  await signIn(page, 'pages-frank');
+  await signInAs(page, 'pages-frank');
   // Another buyer takes the last unit and has not paid yet: it may come back.
   const held = await sys.buy(sku, 'pages-holder');
   t.is(held.status, 201, JSON.stringify(held.body));
@@ -156,7 +142,7 @@ test('a declined card, then leaving the checkout, reads "waiting for the payment
   const sku = await sys.createProduct({ name: 'Declined boot' });
   const page = await openPage(t);
   await page.goto(`${sys.apiUrl}/p/${sku}`);
-  await signIn(page, 'pages-carol');
+  await signInAs(page, 'pages-carol');
   const purchaseId = await buy(page);
   await Promise.all([
     page.waitForURL((url) => url.searchParams.get('declined') === '1'),
@@ -181,7 +167,7 @@ test('an abandoned checkout reads "expired" once the hold lapsed', async (t) => 
   const sku = await sys.createProduct({ name: 'Abandoned cap', holdSeconds: 2 });
   const page = await openPage(t);
   await page.goto(`${sys.apiUrl}/p/${sku}`);
-  await signIn(page, 'pages-dave');
+  await signInAs(page, 'pages-dave');
   const purchaseId = await buy(page);
   await sys.waitForPurchase(purchaseId, (p) => p.status === 'expired', 20_000);
   await page.goto(`${sys.apiUrl}/purchases/${purchaseId}`);
@@ -230,7 +216,7 @@ test('a product name with markup in it is shown as text on every page, never run
   t.is(await page.locator('h1').textContent(), name);
   t.is(await page.title(), name);
   t.is(await page.locator('main img, main b').count(), 0, 'no element came from the name');
-  await signIn(page, 'pages-erin');
+  await signInAs(page, 'pages-erin');
   const purchaseId = await buy(page);
   await page.goto(`${sys.apiUrl}/purchases/${purchaseId}`);
   t.true(((await page.locator('main').textContent()) ?? '').includes(name));

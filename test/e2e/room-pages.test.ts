@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import type { Browser, Page } from 'playwright-core';
-import { launchBrowser } from '../helpers/browser';
+import { launchBrowser, shot, signInAs } from '../helpers/browser';
 import { asBuyer, startSystem, type System } from '../helpers/system';
 
 // The waiting room's pages in Chromium against the whole system: Join the queue on the product
@@ -23,12 +22,6 @@ test.after.always(async () => {
   await sys?.close();
 });
 
-const SHOTS = path.join(__dirname, '../../docs/screenshots');
-
-async function shot(page: Page, name: string): Promise<void> {
-  if (process.env.SCREENSHOTS === '1') await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
-}
-
 /** A fresh browser (its own cookies) signed in as `name` on the product page of `sku`. */
 async function buyerPage(t: ExecutionContext, sku: string, name: string): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 720, height: 480 } });
@@ -37,9 +30,7 @@ async function buyerPage(t: ExecutionContext, sku: string, name: string): Promis
   // The machine is shared: the queue page refreshes itself every few seconds, give it room.
   page.setDefaultTimeout(40_000);
   await page.goto(`${sys.apiUrl}/p/${sku}`);
-  await page.getByRole('link', { name: 'Sign in to buy' }).click();
-  await page.getByLabel('Your name').fill(name);
-  await Promise.all([page.waitForURL((u) => u.pathname === `/p/${sku}`), page.locator('#sign-in').click()]);
+  await signInAs(page, name);
   return page;
 }
 

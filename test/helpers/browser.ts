@@ -1,5 +1,6 @@
 import { accessSync, constants } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 /** Debian's `chromium` package; `npx playwright install` cannot download a browser here. */
 export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
@@ -36,4 +37,18 @@ export async function launchBrowser(): Promise<Browser> {
   } catch (err) {
     throw new Error(`Chromium at ${executablePath} did not start: ${(err as Error).message}`, { cause: err });
   }
+}
+
+const SCREENSHOTS_DIR = path.join(__dirname, '../../docs/screenshots');
+
+/** With SCREENSHOTS=1, saves the page as docs/screenshots/<name>.png (the README shows them). */
+export async function shot(page: Page, name: string): Promise<void> {
+  if (process.env.SCREENSHOTS === '1') await page.screenshot({ path: path.join(SCREENSHOTS_DIR, `${name}.png`) });
+}
+
+/** Signs in with the development sign-in form from a product page, and comes back to it. */
+export async function signInAs(page: Page, name: string): Promise<void> {
+  await page.getByRole('link', { name: 'Sign in to buy' }).click();
+  await page.getByLabel('Your name').fill(name);
+  await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/p/')), page.locator('#sign-in').click()]);
 }
