@@ -1,4 +1,9 @@
-import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import {
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 
 // How the workflows call their activities: timeouts and retry policies, one proxy per kind of step.
@@ -30,7 +35,7 @@ export const localActs = proxyLocalActivities<Activities>({
 
 // Opening the session: a few quick retries for transient Stripe faults (with the same idempotency
 // key, so one session at most), then give up and compensate rather than keep a buyer's unit forever.
-export const checkoutActs = proxyActivities<Activities>({
+const checkoutStep: ActivityOptions & LocalActivityOptions = {
   startToCloseTimeout: '20 seconds',
   retry: {
     initialInterval: '200 milliseconds',
@@ -39,7 +44,14 @@ export const checkoutActs = proxyActivities<Activities>({
     maximumAttempts: 6,
     nonRetryableErrorTypes: ['StripeRejected'],
   },
-});
+};
+/** Sagas started before the session step ran in the workflow task (their histories schedule an activity). */
+export const checkoutActs = proxyActivities<Activities>(checkoutStep);
+// The session, as a local activity too: the hold and the session run in the saga's first workflow task,
+// so a buyer's checkout URL costs one workflow task and no activity task (the server is the crowd's
+// bottleneck). A worker that dies mid-task leaves the task to time out and run again on another
+// worker: the hold is keyed by purchase and the session by its idempotency key, so neither doubles.
+export const localCheckoutActs = proxyLocalActivities<Activities>(checkoutStep);
 
 // Stripe calls after the session is open (expire, read, refund): transient faults are retried until
 // they heal. A refusal (4xx) is not retried by the activity: the workflow flags the purchase

@@ -6,6 +6,7 @@ import {
   log,
   patched,
   setHandler,
+  TemporalFailure,
 } from '@temporalio/workflow';
 import {
   foreignEventReason,
@@ -20,7 +21,7 @@ import { cancelUpdate, checkoutReadyUpdate, paymentEventSignal, purchaseStateQue
 import type { SessionState } from '../activities';
 import { followUp } from './follow-up';
 import { cancelsWithoutSettling, finishBeforeSessionFirst } from './legacy';
-import { acts, checkoutActs, localActs, PurchaseSaga, stripeActs } from './saga';
+import { acts, checkoutActs, localActs, localCheckoutActs, PurchaseSaga, stripeActs } from './saga';
 
 /**
  * One purchase, from hold to outcome. Takes the hold (compensation: release), opens the Checkout
@@ -73,6 +74,8 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     // v4: the hold is a local activity and opening the session writes the record, so a purchase
     // reaches its checkout URL in two workflow tasks and one activity task.
     const lean = patched('local-hold-checkout-records');
+    // v6: the session is a local activity as well: the checkout URL in one workflow task, no activity task.
+    const sessionInTask = lean && patched('checkout-in-first-task');
     // 1. The hold
     const hold = await (lean ? localActs : acts).takeHold({
       purchaseId: input.purchaseId,
@@ -100,7 +103,7 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     // 2. The Checkout Session
     let session;
     try {
-      session = await checkoutActs.openCheckout({
+      session = await (sessionInTask ? localCheckoutActs : checkoutActs).openCheckout({
         purchaseId: input.purchaseId,
         sku: input.sku,
         buyerId: input.buyerId,
@@ -115,11 +118,12 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
           : {}),
       });
     } catch (err) {
-      if (!(err instanceof ActivityFailure)) throw err;
+      // A local activity's last failure arrives as itself (its ApplicationFailure or TimeoutFailure),
+      // an activity's wrapped in an ActivityFailure.
+      if (!(err instanceof TemporalFailure) || isCancellation(err)) throw err;
+      const cause = err instanceof ActivityFailure ? (err.cause ?? err) : err;
       await compensate();
-      await saga.setStatus('failed', {
-        reason: `could not open the Checkout Session: ${err.cause?.message ?? err.message}`,
-      });
+      await saga.setStatus('failed', { reason: `could not open the Checkout Session: ${cause.message}` });
       await saga.settleStragglers();
       return state;
     }

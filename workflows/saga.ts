@@ -8,7 +8,7 @@ import { PaymentFold, type Payment } from './payment-fold';
 import { acts, stripeActs } from './proxies';
 import { refundToTheEnd, type RefundNews } from './refunds';
 
-export { acts, checkoutActs, localActs, stripeActs } from './proxies';
+export { acts, checkoutActs, localActs, localCheckoutActs, stripeActs } from './proxies';
 
 /** v7: before declaring a delayed payment that never settled failed, the saga reads Stripe. */
 const READ_BEFORE_GIVING_UP_PATCH = 'read-stripe-before-giving-up';
