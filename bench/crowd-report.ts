@@ -31,6 +31,8 @@ export interface CrowdResult {
   /** API counters that moved during the crowd (/metrics). */
   counters: string[];
   sagas?: { started: number; running: number };
+  /** Temporal alone: as many saga-shaped workflow starts as there are units (bench/crowd-floor.ts). */
+  floor?: Phase;
   rows?: Array<{ status: string; rejection: string | null; n: number }>;
   checkouts?: Checkouts;
   /** About the answers buyers got: reported, not failing the run. */
@@ -142,6 +144,21 @@ export function printReport(r: CrowdResult): void {
   ] as const) {
     out(
       `${ph.name.padEnd(30)} ${String(ph.answers.length).padStart(8)} ${fmt(ph.seconds, 1).padStart(8)} ${fmt(rate, 1).padStart(10)} ${`${fmt(rate / baseRate, 4)}x`.padStart(10)} ${fmt(lat.p50).padStart(8)} ${fmt(lat.p99).padStart(8)}`,
+    );
+  }
+  const f = r.floor;
+  if (f) {
+    const ok = f.answers.filter((a) => a.cls === 'ok');
+    const l = latencies(ok);
+    out(
+      `${f.name.padEnd(30)} ${String(ok.length).padStart(8)} ${fmt(f.seconds, 1).padStart(8)} ${fmt(ok.length / f.seconds, 1).padStart(10)} ${'-'.padStart(10)} ${fmt(l.p50).padStart(8)} ${fmt(l.p99).padStart(8)}`,
+    );
+    if (ok.length !== f.answers.length) out(`  floor starts refused: ${list(countBy(f.answers, (a) => a.cls))}`);
+    const sum = healthz.seconds + f.seconds;
+    out(
+      `  Temporal alone starts ${fmt(ok.length / f.seconds)} workflows/s; each winner's answer waits for one. Where the bare` +
+        ` route already keeps every core busy, the crowd takes at least healthz's ${fmt(healthz.seconds, 1)} s + the starts'` +
+        ` ${fmt(f.seconds, 1)} s = ${fmt(sum, 1)} s (${fmt(healthz.seconds / sum, 2)}x at best), before its sagas run.`,
     );
   }
   if (baseLat.n !== healthz.answers.length) {

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { signBuyerToken } from '../config/buyer-tokens';
@@ -8,9 +7,12 @@ import { reconcile } from '../store/reconcile';
 import { startLocalSystem } from '../dev/local-system';
 import { sleep } from '../dev/proc';
 import { CheckoutWatch } from './crowd-checkouts';
+import { startsFloor } from './crowd-floor';
 import { roomBench } from './crowd-room';
 import { countBy, printReport, verdicts, type Answer, type Phase } from './crowd-report';
 import { apiCounters, HttpClient, parseJson } from './http-client';
+import { readOptions, UsageError } from './crowd-options';
+import { aborter, isTearingDown, onSignal, onTeardown, teardown } from './teardown';
 
 /**
  * `npm run bench:crowd`: a flash-sale crowd over HTTP. N buyers (default 10,000) for M units (default
@@ -24,6 +26,10 @@ import { apiCounters, HttpClient, parseJson } from './http-client';
  * is granted and the saga started), and the bench follows every accepted purchase (bench/crowd-checkouts.ts,
  * at most 120 s after the crowd) until it reached awaiting_payment with a checkout URL or a final
  * status, and prints the time to all checkouts (from the crowd's first request) and how many got one.
+ *
+ * On the stack it started, it then measures Temporal's floor (bench/crowd-floor.ts): as many
+ * saga-shaped workflow starts as there are units, with no worker, at the same concurrency. Each
+ * winner's answer waits for one start, so this is what the server alone costs the crowd.
  *
  * Flags (or env): --buyers (BENCH_BUYERS), --units (BENCH_UNITS), --concurrency (BENCH_CONCURRENCY),
  * --respond-async (BENCH_RESPOND_ASYNC=1), --room (BENCH_ROOM=1: the waiting room's join and poll
@@ -39,7 +45,6 @@ import { apiCounters, HttpClient, parseJson } from './http-client';
  * checkout URL, are reported but do not fail the run).
  */
 
-const HELP = `usage: npm run bench:crowd -- [--buyers N] [--units M] [--concurrency C] [--respond-async] [--room] [--base URL --admin-token T]`;
 /** Longer than the API's own deadline (PURCHASE_TIMEOUT_MS, 20 s): the API should answer first. */
 const REQUEST_TIMEOUT_MS = 120_000;
 const READY_TIMEOUT_MS = 90_000;
@@ -48,114 +53,6 @@ const CHECKOUT_WAIT_MS = 120_000;
 const WARMUP_BUYERS = 20;
 const WARMUP_UNITS = 5;
 const VERBOSE = process.env.BENCH_VERBOSE === '1';
-
-// ---------------------------------------------------------------------------------------------
-// Options
-
-interface Options {
-  buyers: number;
-  units: number;
-  concurrency: number;
-  respondAsync: boolean;
-  room: boolean;
-  base?: string;
-  adminToken?: string;
-}
-
-function positiveInt(name: string, raw: string | undefined, dflt: number): number {
-  if (raw === undefined || raw === '') return dflt;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(`${name} must be a positive integer, got "${raw}"`);
-  return n;
-}
-
-class UsageError extends Error {}
-
-function readOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        buyers: { type: 'string' },
-        units: { type: 'string' },
-        concurrency: { type: 'string' },
-        'respond-async': { type: 'boolean' },
-        room: { type: 'boolean' },
-        base: { type: 'string' },
-        'admin-token': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n${HELP}`);
-  }
-  if (values.help) {
-    console.log(HELP);
-    process.exit(0);
-  }
-  const opts: Options = {
-    buyers: positiveInt('--buyers', values.buyers ?? env.BENCH_BUYERS, 10_000),
-    units: positiveInt('--units', values.units ?? env.BENCH_UNITS, 600),
-    concurrency: positiveInt('--concurrency', values.concurrency ?? env.BENCH_CONCURRENCY, 256),
-    respondAsync: values['respond-async'] ?? env.BENCH_RESPOND_ASYNC === '1',
-    room: values.room ?? env.BENCH_ROOM === '1',
-    base: (values.base ?? env.BENCH_BASE_URL)?.replace(/\/+$/, '') || undefined,
-    adminToken: values['admin-token'] ?? env.BENCH_ADMIN_TOKEN,
-  };
-  if (opts.base) {
-    if (!/^https?:\/\/[^/]+$/.test(opts.base)) throw new UsageError(`--base must look like http://host:port`);
-    opts.adminToken ||= env.ADMIN_TOKEN;
-    if (!opts.adminToken) throw new UsageError('--base needs --admin-token (or BENCH_ADMIN_TOKEN / ADMIN_TOKEN)');
-  }
-  return opts;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Teardown: everything started registers how to stop it; Ctrl-C and the end of the run both unwind
-// the list once, newest first (client sockets, API, worker, emulator, then Temporal and Postgres).
-
-const closers: Array<{ name: string; close: () => Promise<void> }> = [];
-let tearingDown: Promise<void> | undefined;
-const aborter = new AbortController();
-
-function onTeardown(name: string, close: () => Promise<void>): void {
-  // Started while already stopping (Ctrl-C during start-up): stop it at once.
-  if (tearingDown) void close().catch(() => {});
-  else closers.push({ name, close });
-}
-
-function teardown(): Promise<void> {
-  tearingDown ??= (async () => {
-    while (closers.length) {
-      const { name, close } = closers.pop()!;
-      try {
-        await close();
-        if (aborter.signal.aborted) console.error(`  stopped: ${name}`);
-      } catch (err) {
-        console.error(`teardown: ${name}: ${(err as Error).message}`);
-      }
-    }
-  })();
-  return tearingDown;
-}
-
-let firstSignalAt = 0;
-function onSignal(signal: NodeJS.Signals): void {
-  if (firstSignalAt) {
-    // `npx tsx` relays the terminal's Ctrl-C, so one key press arrives twice: only a later one forces.
-    if (Date.now() - firstSignalAt < 1500) return;
-    // A second Ctrl-C: leave now; the children's death signals still stop them.
-    console.error(`${signal} again: exiting without waiting`);
-    process.exit(130);
-  }
-  firstSignalAt = Date.now();
-  console.error(`\n${signal}: stopping the crowd and everything this run started (Ctrl-C again to force)`);
-  aborter.abort(new Error(signal));
-  void teardown().finally(() => process.exit(130));
-}
 
 // ---------------------------------------------------------------------------------------------
 // Buyers
@@ -266,7 +163,7 @@ async function startLocal(): Promise<Target> {
     apiEnv: { RATE_LIMIT_PER_IP_PER_SECOND: '0', RATE_LIMIT_PER_BUYER_PER_MINUTE: '0' },
     // A child dying mid-run (not at teardown) spoils the figures: say so and stop.
     onUnexpectedExit: (name, info, output) => {
-      if (tearingDown) return;
+      if (isTearingDown()) return;
       console.error(`${name} exited (${info.code ?? info.signal}) during the run:\n${output}`);
       aborter.abort(new Error(`${name} exited`));
     },
@@ -481,6 +378,11 @@ async function main(): Promise<number> {
         )
       ).rows[0]
     : undefined;
+  // Temporal's floor, on the stack this run started only (never in someone else's namespace).
+  const floor =
+    temporal && !opts.base
+      ? await startsFloor(temporal, { sku, count: opts.units, concurrency: opts.concurrency, drive })
+      : undefined;
   const { notes, checks } = verdicts({ ...opts, sku, crowd, checkouts, untold, product, diffs });
 
   printReport({
@@ -495,6 +397,7 @@ async function main(): Promise<number> {
       .filter(([, v]) => v > 0)
       .map(([k, v]) => `${k} ${v}`),
     sagas,
+    floor,
     rows,
     checkouts,
     notes,
