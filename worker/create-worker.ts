@@ -35,6 +35,8 @@ export interface PurchaseWorkerOptions {
   /** Defaults: MAX_CONCURRENT_ACTIVITIES, MAX_CONCURRENT_LOCAL_ACTIVITIES; size `deps.db` with workerPoolSize. */
   maxConcurrentActivities?: number;
   maxConcurrentLocalActivities?: number;
+  /** Workflow tasks one worker runs at once (the SDK's default unless given). */
+  maxConcurrentWorkflowTasks?: number;
 }
 
 /**
@@ -62,5 +64,8 @@ export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise
     shutdownGraceTime: '10 seconds',
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? MAX_CONCURRENT_ACTIVITIES,
     maxConcurrentLocalActivityExecutions: opts.maxConcurrentLocalActivities ?? MAX_CONCURRENT_LOCAL_ACTIVITIES,
+    ...(opts.maxConcurrentWorkflowTasks
+      ? { maxConcurrentWorkflowTaskExecutions: opts.maxConcurrentWorkflowTasks }
+      : {}),
   });
 }

@@ -91,7 +91,11 @@ export interface System {
   /** Another API instance on its own port, with its own gate, against the same Postgres and Temporal. Returns its URL. */
   startAnotherApi(): Promise<string>;
   /** Starts a worker in this process (tests that kill workers run their own in a child process). */
-  startWorker(limits?: { maxConcurrentActivities?: number }): Promise<void>;
+  startWorker(limits?: {
+    maxConcurrentActivities?: number;
+    maxConcurrentLocalActivities?: number;
+    maxConcurrentWorkflowTasks?: number;
+  }): Promise<void>;
   stopWorker(): Promise<void>;
   /** An HTTP call to the API (`path` may be a full URL, for another API instance). */
   api(
