@@ -17,6 +17,10 @@ export interface NotifyConfig {
   retryMaxMs: number;
   /** One delivery's deadline (the claim's lease is longer). */
   timeoutMs: number;
+  /** A delivery that failed this many times on its channel is dead (not tried again until requeued). */
+  maxAttempts: number;
+  /** A delivery that fails when its notification is older than this is dead too; 0: no age limit. */
+  maxAgeMs: number;
 }
 
 /** The shortest webhook secret accepted: the receiver's HMAC key. */
@@ -54,6 +58,8 @@ export function loadNotifyConfig(env: Env): NotifyConfig {
     retryBaseMs: int('NOTIFY_RETRY_BASE_MS', 5_000, 1),
     retryMaxMs: int('NOTIFY_RETRY_MAX_MS', 3_600_000, 1),
     timeoutMs: int('NOTIFY_TIMEOUT_MS', 10_000, 100),
+    maxAttempts: int('NOTIFY_MAX_ATTEMPTS', 20, 1),
+    maxAgeMs: int('NOTIFY_MAX_AGE_MS', 259_200_000, 0),
   };
   if (problems.length) throw new ConfigError(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
   return config;

@@ -5,13 +5,15 @@
 // back to the allowance. `retry`, `settle`, `retry-stray`, `settle-stray` and `list-attention` are
 // support's path for money in `needs_attention` (a Stripe step refused, a refund failed). `find`
 // looks purchases up by buyer, Checkout Session or PaymentIntent. Exit 0 done, 1 not found, not
-// applicable (or Stripe refused again), 2 usage or configuration errors.
+// applicable (or Stripe refused again), 2 usage or configuration errors. `notifications list|retry`
+// shows and requeues the dead buyer notifications (ops/notifications.ts).
 import os from 'node:os';
 import { requestSupportRefund } from '../client/refunds';
 import { listOversoldOrders, type PurchaseLookup } from '../store/purchases';
 import { actOnPurchase, actOnStray, listAttention, type AttentionDeps, type SupportVerb } from './attention';
 import { openCliClients, parseCommandLine, runCli, UsageError } from './cli';
 import { findAndPrint } from './find-purchases';
+import { parseNotifications, runNotifications, type NotificationsArgs } from './notifications';
 
 const USAGE = `usage: npm run support -- find --buyer <buyerId> | --session <cs_...> | --payment-intent <pi_...> [--json]
        npm run support -- refund <purchaseId> --reason "why" [--restock]
@@ -21,6 +23,8 @@ const USAGE = `usage: npm run support -- find --buyer <buyerId> | --session <cs_
        npm run support -- retry-stray <sessionId>
        npm run support -- settle-stray <sessionId> --note "what was done"
        npm run support -- list-attention [--sku SKU]
+       npm run support -- notifications list [--channel webhook|email|log] [--json]
+       npm run support -- notifications retry <ntf_id>... | --all [--channel webhook|email|log]
 
 find: the purchases of a buyer, or the one a Checkout Session or PaymentIntent paid (as the buyer's
 bank statement or the Stripe Dashboard names it), newest first, each with its Temporal UI link.
@@ -39,6 +43,13 @@ retry-stray, settle-stray: the same for the refund of a stray payment (money pai
 Session that named one of our purchases without being its own), by its session id.
 list-attention: purchases and stray payments in needs_attention, with Stripe's message.
 
+Buyer notifications the worker gave up on (dead: the merchant's webhook answered a 4xx other than
+408/429, the SMTP server refused for good, a malformed address, or NOTIFY_MAX_ATTEMPTS or
+NOTIFY_MAX_AGE_MS reached), per channel:
+notifications list: the dead ones with their attempts and last error (exit 0, also when none).
+notifications retry: puts the named ones (or --all) back in the queue with a fresh attempt count;
+the sender tries them at once. Exit 1 when one named has no dead delivery.
+
 Exit 0 done, 1 not found or not applicable (no such purchase, not needs_attention, no saga running
 to hear it, or Stripe refused again), 2 usage or configuration errors.
 
@@ -54,7 +65,8 @@ type Args =
   /** retry, settle (a purchase) and retry-stray, settle-stray (a stray payment's session). */
   | { command: 'attend'; on: 'purchase' | 'stray'; target: string; verb: SupportVerb }
   | { command: 'list-attention'; sku?: string }
-  | { command: 'find'; by: PurchaseLookup; json: boolean };
+  | { command: 'find'; by: PurchaseLookup; json: boolean }
+  | NotificationsArgs;
 
 const COMMANDS = [
   'find',
@@ -65,6 +77,7 @@ const COMMANDS = [
   'retry-stray',
   'settle-stray',
   'list-attention',
+  'notifications',
 ];
 
 /** A required free-text option (it goes to the buyer or the audit trail). */
@@ -85,6 +98,8 @@ function parse(argv: string[]): Args | 'help' {
     session: { type: 'string' },
     'payment-intent': { type: 'string' },
     json: { type: 'boolean', default: false },
+    channel: { type: 'string' },
+    all: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   });
   if (values.help) return 'help';
@@ -93,6 +108,15 @@ function parse(argv: string[]): Args | 'help' {
     throw new UsageError(command ? `unknown command: ${command}` : `missing command: one of ${COMMANDS.join(', ')}`);
   }
   const lookups = (['buyer', 'session', 'payment-intent'] as const).filter((k) => values[k] !== undefined);
+  if (command === 'notifications') {
+    for (const name of ['reason', 'note', 'sku', ...lookups] as const) {
+      if (values[name] !== undefined) throw new UsageError(`--${name} does not apply to notifications`);
+    }
+    if (values.restock) throw new UsageError('--restock does not apply to notifications');
+    return parseNotifications(positionals.slice(1), values);
+  }
+  if (values.channel !== undefined || values.all)
+    throw new UsageError('--channel and --all only apply to notifications');
   if (command === 'find') {
     if (target !== undefined) throw new UsageError(`unexpected arguments: ${positionals.slice(1).join(' ')}`);
     if (lookups.length !== 1) throw new UsageError('find: give exactly one of --buyer, --session, --payment-intent');
@@ -154,11 +178,14 @@ function operator(): string {
 
 async function main(args: Args): Promise<number> {
   // A lookup reads Postgres only: it works while Temporal is down.
-  const clients = await openCliClients('support', { db: 'required', temporal: args.command !== 'find' });
+  const readsPostgresOnly = args.command === 'find' || args.command === 'notifications';
+  const clients = await openCliClients('support', { db: 'required', temporal: !readsPostgresOnly });
   const db = clients.db!;
-  if (args.command === 'find') {
+  if (readsPostgresOnly) {
     try {
-      return await findAndPrint(db, args.by, clients.ui, args.json);
+      return args.command === 'find'
+        ? await findAndPrint(db, args.by, clients.ui, args.json)
+        : await runNotifications(db, args);
     } finally {
       await clients.close();
     }

@@ -9,7 +9,9 @@ import { sweepExpired } from '../store/holds';
 import { migrate } from '../store/migrate';
 import { createPurchaseWorker, workerPoolSize } from './create-worker';
 import { installRuntime, serveTelemetry } from './telemetry';
+import { outboxMetrics } from './outbox-metrics';
 import { startOutboxSender } from './outbox-sender';
+import { configuredChannelNames } from './outbox-channels';
 
 let logger: Logger | undefined;
 
@@ -58,7 +60,8 @@ async function main(): Promise<void> {
       (err: Error) => log.warn({ err }, 'sweeper failed'),
     );
   }, config.sweepIntervalMs);
-  const outbox = startOutboxSender(db, notify, (line) => log.info(line));
+  const countOutcome = outboxMetrics(telemetry.registry, db, configuredChannelNames(notify));
+  const outbox = startOutboxSender(db, notify, (line) => log.info(line), countOutcome);
   log.info(
     { taskQueue: config.taskQueue, metrics: telemetry.url, ...limits, postgresConnections: workerPoolSize(limits) },
     `polling task queue "${config.taskQueue}" on ${describeTemporal(config.temporal)}; /healthz and /metrics on ${telemetry.url}`,

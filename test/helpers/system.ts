@@ -329,7 +329,7 @@ export async function sessionOf(db: pg.Pool, purchaseId: string): Promise<string
 }
 
 /** A new, migrated database on the suite's Postgres server; its URL. */
-async function createOwnDatabase(): Promise<string> {
+export async function createOwnDatabase(): Promise<string> {
   const base = testDb(1);
   const name = `test_${randomUUID().replace(/-/g, '')}`;
   try {

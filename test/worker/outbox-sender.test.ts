@@ -94,8 +94,15 @@ test.serial(
       return rows[0]?.sent_at ? rows[0] : undefined;
     });
     t.is(row.kind, 'refunded_by_support');
-    t.is(row.attempts, 2, 'one failed attempt, one delivered');
-    t.is(row.last_error, null);
+    const { rows: deliveries } = await sys.db.query(
+      'SELECT channel, attempts, last_error FROM notification_deliveries WHERE notification_id = $1',
+      [row.id],
+    );
+    t.deepEqual(
+      deliveries,
+      [{ channel: 'webhook', attempts: 2, last_error: null }],
+      'one failed attempt, one delivered',
+    );
 
     // Long enough for a third delivery if anything were wrong (several backoffs and polls).
     await new Promise((r) => setTimeout(r, 1500));

@@ -1,0 +1,78 @@
+// `npm run support -- notifications list|retry`: the buyer notifications that are dead (a channel
+// refused them for good, or they ran out of attempts or age; worker/outbox-sender.ts), and putting
+// them back in the queue once the cause is mended (the merchant's endpoint fixed, the address
+// corrected). Reads and writes Postgres only: it works while Temporal is down.
+import type { Db } from '../store/db';
+import { listDeadDeliveries, requeueDead } from '../store/outbox';
+import { UsageError } from './cli';
+
+export type NotificationsArgs =
+  | { command: 'notifications'; action: 'list'; channel?: string; json: boolean }
+  | { command: 'notifications'; action: 'retry'; ids?: string[]; channel?: string };
+
+/** The most a list prints (the alert says how many there are; requeue them with --all). */
+const LIST_LIMIT = 500;
+
+/** `ntf_123` (as the webhook's `webhook-id` and the log name it) or `123`. */
+function notificationRowId(raw: string): string {
+  const m = /^(?:ntf_)?([1-9][0-9]{0,17})$/.exec(raw.trim());
+  if (!m) throw new UsageError(`not a notification id: "${raw}" (ntf_<n> or <n>)`);
+  return m[1];
+}
+
+export function parseNotifications(
+  rest: string[],
+  values: { channel?: string; all?: boolean; json?: boolean },
+): NotificationsArgs {
+  const [action, ...targets] = rest;
+  const channel = values.channel?.trim() || undefined;
+  if (action === 'list') {
+    if (targets.length) throw new UsageError(`unexpected arguments: ${targets.join(' ')}`);
+    if (values.all) throw new UsageError('--all only applies to notifications retry');
+    return { command: 'notifications', action, channel, json: !!values.json };
+  }
+  if (action === 'retry') {
+    if (values.json) throw new UsageError('--json only applies to notifications list');
+    if (values.all && targets.length) throw new UsageError('give notification ids or --all, not both');
+    if (!values.all && !targets.length) throw new UsageError('notifications retry: give notification ids, or --all');
+    return { command: 'notifications', action, channel, ids: values.all ? undefined : targets.map(notificationRowId) };
+  }
+  throw new UsageError(
+    action ? `unknown notifications command: ${action}` : 'missing notifications command: list or retry',
+  );
+}
+
+/** Exit 0 done (list: also when none is dead), 1 retry found no dead delivery among those named. */
+export async function runNotifications(db: Db, args: NotificationsArgs): Promise<number> {
+  if (args.action === 'list') {
+    const dead = await listDeadDeliveries(db, { channel: args.channel, limit: LIST_LIMIT });
+    if (args.json) {
+      console.log(JSON.stringify({ data: dead }, null, 2));
+      return 0;
+    }
+    if (dead.length === 0) {
+      console.log(`no dead notifications${args.channel ? ` on ${args.channel}` : ''}`);
+      return 0;
+    }
+    for (const d of dead) {
+      console.log(
+        `ntf_${d.id}  ${d.channel}  purchase ${d.purchaseId}  buyer ${d.buyerId}  ${d.kind}  ` +
+          `${d.attempts} attempt(s), dead since ${d.deadAt}: ${d.lastError ?? '(no error recorded)'}`,
+      );
+    }
+    const more = dead.length === LIST_LIMIT ? ` (the first ${LIST_LIMIT})` : '';
+    console.log(`${dead.length} dead notification deliver${dead.length === 1 ? 'y' : 'ies'}${more}`);
+    return 0;
+  }
+  const requeued = await requeueDead(db, { ids: args.ids, channel: args.channel });
+  for (const r of requeued) console.log(`ntf_${r.id}  ${r.channel}  requeued`);
+  const missing = (args.ids ?? []).filter((id) => !requeued.some((r) => r.id === id));
+  for (const id of missing)
+    console.error(`support: ntf_${id}: no dead delivery${args.channel ? ` on ${args.channel}` : ''}`);
+  if (requeued.length === 0) {
+    console.error('support: nothing requeued');
+    return 1;
+  }
+  console.log(`${requeued.length} delivery(ies) requeued: the worker's sender tries them again now`);
+  return missing.length ? 1 : 0;
+}

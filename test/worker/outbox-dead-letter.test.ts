@@ -1,0 +1,263 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import test, { type ExecutionContext } from 'ava';
+import pg from 'pg';
+import { loadNotifyConfig } from '../../config/notify';
+import { createLogger } from '../../config/log';
+import { notifyBuyer } from '../../store/purchases';
+import { isPermanentHttpStatus, isPermanentSmtpCode } from '../../worker/outbox-channels';
+import { outboxMetrics } from '../../worker/outbox-metrics';
+import { startOutboxSender, type DeliveryOutcome } from '../../worker/outbox-sender';
+import { serveTelemetry } from '../../worker/telemetry';
+import { runOpsCli } from '../helpers/attention';
+import { createOwnDatabase } from '../helpers/system';
+
+// Notifications that cannot be delivered: the merchant's webhook (a local HTTP server) refuses one
+// for good (dead after one attempt) or keeps failing (dead at NOTIFY_MAX_ATTEMPTS); support lists
+// and requeues the dead ones with the CLI and they are delivered; the worker's /metrics counts
+// them per channel; and a notification's channels (webhook and log) succeed and fail apart. Each
+// test has a database of its own: a sender drains every row of its database.
+
+const SECRET = 'whsec_' + Buffer.from('outbox-dead-letter-secret-0123456789').toString('base64');
+
+/** A merchant webhook answering `status(id, nth delivery of that id)`. */
+async function receiver(
+  t: ExecutionContext,
+  status: (id: string, nth: number) => number,
+): Promise<{ url: string; deliveries: { id: string; status: number }[] }> {
+  const deliveries: { id: string; status: number }[] = [];
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const id = String(req.headers['webhook-id']);
+      const s = status(id, deliveries.filter((d) => d.id === id).length + 1);
+      deliveries.push({ id, status: s });
+      res.writeHead(s).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, deliveries };
+}
+
+async function ownDb(t: ExecutionContext): Promise<{ db: pg.Pool; url: string }> {
+  const url = await createOwnDatabase();
+  const db = new pg.Pool({ connectionString: url, max: 4 });
+  t.teardown(() => db.end());
+  return { db, url };
+}
+
+/** A notification row as a saga writes it; its id. */
+async function notification(db: pg.Pool, buyer = 'buyer-1'): Promise<string> {
+  const purchaseId = `pur_${Math.random().toString(36).slice(2)}`;
+  await notifyBuyer(db, purchaseId, buyer, 'refunded_by_support', 'Your order was refunded: damaged box');
+  const { rows } = await db.query('SELECT id FROM notifications WHERE purchase_id = $1', [purchaseId]);
+  return String(rows[0].id);
+}
+
+/** A sender with fast retries, stopped at teardown; returns the outcomes it reported and its log. */
+function sender(
+  t: ExecutionContext,
+  db: pg.Pool,
+  env: Record<string, string>,
+  onOutcome?: (channel: string, outcome: DeliveryOutcome) => void,
+) {
+  const outcomes: string[] = [];
+  const lines: string[] = [];
+  const config = loadNotifyConfig({
+    NOTIFY_POLL_MS: '30',
+    NOTIFY_RETRY_BASE_MS: '40',
+    NOTIFY_RETRY_MAX_MS: '100',
+    NOTIFY_TIMEOUT_MS: '2000',
+    ...env,
+  });
+  const s = startOutboxSender(
+    db,
+    config,
+    (l) => lines.push(l),
+    (channel, outcome) => {
+      outcomes.push(`${channel}:${outcome}`);
+      onOutcome?.(channel, outcome);
+    },
+  );
+  t.teardown(() => s.stop());
+  return { outcomes, lines };
+}
+
+async function until<T>(what: string, read: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await read();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: timed out`);
+    await new Promise((r) => setTimeout(r, 30));
+  }
+}
+
+async function delivery(db: pg.Pool, id: string, channel = 'webhook') {
+  const { rows } = await db.query('SELECT * FROM notification_deliveries WHERE notification_id = $1 AND channel = $2', [
+    id,
+    channel,
+  ]);
+  return rows[0];
+}
+
+const webhook = (url: string) => ({ NOTIFY_WEBHOOK_URL: url, NOTIFY_WEBHOOK_SECRET: SECRET });
+
+test('a 4xx from the merchant (not 408 or 429) is dead after one attempt, and the CLI lists and requeues it to be delivered', async (t) => {
+  const { db, url } = await ownDb(t);
+  let fixed = false;
+  const hook = await receiver(t, () => (fixed ? 200 : 410));
+  const { outcomes } = sender(t, db, webhook(hook.url));
+  const id = await notification(db);
+
+  const dead = await until('dead', async () => ((await delivery(db, id))?.dead_at ? delivery(db, id) : undefined));
+  t.is(dead.attempts, 1);
+  t.is(dead.last_error, 'the webhook answered 410');
+  await new Promise((r) => setTimeout(r, 400)); // several polls: a dead row is not tried again
+  t.is(hook.deliveries.length, 1);
+  t.deepEqual(outcomes, ['webhook:dead']);
+
+  const env = { DATABASE_URL: url };
+  const list = await runOpsCli('support', ['notifications', 'list'], env);
+  t.is(list.code, 0, list.stderr);
+  t.regex(
+    list.stdout,
+    new RegExp(`ntf_${id}  webhook  purchase pur_\\w+  buyer buyer-1  refunded_by_support  1 attempt`),
+  );
+  t.regex(list.stdout, /the webhook answered 410/);
+  const json = JSON.parse((await runOpsCli('support', ['notifications', 'list', '--json'], env)).stdout);
+  t.like(json.data[0], { id, channel: 'webhook', attempts: 1, lastError: 'the webhook answered 410' });
+
+  fixed = true;
+  const retry = await runOpsCli('support', ['notifications', 'retry', `ntf_${id}`], env);
+  t.is(retry.code, 0, retry.stderr);
+  t.regex(retry.stdout, new RegExp(`ntf_${id}  webhook  requeued`));
+  const sent = await until('sent', async () => ((await delivery(db, id))?.sent_at ? delivery(db, id) : undefined));
+  t.is(sent.attempts, 1, 'a fresh count after the requeue');
+  t.is(sent.dead_at, null);
+  const { rows } = await db.query('SELECT sent_at FROM notifications WHERE id = $1', [id]);
+  t.truthy(rows[0].sent_at);
+  t.deepEqual(
+    hook.deliveries.map((d) => d.status),
+    [410, 200],
+  );
+
+  // Nothing dead any more: retry says so with exit 1; bad input is exit 2 and changes nothing.
+  const again = await runOpsCli('support', ['notifications', 'retry', `ntf_${id}`], env);
+  t.is(again.code, 1);
+  t.regex(again.stderr, new RegExp(`ntf_${id}: no dead delivery`));
+  t.is((await runOpsCli('support', ['notifications', 'retry'], env)).code, 2);
+  t.is((await runOpsCli('support', ['notifications', 'retry', 'nope'], env)).code, 2);
+  t.regex((await runOpsCli('support', ['notifications', 'list'], env)).stdout, /no dead notifications/);
+});
+
+test('a 500 is retried until NOTIFY_MAX_ATTEMPTS, then dead; 408 and 429 are retried too', async (t) => {
+  const { db } = await ownDb(t);
+  const hook = await receiver(t, (_id, nth) => [408, 429][nth - 1] ?? 500);
+  const { outcomes } = sender(t, db, { ...webhook(hook.url), NOTIFY_MAX_ATTEMPTS: '4' });
+  const id = await notification(db);
+  const dead = await until('dead', async () => ((await delivery(db, id))?.dead_at ? delivery(db, id) : undefined));
+  t.is(dead.attempts, 4);
+  t.is(dead.last_error, 'the webhook answered 500');
+  await new Promise((r) => setTimeout(r, 400));
+  t.deepEqual(
+    hook.deliveries.map((d) => d.status),
+    [408, 429, 500, 500],
+  );
+  t.deepEqual(outcomes, ['webhook:failed', 'webhook:failed', 'webhook:failed', 'webhook:dead']);
+});
+
+test("a notification's channels are delivered apart: the log's success does not count the failing webhook sent, and the webhook's retries do not print it again", async (t) => {
+  const { db } = await ownDb(t);
+  // One notification the webhook refuses twice then takes, one it refuses for good.
+  let refused = '';
+  const hook = await receiver(t, (id, nth) => (id === refused ? 400 : nth <= 2 ? 503 : 200));
+  const { lines } = sender(t, db, { ...webhook(hook.url), NOTIFY_LOG: '1' });
+  const retried = await notification(db, 'buyer-retried');
+  const refusedId = await notification(db, 'buyer-refused');
+  refused = `ntf_${refusedId}`;
+
+  await until('the retried one is sent', async () =>
+    (await db.query('SELECT sent_at FROM notifications WHERE id = $1', [retried])).rows[0].sent_at ? true : undefined,
+  );
+  await until(
+    'the refused one is dead on the webhook',
+    async () => (await delivery(db, refusedId))?.dead_at ?? undefined,
+  );
+  await new Promise((r) => setTimeout(r, 300));
+  const printed = (buyer: string) => lines.filter((l) => l.startsWith(`notification for buyer ${buyer} `)).length;
+  t.is(printed('buyer-retried'), 1, 'printed once, though the webhook took three attempts');
+  t.is((await delivery(db, retried, 'log')).attempts, 1);
+  t.is((await delivery(db, retried, 'webhook')).attempts, 3);
+
+  t.is(printed('buyer-refused'), 1);
+  t.truthy((await delivery(db, refusedId, 'log')).sent_at, 'the log delivered it');
+  const hookRow = await delivery(db, refusedId, 'webhook');
+  t.is(hookRow.sent_at, null);
+  t.is(hookRow.attempts, 1);
+  const { rows } = await db.query('SELECT sent_at FROM notifications WHERE id = $1', [refusedId]);
+  t.is(rows[0].sent_at, null, 'not sent while one channel is dead');
+});
+
+test("the worker's /metrics counts pending and dead deliveries per channel, and attempts by outcome", async (t) => {
+  const { db } = await ownDb(t);
+  const hook = await receiver(t, (_id, nth) => (nth === 1 ? 500 : 422));
+  const telemetry = await serveTelemetry({
+    port: 0,
+    host: '127.0.0.1',
+    sdkMetricsUrl: 'http://127.0.0.1:9/metrics',
+    state: () => 'RUNNING',
+    logger: createLogger('worker', { LOG_LEVEL: 'silent' }),
+  });
+  t.teardown(() => telemetry.close());
+  const countOutcome = outboxMetrics(telemetry.registry, db, ['webhook']);
+  const scrape = async () => (await fetch(`${telemetry.url}/metrics`)).text();
+  const value = (text: string, series: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+    return line === undefined ? undefined : Number(line.split(' ')[1]);
+  };
+
+  // Before any sender: two notifications wait, not yet fanned out, pending on the webhook.
+  const ids = [await notification(db), await notification(db)];
+  let text = await scrape();
+  t.is(value(text, 'flashsale_notifications{channel="webhook",state="pending"}'), 2);
+  t.is(value(text, 'flashsale_notifications{channel="webhook",state="dead"}'), 0);
+  t.is(value(text, 'flashsale_notification_deliveries_total{channel="webhook",outcome="dead"}'), 0);
+
+  sender(t, db, webhook(hook.url), countOutcome);
+  for (const id of ids) await until('dead', async () => (await delivery(db, id))?.dead_at ?? undefined);
+  text = await scrape();
+  t.is(value(text, 'flashsale_notifications{channel="webhook",state="pending"}'), 0);
+  t.is(value(text, 'flashsale_notifications{channel="webhook",state="dead"}'), 2);
+  t.is(value(text, 'flashsale_notification_deliveries_total{channel="webhook",outcome="failed"}'), 2);
+  t.is(value(text, 'flashsale_notification_deliveries_total{channel="webhook",outcome="dead"}'), 2);
+  t.is(value(text, 'flashsale_notification_deliveries_total{channel="webhook",outcome="delivered"}'), 0);
+});
+
+test('which refusals are permanent: a 4xx but 408 and 429, an SMTP 5xx but 503; the cap must be a positive integer', (t) => {
+  t.deepEqual([400, 404, 410, 422, 408, 429, 500, 503, 302].map(isPermanentHttpStatus), [
+    true,
+    true,
+    true,
+    true,
+    false,
+    false,
+    false,
+    false,
+    false,
+  ]);
+  t.deepEqual([550, 553, 554, 503, 421, 450, undefined].map(isPermanentSmtpCode), [
+    true,
+    true,
+    true,
+    false,
+    false,
+    false,
+    false,
+  ]);
+  t.like(loadNotifyConfig({}), { maxAttempts: 20, maxAgeMs: 259_200_000 });
+  t.throws(() => loadNotifyConfig({ NOTIFY_MAX_ATTEMPTS: '0' }), {
+    message: /NOTIFY_MAX_ATTEMPTS must be an integer >= 1/,
+  });
+});

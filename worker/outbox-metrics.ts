@@ -1,0 +1,41 @@
+import client from 'prom-client';
+import type { Db } from '../store/db';
+import { outboxCounts } from '../store/outbox';
+import type { DeliveryOutcome } from './outbox-sender';
+
+// The outbox on the worker's /metrics: the deliveries not sent, per channel and state (pending, to
+// be tried; dead, waiting for an operator), read from Postgres once per scrape (one grouped query),
+// and this worker's delivery attempts by channel and outcome. Every worker reports the same
+// gauges (the table is shared): alert on max(), not sum().
+
+export function outboxMetrics(
+  registry: client.Registry,
+  db: Db,
+  channels: string[],
+): (channel: string, outcome: DeliveryOutcome) => void {
+  new client.Gauge({
+    name: 'flashsale_notifications',
+    help: 'Buyer notification deliveries not sent, by channel and state (pending, dead)',
+    labelNames: ['channel', 'state'],
+    registers: [registry],
+    async collect() {
+      const counts = await outboxCounts(db, channels);
+      this.reset();
+      for (const c of counts) {
+        this.set({ channel: c.channel, state: 'pending' }, c.pending);
+        this.set({ channel: c.channel, state: 'dead' }, c.dead);
+      }
+    },
+  });
+  const deliveries = new client.Counter({
+    name: 'flashsale_notification_deliveries_total',
+    help: "This worker's buyer notification delivery attempts, by channel and outcome (delivered, skipped, failed: retried, dead)",
+    labelNames: ['channel', 'outcome'],
+    registers: [registry],
+  });
+  // Zero from the start: a rate() over a series that appears with its first dead one misses it.
+  for (const channel of channels) {
+    for (const outcome of ['delivered', 'skipped', 'failed', 'dead'] as const) deliveries.inc({ channel, outcome }, 0);
+  }
+  return (channel, outcome) => deliveries.inc({ channel, outcome });
+}
