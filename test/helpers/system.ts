@@ -139,6 +139,8 @@ export async function startSystem(
      * by this file's admitter alone, not by whichever test process holds the shared database's lock.
      */
     ownDatabase?: boolean;
+    /** The development sign-in of the buyer's pages (DEV_SIGN_IN=1, as `npm start` runs them); off by default, as in production. */
+    devSignIn?: boolean;
   } = {},
 ): Promise<System> {
   const databaseUrl = opts.ownDatabase ? await createOwnDatabase() : process.env.DATABASE_URL!;
@@ -181,8 +183,7 @@ export async function startSystem(
     room: roomOf(),
     purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
     admissions: new Admissions(db, gate),
-    // The buyer's pages with the development sign-in, as `npm start` runs them.
-    pages: { devSignInSecret: BUYER_TOKEN_SECRET, secureCookies: false },
+    pages: { ...(opts.devSignIn ? { devSignInSecret: BUYER_TOKEN_SECRET } : {}), secureCookies: false },
   };
   const listen = async (d: ApiDeps): Promise<Server> =>
     new Promise((resolve) => {
