@@ -117,7 +117,7 @@ async function main(): Promise<void> {
     connection: nativeConnection,
     namespace: stack.temporalNamespace,
     taskQueue,
-    deps: { db, stripe, desk: new HoldDesk(db), successUrl: `${api}/done`, cancelUrl: `${api}/done` },
+    deps: { db, stripe, desk: new HoldDesk(db), clock, successUrl: `${api}/done`, cancelUrl: `${api}/done` },
   });
   const trivialQueue = `${taskQueue}-trivial`;
   const trivialWorker = await Worker.create({

@@ -254,6 +254,7 @@ export async function startSystem(
           db,
           stripe,
           desk: new HoldDesk(db),
+          clock,
           successUrl: `${apiUrl}/purchases/{purchaseId}`,
           cancelUrl: `${apiUrl}/purchases/{purchaseId}?result=cancel`,
         },
