@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { ProductTerms, PurchaseInput, PurchaseState, Rejection } from '../vocabulary';
+import type { Clock } from '../store/clock';
 import type { Db } from '../store/db';
 import type { HoldDesk } from '../store/hold-desk';
 import * as holds from '../store/holds';
@@ -14,6 +15,8 @@ export type { CheckoutSession, OpenCheckoutInput, SessionState } from './stripe'
 export interface ActivityDeps extends StripeStepDeps {
   db: Db;
   desk: HoldDesk;
+  /** Postgres's clock (store/clock.ts): a hold lapses by it, so whether one has lapsed is asked of it. */
+  clock: Clock;
 }
 
 export type TakeHoldOutput =
@@ -62,7 +65,7 @@ export function createActivities(deps: ActivityDeps) {
     async openCheckout(input: OpenCheckoutInput): Promise<CheckoutSession> {
       // Reached after the hold lapsed (a worker was down meanwhile): a session now would sell a unit
       // that is no longer this buyer's. The saga gives the hold back; the buyer tries again.
-      if (Date.now() >= Date.parse(input.holdExpiresAt)) {
+      if (deps.clock.now() >= Date.parse(input.holdExpiresAt)) {
         throw ApplicationFailure.nonRetryable('the hold lapsed before the Checkout Session could open', 'HoldLapsed');
       }
       const session = await stripeSteps.openCheckout(input);

@@ -3,6 +3,7 @@ import type Stripe from 'stripe';
 import type { BuyerVerifier } from '../config/buyer-tokens';
 import type { Logger } from '../config/log';
 import type { Admissions } from '../store/admission';
+import type { Clock } from '../store/clock';
 import type { Db } from '../store/db';
 import type { Metrics } from './metrics';
 import type { WaitingRoom } from './waiting-room';
@@ -27,6 +28,11 @@ export interface ApiDeps {
   temporal: Client;
   taskQueue: string;
   admissions: Admissions;
+  /**
+   * "Now" as Postgres counts it (store/clock.ts): every comparison with a stored instant (an
+   * opening, a hold's or an admission's end) and every instant told to a client is by it.
+   */
+  clock: Clock;
   /** The waiting rooms: join, poll, and the admission a purchase of a product with a room needs. */
   room: WaitingRoom;
   /** Used only to verify webhook signatures. */

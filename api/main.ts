@@ -6,6 +6,7 @@ import { createLogger, exitOnFailure, type Logger } from '../config/log';
 import { describeTemporal } from '../config/temporal';
 import { createRoomTokens } from '../config/room-tokens';
 import { Admitter } from '../store/admitter';
+import { DbClock } from '../store/clock';
 import { RoomCache } from '../store/room-cache';
 import { Admissions } from '../store/admission';
 import { Gate } from '../store/gate';
@@ -32,7 +33,16 @@ async function main(): Promise<void> {
   await migrate(config.databaseUrl, log);
   // Short timeouts (PG_CONNECT_TIMEOUT_MS, PG_STATEMENT_TIMEOUT_MS): with Postgres gone, 503 at once.
   const db = createPool(config.databaseUrl, 30, (line) => root.warn(line), config.pool);
-  const gate = new Gate(db, config.databaseUrl, { resyncMs: config.gateResyncMs, log: (line) => root.warn(line) });
+  // Postgres's clock, by this host's plus a measured offset: the opening and every lapse are decided by it.
+  const clock = new DbClock(db, { log: (line) => root.warn(line) });
+  await clock.start();
+  const { offsetMs, errorMs } = clock.offset();
+  log(`clock: Postgres's is ${offsetMs.toFixed(1)} ms from this host's (± ${errorMs.toFixed(1)} ms)`);
+  const gate = new Gate(db, config.databaseUrl, {
+    clock,
+    resyncMs: config.gateResyncMs,
+    log: (line) => root.warn(line),
+  });
   await gate.start();
   // Every process may become the rooms' one admitter (an advisory lock decides which).
   const admitter = new Admitter(config.databaseUrl, { tickMs: config.roomAdmitTickMs, log });
@@ -42,11 +52,13 @@ async function main(): Promise<void> {
     db,
     temporal: new Client({ connection, namespace: config.temporalNamespace }),
     taskQueue: config.taskQueue,
-    admissions: new Admissions(db, gate),
+    admissions: new Admissions(db, gate, clock),
+    clock,
     room: new WaitingRoom(
       db,
-      createRoomTokens(config.roomTokenSecret),
-      new RoomCache(db, { refreshMs: config.roomRefreshMs }),
+      createRoomTokens(config.roomTokenSecret, clock),
+      new RoomCache(db, { clock, refreshMs: config.roomRefreshMs }),
+      clock,
     ),
     stripe: createStripe(config),
     webhookSecret: config.stripeWebhookSecret,
@@ -83,6 +95,7 @@ async function main(): Promise<void> {
     await connection.close();
     await admitter.close();
     await gate.close();
+    clock.close();
     await db.end();
     process.exit(0);
   };

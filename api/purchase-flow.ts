@@ -52,7 +52,7 @@ export function purchaseView(p: PurchaseState) {
 }
 
 /** A refusal decided before any saga ran: nothing was written for it. */
-function admissionProblem(a: Exclude<Admission, { outcome: 'new' | 'known' }>): Problem {
+function admissionProblem(a: Exclude<Admission, { outcome: 'new' | 'known' }>, now: number): Problem {
   switch (a.outcome) {
     case 'hold_exists':
       return new Problem(409, 'hold-exists', a.detail, { heldBy: a.heldBy });
@@ -61,7 +61,7 @@ function admissionProblem(a: Exclude<Admission, { outcome: 'new' | 'known' }>): 
     case 'not_admitted':
       return new Problem(403, 'not-admitted', a.detail);
     case 'not_open': {
-      const wait = Math.max(1, Math.ceil((a.opensAt.getTime() - Date.now()) / 1000));
+      const wait = Math.max(1, Math.ceil((a.opensAt.getTime() - now) / 1000));
       return new Problem(
         403,
         'not-open',
@@ -72,7 +72,7 @@ function admissionProblem(a: Exclude<Admission, { outcome: 'new' | 'known' }>): 
     }
     case 'sold_out': {
       if (a.final || !a.retryAt) return new Problem(409, 'sold-out', a.detail, { final: true });
-      const wait = Math.max(1, Math.ceil((a.retryAt.getTime() - Date.now()) / 1000));
+      const wait = Math.max(1, Math.ceil((a.retryAt.getTime() - now) / 1000));
       return new Problem(
         409,
         'sold-out',
@@ -89,7 +89,7 @@ function admissionProblem(a: Exclude<Admission, { outcome: 'new' | 'known' }>): 
 }
 
 /** A saga's answer as HTTP: the refusal its hold step met, a failure final for this key, or the purchase. */
-function sagaAnswer(state: PurchaseState, created: boolean): PlacedPurchase {
+function sagaAnswer(state: PurchaseState, created: boolean, now: number): PlacedPurchase {
   const extra = { purchaseId: state.purchaseId, ...(state.heldBy ? { heldBy: state.heldBy } : {}) };
   if (state.status === 'rejected') {
     switch (state.rejection) {
@@ -108,7 +108,7 @@ function sagaAnswer(state: PurchaseState, created: boolean): PlacedPurchase {
         throw new Problem(404, 'product-not-found', `no product with SKU ${state.sku}`, extra);
       default: {
         // The hold step found nothing free: units may still be held by others and come back.
-        const retryAt = new Date(Date.now() + 1000).toISOString();
+        const retryAt = new Date(now + 1000).toISOString();
         throw new Problem(
           409,
           'sold-out',
@@ -207,7 +207,7 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
   const ticket = await deps.room.admissionOf(order.admissionToken, buyerId, req.sku);
   const admission = await deps.admissions.admit(key, req, ticket);
   deps.metrics.gateAnswers.inc({ outcome: gateOutcome(admission) });
-  if (admission.outcome !== 'new' && admission.outcome !== 'known') throw admissionProblem(admission);
+  if (admission.outcome !== 'new' && admission.outcome !== 'known') throw admissionProblem(admission, deps.clock.now());
   const { record } = admission;
   const created = admission.outcome === 'new';
   const input = {
@@ -267,7 +267,7 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
       }
     }
   }
-  const answer = sagaAnswer(state, created);
+  const answer = sagaAnswer(state, created, deps.clock.now());
   if (created) deps.metrics.checkoutSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
   return answer;
 }

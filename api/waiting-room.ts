@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { RoomTokens } from '../config/room-tokens';
+import type { Clock } from '../store/clock';
 import type { Db } from '../store/db';
 import { JoinDesk } from '../store/join-desk';
 import { ticketOutcome } from '../store/room';
@@ -39,6 +40,8 @@ export class WaitingRoom {
     private readonly db: Db,
     private readonly tokens: RoomTokens,
     private readonly cache: RoomCache,
+    /** Postgres's (store/clock.ts): the opening and the sessions' ends are its instants. */
+    private readonly clock: Clock,
   ) {
     this.desk = new JoinDesk(db);
   }
@@ -73,7 +76,7 @@ export class WaitingRoom {
       ...(room.opensAt ? { opensAt: room.opensAt.toISOString() } : {}),
     };
     if (place === null) {
-      const untilOpen = room.opensAt ? Math.max(0, Math.ceil((room.opensAt.getTime() - Date.now()) / 1000)) : 0;
+      const untilOpen = room.opensAt ? Math.max(0, Math.ceil((room.opensAt.getTime() - this.clock.now()) / 1000)) : 0;
       const state = room.soldOut ? 'sold_out' : 'prequeue';
       return { ...base, position: null, state, estimatedWaitSeconds: untilOpen };
     }
@@ -83,7 +86,7 @@ export class WaitingRoom {
       return { ...base, position, state: 'waiting', estimatedWaitSeconds: this.wait(s, position) };
     }
     const step = stepFor(s, place);
-    if (step && step.expiresAt.getTime() > Date.now()) {
+    if (step && step.expiresAt.getTime() > this.clock.now()) {
       const admissionToken = await this.tokens.signAdmission({
         ...claims,
         admittedAt: step.admittedAt,
@@ -135,7 +138,7 @@ export class WaitingRoom {
 
   /** Seconds until `ahead` buyers are let in at the measured rate (the configured one until there is a measure). */
   private wait(s: RoomSnapshot, ahead: number): number {
-    const rate = measuredRate(s) ?? s.room.admitPerSecond;
+    const rate = measuredRate(s, this.clock.now()) ?? s.room.admitPerSecond;
     return Math.ceil((ahead + 1) / Math.max(rate, 1e-6));
   }
 }

@@ -8,6 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import pg from 'pg';
 import { Admissions } from '../store/admission';
+import { DbClock } from '../store/clock';
 import { Gate } from '../store/gate';
 import { RoomCache } from '../store/room-cache';
 import { WaitingRoom } from '../api/waiting-room';
@@ -84,7 +85,9 @@ async function main(): Promise<void> {
   const connection = await Connection.connect({ address: stack.temporalAddress });
   const temporal = new Client({ connection, namespace: stack.temporalNamespace });
   const taskQueue = `bench-${randomUUID()}`;
-  const gate = new Gate(db, stack.databaseUrl);
+  const clock = new DbClock(db);
+  await clock.start();
+  const gate = new Gate(db, stack.databaseUrl, { clock });
   await gate.start();
   const app = createApp({
     db,
@@ -99,8 +102,9 @@ async function main(): Promise<void> {
     metrics: createMetrics(db, gate),
     lifecycle: { draining: false },
     logger: createLogger('bench-api', { LOG_LEVEL: process.env.LOG_LEVEL || 'warn' }),
-    admissions: new Admissions(db, gate),
-    room: new WaitingRoom(db, createRoomTokens(BUYER_SECRET), new RoomCache(db)),
+    admissions: new Admissions(db, gate, clock),
+    clock,
+    room: new WaitingRoom(db, createRoomTokens(BUYER_SECRET, clock), new RoomCache(db, { clock }), clock),
     purchaseTimeoutMs: 20_000,
   });
   const server: Server = await new Promise((r) => {
@@ -113,7 +117,7 @@ async function main(): Promise<void> {
     connection: nativeConnection,
     namespace: stack.temporalNamespace,
     taskQueue,
-    deps: { db, stripe, desk: new HoldDesk(db), successUrl: `${api}/done`, cancelUrl: `${api}/done` },
+    deps: { db, stripe, desk: new HoldDesk(db), clock, successUrl: `${api}/done`, cancelUrl: `${api}/done` },
   });
   const trivialQueue = `${taskQueue}-trivial`;
   const trivialWorker = await Worker.create({

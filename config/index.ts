@@ -50,7 +50,7 @@ export interface ApiConfig extends CommonConfig, StripeConfig {
   publicUrl: string;
   /**
    * The development sign-in of the buyer's pages (a name becomes a buyer token signed with
-   * BUYER_TOKEN_SECRET): on only with STRIPE_EMULATOR=1 and an HS256 secret.
+   * BUYER_TOKEN_SECRET): on only with DEV_SIGN_IN=1, never beside a live key or without the secret.
    */
   devSignIn: boolean;
   /** Signs waiting-room tickets and admission tokens: ROOM_TOKEN_SECRET, else derived from BUYER_TOKEN_SECRET. */
@@ -258,6 +258,23 @@ function roomTokenSecret(r: Reader, buyers: BuyerTokenConfig): string {
   return '';
 }
 
+/**
+ * DEV_SIGN_IN=1: anyone may become any buyer by typing a name, so it is asked for by name (npm start
+ * does), and refused where it would be a hole: beside a live key, or without the HS256 secret it signs with.
+ */
+function devSignIn(r: Reader, buyers: BuyerTokenConfig): boolean {
+  const raw = r.env.DEV_SIGN_IN || '0';
+  if (raw !== '0' && raw !== '1') r.problems.push(`DEV_SIGN_IN must be 0 or 1, got "${raw}"`);
+  if (raw !== '1') return false;
+  if (isLiveKey(r.env.STRIPE_SECRET_KEY ?? '')) {
+    r.problems.push('DEV_SIGN_IN=1 (anyone signs in as any buyer) cannot run with a live STRIPE_SECRET_KEY');
+  }
+  if (!buyers.secret || buyers.jwksUrl) {
+    r.problems.push('DEV_SIGN_IN=1 needs BUYER_TOKEN_SECRET (the HS256 secret it signs with) and no BUYER_JWKS_URL');
+  }
+  return true;
+}
+
 export function loadApiConfig(env: Env): ApiConfig {
   const r = new Reader(env);
   const buyers = buyerTokens(r);
@@ -283,7 +300,7 @@ export function loadApiConfig(env: Env): ApiConfig {
     pool: poolTimeouts(r, { connectTimeoutMs: 1_000, statementTimeoutMs: 5_000, idleTimeoutMs: 30_000 }),
     temporalCallTimeoutMs: r.int('TEMPORAL_CALL_TIMEOUT_MS', 5_000, 100),
     publicUrl: publicUrl(r),
-    devSignIn: isDevelopment(r.env) && Boolean(r.env.BUYER_TOKEN_SECRET) && !r.env.BUYER_JWKS_URL,
+    devSignIn: devSignIn(r, buyers),
   });
 }
 

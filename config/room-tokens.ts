@@ -42,7 +42,11 @@ export function roomSecretFromBuyerSecret(buyerSecret: string): string {
   return createHmac('sha256', buyerSecret).update('flash-sale waiting room').digest('hex');
 }
 
-export function createRoomTokens(secret: string): RoomTokens {
+/**
+ * `clock`: the API's "now" (Postgres's, store/clock.ts) that an admission's `exp` is checked
+ * against: the admitter stamped it by Postgres's clock.
+ */
+export function createRoomTokens(secret: string, clock: { now(): number } = { now: () => Date.now() }): RoomTokens {
   const ticketKey = createHmac('sha256', secret).update('ticket').digest();
   const admissionKey = new Uint8Array(createHmac('sha256', secret).update('admission').digest());
   const mac = (payload: string) => createHmac('sha256', ticketKey).update(payload).digest().subarray(0, MAC_BYTES);
@@ -86,6 +90,7 @@ export function createRoomTokens(secret: string): RoomTokens {
           algorithms: ['HS256'],
           audience: AUDIENCE,
           requiredClaims: ['sub', 'jti', 'exp'],
+          currentDate: new Date(clock.now()),
         });
         if (typeof payload.sku !== 'string' || !payload.sub || !payload.jti || !payload.exp) return null;
         return {

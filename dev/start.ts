@@ -85,6 +85,9 @@ async function main(): Promise<void> {
   const buyerTokens = env.BUYER_JWKS_URL
     ? { BUYER_JWKS_URL: env.BUYER_JWKS_URL }
     : { BUYER_TOKEN_SECRET: env.BUYER_TOKEN_SECRET || devBuyerSecret(dataDir) };
+  const devSignIn = env.DEV_SIGN_IN
+    ? env.DEV_SIGN_IN === '1'
+    : !isLiveKey(local.STRIPE_SECRET_KEY) && !env.BUYER_JWKS_URL;
   const shared: NodeJS.ProcessEnv = {
     DATABASE_URL: stack.databaseUrl,
     TEMPORAL_ADDRESS: stack.temporalAddress,
@@ -94,6 +97,8 @@ async function main(): Promise<void> {
     ...local,
     ...buyerTokens,
     ...(useEmulator ? { STRIPE_API_URL: `http://127.0.0.1:${emulatorPort}`, STRIPE_EMULATOR: '1' } : {}),
+    // The shop pages' sign-in by name, for the local run only: never beside a live key (the API refuses).
+    ...(devSignIn ? { DEV_SIGN_IN: '1' } : {}),
     // Buyer notifications (refunded because sold out, ...) in the worker's log, unless a channel is set.
     ...(!env.NOTIFY_WEBHOOK_URL && !env.SMTP_URL ? { NOTIFY_LOG: env.NOTIFY_LOG || '1' } : {}),
   };
@@ -123,7 +128,9 @@ async function main(): Promise<void> {
   log('');
   log('flash-sale checkout is starting:');
   log(`  API            http://127.0.0.1:${port}   (GET /readyz turns 200 when it is up)`);
-  log(`  Shop pages     http://127.0.0.1:${port}/   (sign in with any name; Checkout returns to /purchases/:id)`);
+  log(
+    `  Shop pages     http://127.0.0.1:${port}/   (${devSignIn ? 'sign in with any name' : 'buyer token in the cookie'}; Checkout returns to /purchases/:id)`,
+  );
   log(`  Worker         http://127.0.0.1:${workerMetricsPort}/metrics and /healthz`);
   if (stack.temporalUiUrl) log(`  Temporal UI    ${stack.temporalUiUrl}`);
   log(`  Temporal       ${stack.temporalAddress} (namespace ${stack.temporalNamespace})`);

@@ -1,4 +1,5 @@
 import type { ProductTerms, PurchaseRequest } from '../vocabulary';
+import type { Clock } from './clock';
 import type { Db } from './db';
 import type { Gate, Permit } from './gate';
 import { getProduct, termsOf } from './products';
@@ -55,6 +56,8 @@ export class Admissions {
   constructor(
     private readonly db: Db,
     private readonly gate: Gate,
+    /** Postgres's clock (store/clock.ts): the opening is decided by the clock the admitter opens the room by. */
+    private readonly clock: Clock,
   ) {
     this.lookups = new Batcher((asks) => lookupForAdmission(this.db, asks));
   }
@@ -80,7 +83,7 @@ export class Admissions {
       const detail = `at most ${product.maxPerBuyer} of ${req.sku} per buyer`;
       return { outcome: 'refused', reason: 'limit_exceeded', detail };
     }
-    if (product.opensAt && Date.now() < product.opensAt.getTime()) {
+    if (product.opensAt && this.clock.now() < product.opensAt.getTime()) {
       const detail = `${req.sku} opens at ${product.opensAt.toISOString()}`;
       return { outcome: 'not_open', detail, opensAt: product.opensAt };
     }

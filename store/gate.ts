@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { Clock } from './clock';
 import type { Db } from './db';
 import { stockView, type StockView } from './products';
 
@@ -21,6 +22,8 @@ const PERMIT_TTL_MS = 120_000;
 const CHANNEL = 'stock_changed';
 
 export interface GateOptions {
+  /** "Now" as Postgres counts it (store/clock.ts): holds lapse by its clock, so the lapse timer and `retryAt` do too. */
+  clock: Clock;
   resyncMs?: number;
   log?: (line: string) => void;
 }
@@ -70,6 +73,7 @@ export class Gate {
   private readonly skus = new Map<string, SkuState>();
   private readonly resyncMs: number;
   private readonly log: (line: string) => void;
+  private readonly clock: Clock;
   private listener: pg.Client | null = null;
   private resync?: NodeJS.Timeout;
   private reconnect?: NodeJS.Timeout;
@@ -78,8 +82,9 @@ export class Gate {
   constructor(
     private readonly db: Db,
     private readonly databaseUrl: string,
-    opts: GateOptions = {},
+    opts: GateOptions,
   ) {
+    this.clock = opts.clock;
     this.resyncMs = opts.resyncMs ?? DEFAULT_RESYNC_MS;
     this.log = opts.log ?? (() => {});
   }
@@ -129,7 +134,8 @@ export class Gate {
     }
     const inFlight = [...s.inFlight].some((f) => f.settledAt === undefined);
     if (view.held === 0 && !inFlight) return { outcome: 'sold_out', final: true };
-    const retryAt = view.held > 0 && view.nextLapseAt ? view.nextLapseAt : new Date(Date.now() + IN_FLIGHT_RETRY_MS);
+    const retryAt =
+      view.held > 0 && view.nextLapseAt ? view.nextLapseAt : new Date(this.clock.now() + IN_FLIGHT_RETRY_MS);
     return { outcome: 'sold_out', final: false, retryAt };
   }
 
@@ -219,7 +225,7 @@ export class Gate {
     clearTimeout(s.lapseTimer);
     const at = s.view?.nextLapseAt;
     if (!at || this.closed) return;
-    const delay = Math.min(Math.max(0, at.getTime() - Date.now()) + 50, 2 ** 31 - 1);
+    const delay = Math.min(Math.max(0, at.getTime() - this.clock.now()) + 50, 2 ** 31 - 1);
     s.lapseTimer = setTimeout(() => this.schedule(sku), delay);
     s.lapseTimer.unref();
   }

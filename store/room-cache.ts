@@ -1,3 +1,4 @@
+import type { Clock } from './clock';
 import type { Db } from './db';
 import { prequeuePlaces, readRoom, STEP_MEMORY_SECONDS, type AdmissionStep, type RoomRow } from './room';
 
@@ -31,11 +32,14 @@ interface Entry {
 export class RoomCache {
   private readonly rooms = new Map<string, Entry>();
   private readonly refreshMs: number;
+  private readonly clock: Clock;
 
+  /** `clock`: Postgres's (store/clock.ts), which the steps' instants are in. */
   constructor(
     private readonly db: Db,
-    opts: { refreshMs?: number } = {},
+    opts: { clock: Clock; refreshMs?: number },
   ) {
+    this.clock = opts.clock;
     this.refreshMs = opts.refreshMs ?? DEFAULT_REFRESH_MS;
   }
 
@@ -80,12 +84,13 @@ export class RoomCache {
         const after = old?.steps.at(-1)?.lastPlace ?? 0;
         const read = await readRoom(this.db, sku, after);
         const now = Date.now();
+        const recordNow = this.clock.now();
         if (!read) {
           // Not remembered: any SKU a buyer sends would otherwise grow this map for ever.
           e.snapshot = null;
           if (this.rooms.get(sku) === e) this.rooms.delete(sku);
         } else {
-          const forgetBefore = now - STEP_MEMORY_SECONDS * 1000;
+          const forgetBefore = recordNow - STEP_MEMORY_SECONDS * 1000;
           const kept = (old?.steps ?? []).filter((s) => s.expiresAt.getTime() > forgetBefore);
           e.snapshot = { room: read.room, steps: [...kept, ...read.steps], readAt: now };
         }
@@ -112,8 +117,11 @@ export function stepFor(s: RoomSnapshot, place: number): AdmissionStep | undefin
   return undefined;
 }
 
-/** Buyers admitted per second over the last RATE_WINDOW_MS, from the counter's steps; null before two steps. */
-export function measuredRate(s: RoomSnapshot, now = Date.now()): number | null {
+/**
+ * Buyers admitted per second over the last RATE_WINDOW_MS, from the counter's steps; null before two
+ * steps. `now`: Postgres's (store/clock.ts), the clock the steps were stamped by.
+ */
+export function measuredRate(s: RoomSnapshot, now: number): number | null {
   const recent = s.steps.filter((st) => now - st.admittedAt.getTime() <= RATE_WINDOW_MS);
   if (recent.length < 2) return null;
   // Up to now, not to the last step: a room that stopped admitting (full, paused) measures slower.

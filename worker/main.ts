@@ -4,6 +4,7 @@ import { loadWorkerConfig } from '../config';
 import { loadNotifyConfig } from '../config/notify';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
 import { describeTemporal } from '../config/temporal';
+import { DbClock } from '../store/clock';
 import { HoldDesk } from '../store/hold-desk';
 import { sweepExpired } from '../store/holds';
 import { migrate } from '../store/migrate';
@@ -29,6 +30,9 @@ async function main(): Promise<void> {
   // A connection for every activity that may run at once: none of them waits for the pool.
   // One connection more than the activities need: the outbox sender's.
   const db = createPool(config.databaseUrl, workerPoolSize(limits) + 1, (line) => log.warn(line), config.pool);
+  // Postgres's clock: whether a hold has lapsed is decided by the clock that lapses it (store/clock.ts).
+  const clock = new DbClock(db, { log: (line) => log.warn(line) });
+  await clock.start();
   const connection = await NativeConnection.connect(nativeConnectionOptions(config.temporal));
   const worker = await createPurchaseWorker({
     connection,
@@ -38,6 +42,7 @@ async function main(): Promise<void> {
       db,
       stripe: createStripe(config),
       desk: new HoldDesk(db),
+      clock,
       successUrl: config.checkoutSuccessUrl,
       cancelUrl: config.checkoutCancelUrl,
     },
@@ -71,6 +76,7 @@ async function main(): Promise<void> {
     await worker.run();
   } finally {
     clearInterval(sweeper);
+    clock.close();
     await telemetry.close();
     await outbox.stop();
     await connection.close();

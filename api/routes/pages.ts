@@ -60,7 +60,7 @@ export function pageRoutes(deps: ApiDeps): Router {
 
   router.get('/p/:sku', async (ctx) => {
     const viewer = await viewerOf(ctx, deps);
-    send(ctx, productPage(await productModel(deps, ctx.params.sku), viewer, randomUUID()));
+    send(ctx, productPage(await productModel(deps, ctx.params.sku), viewer, randomUUID(), new Date(deps.clock.now())));
   });
 
   router.get('/purchases/:id', async (ctx) => {

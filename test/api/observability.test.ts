@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import test from 'ava';
 import { createMetrics } from '../../api/metrics';
 import { createLogger } from '../../config/log';
+import { hostClock } from '../../store/clock';
 import { Gate } from '../../store/gate';
 import { testDb } from '../helpers/db';
 import { asBuyer, sessionOf, startSystem } from '../helpers/system';
@@ -173,7 +174,7 @@ test.serial(
 
 test('scrapes share one count of purchases by status: the GROUP BY runs once per interval, not per scrape', async (t) => {
   const pool = testDb(2);
-  const gate = new Gate(pool, process.env.DATABASE_URL!, {});
+  const gate = new Gate(pool, process.env.DATABASE_URL!, { clock: hostClock });
   let groupBys = 0;
   // The pool, counting the status query (every other call passes through).
   const counting = new Proxy(pool, {

@@ -7,7 +7,7 @@ import { buyerToken, startSystem, type System } from '../helpers/system';
 
 let sys: System;
 test.before(async () => {
-  sys = await startSystem();
+  sys = await startSystem({ devSignIn: true });
 });
 test.after.always(async () => {
   await sys?.close();

@@ -51,9 +51,25 @@ test('a Checkout return URL that is not absolute http(s), or has no {purchaseId}
   t.regex(err.message, /PUBLIC_URL must be an http\(s\) URL/);
 });
 
-test('the development sign-in is on only with the emulator and an HS256 secret', (t) => {
-  t.true(loadApiConfig({ ...api, STRIPE_EMULATOR: '1', STRIPE_API_URL: 'http://127.0.0.1:12111' }).devSignIn);
-  t.false(loadApiConfig(api).devSignIn, 'not outside development');
+test('the development sign-in is on only when DEV_SIGN_IN=1 asks for it, even with the emulator', (t) => {
+  const emulator = { ...api, STRIPE_EMULATOR: '1', STRIPE_API_URL: 'http://127.0.0.1:12111' };
+  t.false(loadApiConfig(emulator).devSignIn, 'the emulator alone does not turn it on');
+  t.false(loadApiConfig({ ...emulator, DEV_SIGN_IN: '0' }).devSignIn);
+  t.true(loadApiConfig({ ...emulator, DEV_SIGN_IN: '1' }).devSignIn);
+  t.true(loadApiConfig({ ...api, DEV_SIGN_IN: '1' }).devSignIn, 'a test key against Stripe may have it');
+  t.false(loadApiConfig(api).devSignIn);
+  t.is(loadApiConfig({ ...api, PUBLIC_URL: 'https://shop.example' }).publicUrl, 'https://shop.example');
+});
+
+test('DEV_SIGN_IN=1 beside a live Stripe key stops the API naming both variables', (t) => {
+  const err = t.throws(() => loadApiConfig({ ...api, STRIPE_SECRET_KEY: 'sk_live_x', DEV_SIGN_IN: '1' }), {
+    instanceOf: ConfigError,
+  });
+  t.regex(err.message, /DEV_SIGN_IN=1 .* cannot run with a live STRIPE_SECRET_KEY/);
+  t.notThrows(() => loadApiConfig({ ...api, STRIPE_SECRET_KEY: 'sk_live_x' }), 'a live key alone is fine');
+});
+
+test('DEV_SIGN_IN=1 without an HS256 buyer-token secret stops the API naming BUYER_TOKEN_SECRET', (t) => {
   const jwks = {
     ...api,
     BUYER_TOKEN_SECRET: '',
@@ -61,6 +77,13 @@ test('the development sign-in is on only with the emulator and an HS256 secret',
     ROOM_TOKEN_SECRET: 'r'.repeat(32),
     STRIPE_EMULATOR: '1',
   };
-  t.false(loadApiConfig(jwks).devSignIn, 'not when tokens come from a JWKS');
-  t.is(loadApiConfig({ ...api, PUBLIC_URL: 'https://shop.example' }).publicUrl, 'https://shop.example');
+  t.false(loadApiConfig(jwks).devSignIn, 'tokens from a JWKS: no sign-in');
+  const err = t.throws(() => loadApiConfig({ ...jwks, DEV_SIGN_IN: '1' }), { instanceOf: ConfigError });
+  t.regex(err.message, /DEV_SIGN_IN=1 needs BUYER_TOKEN_SECRET/);
+  const both = t.throws(() => loadApiConfig({ ...jwks, BUYER_TOKEN_SECRET: 'b'.repeat(32), DEV_SIGN_IN: '1' }), {
+    instanceOf: ConfigError,
+  });
+  t.regex(both.message, /and no BUYER_JWKS_URL/);
+  const typo = t.throws(() => loadApiConfig({ ...api, DEV_SIGN_IN: 'yes' }), { instanceOf: ConfigError });
+  t.regex(typo.message, /DEV_SIGN_IN must be 0 or 1, got "yes"/);
 });

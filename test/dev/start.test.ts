@@ -18,6 +18,9 @@ test('npm start brings up the whole service, sells a unit, and Ctrl-C stops ever
     t.regex(service.output(), new RegExp(`Temporal UI +http://127\\.0\\.0\\.1:${ui}`));
     t.true((await fetch(`http://127.0.0.1:${ui}/`)).ok, 'the Temporal UI answers');
     t.regex(service.output(), /BUYER_TOKEN_SECRET=[0-9a-f]{64}/, 'the dev buyer-token secret is printed');
+    // The local first run has the shop pages' sign-in by name (DEV_SIGN_IN=1, set by npm start).
+    t.is((await fetch(`${base}/sign-in`)).status, 200, 'the development sign-in is on');
+    t.regex(service.output(), /clock: Postgres's is -?[\d.]+ ms from this host's/, 'the clock offset is logged');
 
     const product = await call(
       'POST',

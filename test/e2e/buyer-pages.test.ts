@@ -11,7 +11,7 @@ import { startSystem, type System } from '../helpers/system';
 let sys: System;
 let browser: Browser;
 test.before(async () => {
-  [sys, browser] = await Promise.all([startSystem(), launchBrowser()]);
+  [sys, browser] = await Promise.all([startSystem({ devSignIn: true }), launchBrowser()]);
 });
 test.after.always(async () => {
   await browser?.close();

@@ -13,6 +13,7 @@ import {
 import pg from 'pg';
 import { HoldDesk } from '../../store/hold-desk';
 import { Admissions } from '../../store/admission';
+import { DbClock } from '../../store/clock';
 import { Gate } from '../../store/gate';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
@@ -88,8 +89,12 @@ export interface System {
   lifecycle: ApiDeps['lifecycle'];
   /** The waiting rooms' admitter of each API instance (the first is this API's): one of them holds the lock. */
   admitters: Admitter[];
-  /** Another API instance on its own port, with its own gate, against the same Postgres and Temporal. Returns its URL. */
-  startAnotherApi(): Promise<string>;
+  /**
+   * Another API instance on its own port, with its own gate and clock, against the same Postgres and
+   * Temporal. `hostClockSkewMs`: its host's clock runs this far ahead (negative: behind) of the real
+   * one, as on a host whose NTP is broken. Returns its URL.
+   */
+  startAnotherApi(opts?: { hostClockSkewMs?: number }): Promise<string>;
   /** Starts a worker in this process (tests that kill workers run their own in a child process). */
   startWorker(limits?: {
     maxConcurrentActivities?: number;
@@ -143,15 +148,31 @@ export async function startSystem(
      * by this file's admitter alone, not by whichever test process holds the shared database's lock.
      */
     ownDatabase?: boolean;
+    /** The development sign-in of the buyer's pages (DEV_SIGN_IN=1, as `npm start` runs them); off by default, as in production. */
+    devSignIn?: boolean;
   } = {},
 ): Promise<System> {
   const databaseUrl = opts.ownDatabase ? await createOwnDatabase() : process.env.DATABASE_URL!;
   const db = new pg.Pool({ connectionString: databaseUrl, max: 30 });
-  const gate = new Gate(db, databaseUrl, { resyncMs: opts.gateResyncMs });
+  // Each API instance measures its own offset to Postgres, as each API process does.
+  const clocks: DbClock[] = [];
+  const clockOf = async (skewMs = 0) => {
+    const c = new DbClock(db, { local: () => Date.now() + skewMs });
+    await c.start();
+    clocks.push(c);
+    return c;
+  };
+  const clock = await clockOf();
+  const gate = new Gate(db, databaseUrl, { clock, resyncMs: opts.gateResyncMs });
   await gate.start();
   const taskQueue = `test-${randomUUID()}`;
-  const roomTokens = createRoomTokens(ROOM_TOKEN_SECRET);
-  const roomOf = () => new WaitingRoom(db, roomTokens, new RoomCache(db, { refreshMs: opts.roomRefreshMs }));
+  const roomOf = (c: DbClock) =>
+    new WaitingRoom(
+      db,
+      createRoomTokens(ROOM_TOKEN_SECRET, c),
+      new RoomCache(db, { clock: c, refreshMs: opts.roomRefreshMs }),
+      c,
+    );
   const newAdmitter = () => {
     const a = new Admitter(databaseUrl, { tickMs: opts.roomTickMs, log: (l) => console.error(l) });
     a.start();
@@ -182,11 +203,11 @@ export async function startSystem(
     metrics: createMetrics(db, gate, { admitter }),
     lifecycle: { draining: false },
     logger: opts.logger ?? createLogger('api', { LOG_LEVEL: 'silent' }),
-    room: roomOf(),
+    room: roomOf(clock),
     purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
-    admissions: new Admissions(db, gate),
-    // The buyer's pages with the development sign-in, as `npm start` runs them.
-    pages: { devSignInSecret: BUYER_TOKEN_SECRET, secureCookies: false },
+    admissions: new Admissions(db, gate, clock),
+    clock,
+    pages: { ...(opts.devSignIn ? { devSignInSecret: BUYER_TOKEN_SECRET } : {}), secureCookies: false },
   };
   const listen = async (d: ApiDeps): Promise<Server> =>
     new Promise((resolve) => {
@@ -204,14 +225,16 @@ export async function startSystem(
   let workerConnection: NativeConnection | undefined;
 
   const system: System = {
-    async startAnotherApi() {
-      const otherGate = new Gate(db, databaseUrl, { resyncMs: opts.gateResyncMs });
+    async startAnotherApi(o = {}) {
+      const otherClock = await clockOf(o.hostClockSkewMs);
+      const otherGate = new Gate(db, databaseUrl, { clock: otherClock, resyncMs: opts.gateResyncMs });
       await otherGate.start();
       const other = await listen({
         ...deps,
         metrics: createMetrics(db, otherGate, { admitter: newAdmitter() }),
-        admissions: new Admissions(db, otherGate),
-        room: roomOf(),
+        admissions: new Admissions(db, otherGate, otherClock),
+        clock: otherClock,
+        room: roomOf(otherClock),
       });
       others.push({ server: other, gate: otherGate });
       return urlOf(other);
@@ -235,6 +258,7 @@ export async function startSystem(
           db,
           stripe,
           desk: new HoldDesk(db),
+          clock,
           successUrl: `${apiUrl}/purchases/{purchaseId}`,
           cancelUrl: `${apiUrl}/purchases/{purchaseId}?result=cancel`,
         },
@@ -315,6 +339,7 @@ export async function startSystem(
       await emulator.close();
       await connection.close();
       await gate.close();
+      for (const c of clocks) c.close();
       await db.end();
     },
   };

@@ -38,3 +38,63 @@ test('before opensAt a purchase is 403 not-open with the opening and Retry-After
   t.is(res.body.status, 'awaiting_payment');
   await assertInvariants(t, sys.db, sku);
 });
+
+// One clock for the opening: Postgres's. Two more API processes whose hosts' clocks are ten minutes
+// off, one ahead and one behind, still refuse before the opening as Postgres sees it and sell after
+// it, because each measured its offset to Postgres (store/clock.ts).
+const TEN_MINUTES = 10 * 60_000;
+
+test('API hosts whose clocks are minutes off refuse before the opening and sell after it, as Postgres counts time', async (t) => {
+  const [ahead, behind] = await Promise.all([
+    sys.startAnotherApi({ hostClockSkewMs: TEN_MINUTES }),
+    sys.startAnotherApi({ hostClockSkewMs: -TEN_MINUTES }),
+  ]);
+  const opensAt = new Date(Date.now() + 4_000);
+  const sku = await sys.createProduct({ stock: 2, opensAt: opensAt.toISOString() });
+  const buyAt = async (url: string, buyerId: string) =>
+    sys.api(
+      'POST',
+      `${url}/v1/purchases`,
+      { sku },
+      { 'idempotency-key': `${buyerId}-${sku}`, ...(await asBuyer(buyerId)) },
+    );
+
+  for (const [url, buyerId] of [
+    [ahead, 'skew-ahead-ann'],
+    [behind, 'skew-behind-bob'],
+  ]) {
+    const early = await buyAt(url, buyerId);
+    t.is(early.status, 403, `${buyerId}: ${JSON.stringify(early.body)}`);
+    t.like(early.body, { type: 'not-open', opensAt: opensAt.toISOString() });
+    const retryAfter = Number(early.headers.get('retry-after'));
+    t.true(retryAfter >= 1 && retryAfter <= 5, `${buyerId}: Retry-After ${retryAfter}`);
+  }
+
+  await new Promise((r) => setTimeout(r, Math.max(0, opensAt.getTime() - Date.now()) + 100));
+  for (const [url, buyerId] of [
+    [ahead, 'skew-ahead-ann'],
+    [behind, 'skew-behind-bob'],
+  ]) {
+    const res = await buyAt(url, buyerId);
+    t.is(res.status, 201, `${buyerId}: ${JSON.stringify(res.body)}`);
+  }
+  await assertInvariants(t, sys.db, sku);
+});
+
+test('an API host whose clock is behind tells a sold-out buyer when the hold lapses by Postgres’s clock', async (t) => {
+  const behind = await sys.startAnotherApi({ hostClockSkewMs: -TEN_MINUTES });
+  const sku = await sys.createProduct({ stock: 1, holdSeconds: 30 });
+  t.is((await sys.buy(sku, 'lapse-holder')).status, 201);
+  const res = await sys.api(
+    'POST',
+    `${behind}/v1/purchases`,
+    { sku },
+    { 'idempotency-key': `lapse-${sku}`, ...(await asBuyer('lapse-latecomer')) },
+  );
+  t.is(res.status, 409, JSON.stringify(res.body));
+  t.like(res.body, { type: 'sold-out', final: false });
+  const retryAfter = Number(res.headers.get('retry-after'));
+  // The hold lapses in 30 s by Postgres's clock; by the host's own it would be ten minutes more.
+  t.true(retryAfter >= 1 && retryAfter <= 31, `Retry-After ${retryAfter}`);
+  t.true(Math.abs(Date.parse(res.body.retryAt) - (Date.now() + 30_000)) < 5_000, res.body.retryAt);
+});
