@@ -78,7 +78,7 @@ test.serial(
       // The workflow's own line and its activities' lines carry the id.
       const sagaLines = await until('the saga lines of the request', () => {
         const of = worker.lines.filter((l) => l.requestId === requestId);
-        // The status line follows the checkout activity's (the next workflow task): wait for both.
+        // The status line follows the checkout's (both local activities of the first workflow task): wait for both.
         return of.some((l) => l.msg === 'purchase saga started') &&
           of.some((l) => l.msg === 'activity done' && l.activityType === 'openCheckout') &&
           of.some((l) => l.msg === 'purchase status changed' && l.to === 'awaiting_payment')
@@ -105,8 +105,13 @@ test.serial(
       t.regex(metrics, /^nodejs_eventloop_lag_seconds /m);
       t.regex(
         metrics,
-        /^temporal_activity_execution_latency_(bucket|count|sum)\{.*activity_type="openCheckout"/m,
-        'SDK metrics',
+        /^temporal_local_activity_execution_latency_(bucket|count|sum)\{.*activity_type="openCheckout"/m,
+        'SDK metrics: the session, a local activity',
+      );
+      t.regex(
+        metrics,
+        /^temporal_activity_execution_latency_(bucket|count|sum)\{.*activity_type="convertHold"/m,
+        'SDK metrics: the confirmation, an activity',
       );
       t.regex(metrics, /^temporal_workflow_task_execution_latency_(bucket|count)/m);
       t.regex(metrics, new RegExp(`^temporal_[a-z_]+\\{.*task_queue="${sys.taskQueue}"`, 'm'));
