@@ -1,5 +1,6 @@
+import { isFinal, isPaid, type PurchaseStatus } from '../vocabulary';
 import { buyForm, type ProductModel, type Viewer } from './catalogue';
-import { html } from './html';
+import { html, type Html } from './html';
 import { layout } from './layout';
 import { formatWait } from './money';
 
@@ -18,8 +19,10 @@ export interface TicketModel {
   admissionToken?: string;
   admissionExpiresAt?: string;
   opensAt?: string;
-  /** The purchase the admission was spent on, once its session is over. */
+  /** The purchase the admission was spent on (the page knows it as soon as it is recorded). */
   purchaseId?: string;
+  /** That purchase's status, when the page read it. */
+  purchaseStatus?: string;
 }
 
 /** Refresh period while waiting: soon when the turn is near, at most every 10 s. */
@@ -54,11 +57,7 @@ export function queuePage(t: TicketModel, product: ProductModel, viewer: Viewer,
     case 'admitted': {
       if (t.purchaseId) {
         // The turn was spent: a Buy form here would only be refused (the admission is used up).
-        main = html`<h1>Your turn is over: ${name}</h1>
-          <p class="notice good" id="queue" data-state="bought" role="status">
-            You bought during your turn:
-            <a id="purchase" href="/purchases/${encodeURIComponent(t.purchaseId)}">see your purchase</a>.
-          </p>`;
+        main = spentTurn(t, t.purchaseId, name);
         break;
       }
       const until = t.admissionExpiresAt
@@ -87,4 +86,19 @@ export function queuePage(t: TicketModel, product: ProductModel, viewer: Viewer,
       break;
   }
   return layout({ title: `Queue · ${name}`, main, ...viewer, ...(refresh ? { refreshSeconds: refresh } : {}) });
+}
+
+/** A turn spent on a purchase: where that purchase is, and a way back into the line once it came to nothing. */
+function spentTurn(t: TicketModel, purchaseId: string, name: string): Html {
+  const status = t.purchaseStatus as PurchaseStatus | undefined;
+  const link = html`<a id="purchase" href="/purchases/${encodeURIComponent(purchaseId)}">see your purchase</a>`;
+  if (status && isFinal(status) && !isPaid(status)) {
+    return html`<h1>Your turn is over: ${name}</h1>
+      <p class="notice bad" id="queue" data-state="spent" role="status">
+        Your purchase during your turn did not go through (${link}).
+        <a id="rejoin" href="/p/${encodeURIComponent(t.sku)}">Join the queue again</a>.
+      </p>`;
+  }
+  return html`<h1>You have a purchase: ${name}</h1>
+    <p class="notice good" id="queue" data-state="bought" role="status">You used your turn to buy: ${link}.</p>`;
 }

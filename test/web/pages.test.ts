@@ -116,6 +116,20 @@ test('the queue page says so when the product sold out or the turn passed, and s
   t.regex(pre, /http-equiv="refresh"/);
 });
 
+test('the queue page of a spent turn links to its purchase instead of Buy, and offers the line again once it came to nothing', (t) => {
+  const spent = { ...ticket, state: 'admitted' as const, position: 0, purchaseId: 'pur_<1>' };
+  const underWay = queuePage({ ...spent, purchaseStatus: 'awaiting_payment' }, product, alice, 'k');
+  t.regex(underWay, /data-state="bought"/);
+  t.true(underWay.includes('<a id="purchase" href="/purchases/pur_%3C1%3E">'));
+  t.false(underWay.includes('action="/p/runner-42/buy"'), 'no Buy form');
+  t.false(underWay.includes('name="admissionToken"'));
+  t.false(underWay.includes('id="rejoin"'), 'a purchase under way is no reason to queue again');
+  const unsold = queuePage({ ...spent, purchaseStatus: 'expired' }, product, alice, 'k');
+  t.regex(unsold, /data-state="spent"/);
+  t.regex(unsold, /<a id="rejoin" href="\/p\/runner-42">Join the queue again<\/a>/);
+  t.false(unsold.includes('action="/p/runner-42/buy"'));
+});
+
 const purchase: PurchaseModel = {
   purchaseId: 'pur_1',
   sku: 'runner-42',
