@@ -1,5 +1,5 @@
 import type { Db } from './db';
-import { findTicket, joinRoom, rejoinRoom, type TicketRecord } from './room';
+import { findTicket, joinRoom, type TicketRecord } from './room';
 
 interface Waiting {
   buyerId: string;
@@ -12,9 +12,8 @@ interface Waiting {
  * room's row, so one statement per join would queue on that row's lock for a commit each. While a
  * batch's statement runs, new joins wait, and the next statement places them all (one UPDATE of the
  * room row, one multi-row INSERT), in arrival order. A buyer already holding a ticket is answered
- * without entering a batch, and so is one whose turn is over (a new ticket, one statement each); a
- * batch that meets a ticket another process wrote meanwhile (one current ticket per buyer) falls
- * back to one statement per join, which finds that ticket.
+ * without entering a batch; a batch that meets a ticket another process wrote meanwhile (the primary
+ * key) falls back to one statement per join, which finds that ticket.
  */
 export class JoinDesk {
   private readonly queues = new Map<string, { waiting: Waiting[]; running: boolean }>();
@@ -24,8 +23,6 @@ export class JoinDesk {
   /** The buyer's ticket for `sku` (`created` when new, with `ticketId`); null when the SKU has no room. */
   async join(sku: string, buyerId: string, ticketId: string): Promise<TicketRecord | null> {
     const existing = await findTicket(this.db, sku, buyerId);
-    // A turn that is over: a new place at the back, one statement of its own (rejoins are few).
-    if (existing?.turnOver) return rejoinRoom(this.db, sku, buyerId, ticketId);
     if (existing) return existing;
     let q = this.queues.get(sku);
     if (!q) this.queues.set(sku, (q = { waiting: [], running: false }));
@@ -81,8 +78,7 @@ async function placeBatch(db: Db, sku: string, joins: Waiting[]): Promise<Map<st
   const { rows } = await db.query<{ buyer_id: string; ticket_id: string; place: string | null }>(
     `WITH input AS (SELECT b, tk, ord FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS i(b, tk, ord)),
           fresh AS (SELECT b, tk, row_number() OVER (ORDER BY ord) AS rn FROM input
-                     WHERE NOT EXISTS (SELECT 1 FROM room_tickets t
-                                       WHERE t.sku = $1 AND t.buyer_id = input.b AND t.superseded_by IS NULL)),
+                     WHERE NOT EXISTS (SELECT 1 FROM room_tickets t WHERE t.sku = $1 AND t.buyer_id = input.b)),
           n AS (SELECT count(*)::bigint AS n FROM fresh),
           r AS (UPDATE rooms SET next_place = next_place + CASE WHEN shuffled THEN (SELECT n FROM n) ELSE 0 END
                  WHERE sku = $1 RETURNING shuffled, next_place)

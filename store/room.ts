@@ -1,4 +1,3 @@
-import { FINAL_STATUSES } from '../vocabulary';
 import { pgCode, PG, type Db, type Tx } from './db';
 
 // The waiting room's record (migration 010): rooms, tickets and the serving counter's steps. Who
@@ -120,34 +119,13 @@ export async function getRoom(db: Db | Tx, sku: string): Promise<RoomRow | null>
 export const REFUSED_BEFORE_HOLD_SQL = `(p.status = 'rejected' OR (p.status = 'failed' AND p.checkout_url IS NULL))`;
 
 /**
- * Whether the turn of ticket `t` is over, so its buyer may join the line again: admitted, and the
- * session ended unused, or its purchase ended (and is not one the admitter is about to give back);
- * and the buyer can still buy some of the SKU: a rejoin never bypasses `maxPerBuyer` (units held or
- * sold to them count, as the hold step counts them). `final` names the parameter of FINAL_STATUSES.
- */
-const turnOverSql = (final: string) => `(t.admitted_at IS NOT NULL
-   AND CASE WHEN t.purchase_id IS NULL THEN t.admission_expires_at <= now()
-            ELSE EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id AND p.status = ANY(${final})
-                          AND NOT (t.admission_expires_at > now() AND ${REFUSED_BEFORE_HOLD_SQL})) END
-   AND coalesce((SELECT sum(h.quantity) FROM holds h
-                  WHERE h.sku = t.sku AND h.buyer_id = t.buyer_id AND h.status IN ('active', 'sold')), 0)
-       < (SELECT max_per_buyer FROM products WHERE sku = t.sku))`;
-
-/** A buyer's current ticket, and whether its turn is over (a join then gives a new one). */
-export interface CurrentTicket extends TicketRecord {
-  turnOver: boolean;
-}
-
-/**
- * A buyer's ticket for `sku`: the one they already have (while it waits, or its turn lasts), or a new
- * one (`created`) with `ticketId`. One statement: the room row's counter gives the next place once
- * the pre-queue is shuffled (before that the place stays null), and a second join of the same buyer
- * fails the whole statement on the one current ticket per buyer, so it takes no place. Null when
- * the SKU has no room.
+ * A buyer's ticket for `sku`: the one they already have, or a new one (`created`) with `ticketId`.
+ * One statement: the room row's counter gives the next place once the pre-queue is shuffled (before
+ * that the place stays null), and a second join of the same buyer fails the whole statement on the
+ * primary key, so it takes no place. Null when the SKU has no room.
  */
 export async function joinRoom(db: Db, sku: string, buyerId: string, ticketId: string): Promise<TicketRecord | null> {
   const existing = await findTicket(db, sku, buyerId);
-  if (existing?.turnOver) return rejoinRoom(db, sku, buyerId, ticketId);
   if (existing) return existing;
   try {
     const { rows } = await db.query<{ place: string | null }>(
@@ -168,45 +146,15 @@ export async function joinRoom(db: Db, sku: string, buyerId: string, ticketId: s
   }
 }
 
-/**
- * A buyer whose turn is over joins again: a new ticket (`ticketId`) at the back of the line, in one
- * statement that retires the current one only if its turn is still over once its row is locked. Two
- * rejoins at once: the second finds the ticket already replaced, takes no place, and is answered
- * with the first one's ticket.
- */
-export async function rejoinRoom(db: Db, sku: string, buyerId: string, ticketId: string): Promise<TicketRecord | null> {
-  try {
-    // An admitted ticket means the pre-queue was shuffled: the new place is simply the next one.
-    const { rows } = await db.query<{ place: string }>(
-      `WITH old AS (
-         UPDATE room_tickets t SET superseded_by = $3
-          WHERE t.sku = $1 AND t.buyer_id = $2 AND t.superseded_by IS NULL AND ${turnOverSql('$4::text[]')}
-          RETURNING 1),
-       r AS (UPDATE rooms SET next_place = next_place + 1
-              WHERE sku = $1 AND EXISTS (SELECT 1 FROM old) RETURNING next_place)
-       INSERT INTO room_tickets (sku, buyer_id, ticket_id, place)
-       SELECT $1, $2, $3, r.next_place FROM r
-       RETURNING place`,
-      [sku, buyerId, ticketId, FINAL_STATUSES],
-    );
-    if (rows[0]) return { ticketId, sku, buyerId, place: Number(rows[0].place), created: true };
-  } catch (err) {
-    if (pgCode(err) !== PG.uniqueViolation) throw err;
-  }
-  return findTicket(db, sku, buyerId);
-}
-
-/** A buyer's current ticket for `sku`, if they joined. */
-export async function findTicket(db: Db, sku: string, buyerId: string): Promise<CurrentTicket | null> {
-  const { rows } = await db.query<{ ticket_id: string; place: string | null; turn_over: boolean }>(
-    `SELECT ticket_id, place, ${turnOverSql('$3::text[]')} AS turn_over
-       FROM room_tickets t WHERE sku = $1 AND buyer_id = $2 AND superseded_by IS NULL`,
-    [sku, buyerId, FINAL_STATUSES],
+/** A buyer's ticket for `sku`, if they joined. */
+export async function findTicket(db: Db, sku: string, buyerId: string): Promise<TicketRecord | null> {
+  const { rows } = await db.query<{ ticket_id: string; place: string | null }>(
+    'SELECT ticket_id, place FROM room_tickets WHERE sku = $1 AND buyer_id = $2',
+    [sku, buyerId],
   );
   const r = rows[0];
   if (!r) return null;
-  const place = r.place === null ? null : Number(r.place);
-  return { ticketId: r.ticket_id, sku, buyerId, place, created: false, turnOver: r.turn_over };
+  return { ticketId: r.ticket_id, sku, buyerId, place: r.place === null ? null : Number(r.place), created: false };
 }
 
 /** The room row and the serving counter's steps after `afterPlace` (what a process's cache lacks). */

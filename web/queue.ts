@@ -5,8 +5,9 @@ import { layout } from './layout';
 import { formatWait } from './money';
 
 // GET /queue/:ticket: a buyer's place in a product's waiting room. It refreshes itself while the
-// buyer waits; once admitted it shows the Buy form (carrying the admission token), and says so
-// when the product sold out or the admission lapsed.
+// buyer waits; once admitted it shows the Buy form (carrying the admission token), once the turn
+// is spent the purchase instead, and says so when the product sold out or the turn passed (never
+// offering to join again: a buyer has one ticket per SKU).
 
 /** A ticket as GET /v1/queue/:ticket describes it. */
 export interface TicketModel {
@@ -80,23 +81,26 @@ export function queuePage(t: TicketModel, product: ProductModel, viewer: Viewer,
     case 'expired':
       main = html`<h1>Your turn has passed</h1>
         <p class="notice bad" id="queue" data-state="expired" role="status">
-          You were let in but did not buy in time, so your turn went to the next buyer.
-          <a href="/p/${encodeURIComponent(t.sku)}">Join the queue again</a>.
+          You were let in but did not buy in time, so your turn went to the next buyer. There is one turn per buyer:
+          this line has no other place for you.
         </p>`;
       break;
   }
   return layout({ title: `Queue · ${name}`, main, ...viewer, ...(refresh ? { refreshSeconds: refresh } : {}) });
 }
 
-/** A turn spent on a purchase: where that purchase is, and a way back into the line once it came to nothing. */
+/**
+ * A turn spent on a purchase: where that purchase is. One that came to nothing is a turn passed, said
+ * plainly: joining again is the same ticket, so no link pretends to give a new place.
+ */
 function spentTurn(t: TicketModel, purchaseId: string, name: string): Html {
   const status = t.purchaseStatus as PurchaseStatus | undefined;
   const link = html`<a id="purchase" href="/purchases/${encodeURIComponent(purchaseId)}">see your purchase</a>`;
   if (status && isFinal(status) && !isPaid(status)) {
-    return html`<h1>Your turn is over: ${name}</h1>
+    return html`<h1>Your turn has passed</h1>
       <p class="notice bad" id="queue" data-state="spent" role="status">
-        Your purchase during your turn did not go through (${link}).
-        <a id="rejoin" href="/p/${encodeURIComponent(t.sku)}">Join the queue again</a>.
+        Your purchase during your turn did not go through (${link}), and your turn is over. There is one turn per buyer:
+        this line has no other place for you.
       </p>`;
   }
   return html`<h1>You have a purchase: ${name}</h1>

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
-import { asBuyer, buyerToken, sessionOf, startSystem, type System } from '../helpers/system';
+import { asBuyer, buyerToken, startSystem, type System } from '../helpers/system';
 
-// A turn that is over and a turn that is spent, against the real stack: the queue page shows the
-// purchase a turn was spent on as soon as it is recorded (no Buy form whose admission would be
-// refused), and a buyer whose turn is over joins again and takes a new place at the back of the
-// line, while a ticket still waiting or admitted is the same ticket however often she joins, and a
-// buyer who bought as many as the product allows keeps her spent ticket.
+// A spent turn and a passed one, against the real stack: the queue page shows the purchase a turn
+// was spent on as soon as it is recorded (no Buy form whose admission would be refused), and says
+// plainly when the turn has passed, offering no new place: a buyer has one ticket per SKU, and
+// joining again returns it (200) whatever became of it, while forged tickets stay 404.
 
 let sys: System;
 test.before(async () => {
@@ -57,7 +56,7 @@ async function pageUntil(ticket: string, buyer: string, state: string, timeoutMs
 }
 
 test.serial(
-  'once a turn is spent the queue page links to the purchase instead of Buy; when that purchase ends unsold the buyer joins again',
+  'once a turn is spent the queue page links to the purchase instead of Buy; when that purchase ends unsold it says the turn passed, and a join is still that ticket',
   async (t) => {
     const sku = await sys.createProduct({ stock: 3, waitingRoom: { admitPerSecond: 50, maxActive: 5 } });
     const { body: joined } = await join(sku, 'spent-ann');
@@ -77,12 +76,12 @@ test.serial(
     t.false(page.text.includes(`action="/p/${sku}/buy"`), 'no Buy form');
     t.true(Date.parse(admitted.admissionExpiresAt) > Date.now(), 'all of this while the session lasts');
 
-    // A purchase under way is not a turn over: joining again is the same ticket.
+    // While the purchase is under way, joining again is the same ticket.
     const during = await join(sku, 'spent-ann');
     t.is(during.status, 200);
     t.is(during.body.ticket, admitted.ticket);
 
-    // She gives the unit back: the purchase ended without a sale, and her turn with it.
+    // She gives the unit back: the purchase ended without a sale, and her turn with it, for good.
     const cancelled = await sys.api(
       'POST',
       `/v1/purchases/${purchaseId}/cancel`,
@@ -92,21 +91,21 @@ test.serial(
     t.is(cancelled.status, 200);
     const over = await pageUntil(admitted.ticket, 'spent-ann', 'spent');
     t.true(over.includes(`href="/purchases/${purchaseId}"`));
-    t.regex(over, /<a id="rejoin" href="\/p\/[^"]+">Join the queue again<\/a>/);
+    t.regex(over, /<h1>Your turn has passed<\/h1>/);
+    t.false(over.includes('Join the queue again'), 'no new place is offered');
+    t.false(over.includes('name="admissionToken"'));
     const again = await join(sku, 'spent-ann');
-    t.is(again.status, 201, 'a new ticket');
-    t.not(again.body.ticket, admitted.ticket);
-    const turn = await pollUntil(again.body.ticket, (b) => b.state === 'admitted');
-    t.truthy(turn.admissionToken, 'the new ticket is admitted in its turn');
-    const second = await buyWith(sku, 'spent-ann', turn.admissionToken);
-    t.is(second.status, 201, JSON.stringify(second.body));
-    // The first ticket's page still tells how that turn ended.
-    t.true((await pageUntil(admitted.ticket, 'spent-ann', 'spent')).includes(`href="/purchases/${purchaseId}"`));
+    t.is(again.status, 200, 'one ticket per buyer and SKU');
+    t.is(again.body.ticket, admitted.ticket);
+    t.like(again.body, { state: 'admitted', purchaseId });
+    t.is(again.body.admissionToken, undefined, 'a spent turn carries no token');
+    const { rows } = await sys.db.query('SELECT count(*)::int AS n FROM room_tickets WHERE sku = $1', [sku]);
+    t.is(rows[0].n, 1, 'no second ticket was written');
   },
 );
 
 test.serial(
-  'a rejoin after an expired turn gets a new ticket behind those waiting and is admitted in its turn; a rejoin while waiting is the same ticket',
+  'joining again while waiting, admitted or after the turn expired is the same ticket, and forged tickets are 404',
   async (t) => {
     const sku = await sys.createProduct({
       stock: 5,
@@ -126,43 +125,27 @@ test.serial(
       t.is(again.body.ticket, ticket, buyer);
     }
 
-    // Ann lets her 2 s pass unused: the next is let in, and her join is a new place at the back.
+    // Ann lets her 2 s pass unused: her turn has passed, and joining again gives her no new place.
     await pollUntil(ann, (b) => b.state === 'expired');
-    const rejoined = await join(sku, 'exp-ann');
-    t.is(rejoined.status, 201);
-    t.not(rejoined.body.ticket, ann);
-    const cyNow = (await sys.api('GET', `/v1/queue/${cy}`)).body;
-    if (cyNow.state === 'waiting') t.true(rejoined.body.position > cyNow.position, 'behind Cy, who still waits');
+    const after = await join(sku, 'exp-ann');
+    t.is(after.status, 200);
+    t.is(after.body.ticket, ann);
+    t.is(after.body.state, 'expired');
     const places = await sys.db.query(
       'SELECT buyer_id, place::int AS place FROM room_tickets WHERE sku = $1 ORDER BY place',
       [sku],
     );
     t.deepEqual(
       places.rows.map((r) => r.buyer_id),
-      ['exp-ann', 'exp-bob', 'exp-cy', 'exp-ann'],
-      'the new ticket is last in line',
+      ['exp-ann', 'exp-bob', 'exp-cy'],
+      'one ticket per buyer',
     );
-    const again = await join(sku, 'exp-ann');
-    t.is(again.status, 200, 'the new ticket is hers while it waits');
-    t.is(again.body.ticket, rejoined.body.ticket);
-    t.is((await sys.api('GET', `/v1/queue/${ann}`)).body.state, 'expired', 'the old ticket still reads expired');
+    const page = await queuePage(ann, 'exp-ann');
+    t.regex(page.text, /data-state="expired"/);
+    t.false(page.text.includes('Join the queue again'), 'the page offers no new place');
 
-    // Bob and Cy let their turns pass too; then Ann is admitted, after both.
-    const admitted = await pollUntil(rejoined.body.ticket, (b) => b.state === 'admitted', 60_000);
-    t.truthy(admitted.admissionToken);
-    const { rows } = await sys.db.query(
-      `SELECT buyer_id FROM room_tickets WHERE sku = $1 AND admitted_at IS NOT NULL ORDER BY admitted_at, place`,
-      [sku],
-    );
-    t.deepEqual(
-      rows.map((r) => r.buyer_id),
-      ['exp-ann', 'exp-bob', 'exp-cy', 'exp-ann'],
-      'admitted in the order of the line',
-    );
-    t.is((await buyWith(sku, 'exp-ann', admitted.admissionToken)).status, 201);
-
-    // Forged tickets are still 404, the old and the new alike, on the poll and the page.
-    const [payload, sig] = rejoined.body.ticket.split('.');
+    // Forged tickets are 404, on the poll and the page.
+    const [payload, sig] = cy.split('.');
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
     const bobs = Buffer.from(JSON.stringify([claims[0], claims[1], 'exp-bob', claims[3], claims[4]])).toString(
       'base64url',
@@ -172,35 +155,6 @@ test.serial(
       t.is(res.status, 404, bad);
       t.is(res.body.type, 'ticket-not-found');
       t.is((await queuePage(bad, 'exp-bob')).status, 404);
-    }
-  },
-);
-
-test.serial(
-  'a buyer who bought as many as maxPerBuyer keeps her spent ticket; below the limit she may join again',
-  async (t) => {
-    for (const [maxPerBuyer, buyer, rejoins] of [
-      [1, 'lim-one', false],
-      [2, 'lim-two', true],
-    ] as const) {
-      const sku = await sys.createProduct({ stock: 5, maxPerBuyer, waitingRoom: { admitPerSecond: 50, maxActive: 5 } });
-      const first = await pollUntil((await join(sku, buyer)).body.ticket, (b) => b.state === 'admitted');
-      const bought = await buyWith(sku, buyer, first.admissionToken);
-      t.is(bought.status, 201, JSON.stringify(bought.body));
-      const paid = await sys.pay(await sessionOf(sys.db, bought.body.purchaseId), 'succeeded');
-      t.is(paid.status, 200, JSON.stringify(paid.body));
-      await sys.waitForPurchase(bought.body.purchaseId, (p) => p.status === 'confirmed');
-      const page = await pageUntil(first.ticket, buyer, 'bought');
-      t.true(page.includes(`href="/purchases/${bought.body.purchaseId}"`));
-      const again = await join(sku, buyer);
-      if (rejoins) {
-        t.is(again.status, 201, `${buyer}: one more unit is allowed, so a new place`);
-        t.not(again.body.ticket, first.ticket);
-      } else {
-        t.is(again.status, 200, `${buyer}: the limit is reached, so the same spent ticket`);
-        t.is(again.body.ticket, first.ticket);
-        t.like(again.body, { state: 'admitted', purchaseId: bought.body.purchaseId });
-      }
     }
   },
 );
