@@ -27,6 +27,9 @@ export interface TicketView {
   purchaseId?: string;
 }
 
+/** What the queue page renders: a poll's view, and a turn already spent says on what, and how it stands. */
+export type TicketPageView = TicketView & { purchaseStatus?: string };
+
 /**
  * The waiting room as the API (and the HTML pages) use it. `join` writes one ticket row; `view`
  * answers from the signed ticket and this process's cache of the serving counter, with no database
@@ -53,11 +56,30 @@ export class WaitingRoom {
     const t = await this.desk.join(sku, buyerId, randomBytes(16).toString('base64url'));
     if (!t) return null;
     const ticket = this.tokens.signTicket(t);
-    return { created: t.created, view: (await this.view(ticket))! };
+    // A join reads anyway: its answer says at once whether the turn was spent.
+    return { created: t.created, view: (await this.describe(ticket, true))!.view };
   }
 
   /** The view of a ticket; null when it is not one this service signed (forged, altered) or its room is gone. */
   async view(ticket: string): Promise<TicketView | null> {
+    return (await this.describe(ticket, false))?.view ?? null;
+  }
+
+  /**
+   * The view the queue page renders. Unlike a poll it reads the ticket's row while the session
+   * lasts: a turn already spent on a purchase shows that purchase, not a Buy form whose admission
+   * would be refused (a poll cannot tell without a read per poll, so it keeps the token).
+   */
+  async pageView(ticket: string): Promise<TicketPageView | null> {
+    const d = await this.describe(ticket, true);
+    return d && { ...d.view, ...(d.purchaseStatus ? { purchaseStatus: d.purchaseStatus } : {}) };
+  }
+
+  /** `readSpent`: read the ticket's row even while the session lasts (a poll does not). */
+  private async describe(
+    ticket: string,
+    readSpent: boolean,
+  ): Promise<{ view: TicketView; purchaseStatus?: string } | null> {
     const claims = this.tokens.readTicket(ticket);
     if (!claims) return null;
     const s = await this.cache.get(claims.sku);
@@ -78,35 +100,39 @@ export class WaitingRoom {
     if (place === null) {
       const untilOpen = room.opensAt ? Math.max(0, Math.ceil((room.opensAt.getTime() - this.clock.now()) / 1000)) : 0;
       const state = room.soldOut ? 'sold_out' : 'prequeue';
-      return { ...base, position: null, state, estimatedWaitSeconds: untilOpen };
+      return { view: { ...base, position: null, state, estimatedWaitSeconds: untilOpen } };
     }
     if (place > room.serving) {
       const position = place - room.serving - 1;
-      if (room.soldOut) return { ...base, position, state: 'sold_out', estimatedWaitSeconds: 0 };
-      return { ...base, position, state: 'waiting', estimatedWaitSeconds: this.wait(s, position) };
+      if (room.soldOut) return { view: { ...base, position, state: 'sold_out', estimatedWaitSeconds: 0 } };
+      return { view: { ...base, position, state: 'waiting', estimatedWaitSeconds: this.wait(s, position) } };
     }
     const step = stepFor(s, place);
-    if (step && step.expiresAt.getTime() > this.clock.now()) {
-      const admissionToken = await this.tokens.signAdmission({
-        ...claims,
-        admittedAt: step.admittedAt,
-        expiresAt: step.expiresAt,
-      });
-      return {
+    const live = step !== undefined && step.expiresAt.getTime() > this.clock.now();
+    // Whether the turn was spent is in the ticket's row: a poll reads it only once the session is
+    // over (few of those), the page and a join read it always.
+    const outcome = !live || readSpent ? await ticketOutcome(this.db, claims.ticketId) : null;
+    if (outcome?.purchaseId) {
+      const view = { ...base, position: 0, state: 'admitted' as const, estimatedWaitSeconds: 0 };
+      return { view: { ...view, purchaseId: outcome.purchaseId }, purchaseStatus: outcome.purchaseStatus ?? undefined };
+    }
+    if (!live) return { view: { ...base, position: 0, state: 'expired', estimatedWaitSeconds: 0 } };
+    const admissionToken = await this.tokens.signAdmission({
+      ...claims,
+      admittedAt: step.admittedAt,
+      expiresAt: step.expiresAt,
+    });
+    const expires = step.expiresAt.toISOString();
+    return {
+      view: {
         ...base,
         position: 0,
         state: 'admitted',
         estimatedWaitSeconds: 0,
         admissionToken,
-        admissionExpiresAt: step.expiresAt.toISOString(),
-      };
-    }
-    // The session is over: whether it bought is in the ticket's row (one read, only for these).
-    const outcome = await ticketOutcome(this.db, claims.ticketId);
-    if (outcome?.purchaseId) {
-      return { ...base, position: 0, state: 'admitted', estimatedWaitSeconds: 0, purchaseId: outcome.purchaseId };
-    }
-    return { ...base, position: 0, state: 'expired', estimatedWaitSeconds: 0 };
+        admissionExpiresAt: expires,
+      },
+    };
   }
 
   /**

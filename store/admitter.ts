@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { FINAL_STATUSES } from '../vocabulary';
 import { stockView } from './products';
+import { REFUSED_BEFORE_HOLD_SQL } from './room';
 
 // Any fixed number other than the migrator's: the one admitter of all API processes holds it.
 const ADMITTER_LOCK = 7_402_114;
@@ -165,8 +166,7 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom): Promise<v
     `UPDATE room_tickets t SET purchase_id = NULL
       WHERE t.sku = $1 AND t.admitted_at IS NOT NULL AND t.left_at IS NULL AND t.purchase_id IS NOT NULL
         AND t.admission_expires_at > now()
-        AND EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id
-                     AND (p.status = 'rejected' OR (p.status = 'failed' AND p.checkout_url IS NULL)))`,
+        AND EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id AND ${REFUSED_BEFORE_HOLD_SQL})`,
     [sku],
   );
   // Who left: an admission whose session ended unused, or whose purchase reached a final status.

@@ -113,6 +113,12 @@ export async function getRoom(db: Db | Tx, sku: string): Promise<RoomRow | null>
 }
 
 /**
+ * A purchase `p` refused before it held anything (the hold step found nothing free, or the session
+ * could not open and the hold went back): while its session lasts, the admitter gives that turn back.
+ */
+export const REFUSED_BEFORE_HOLD_SQL = `(p.status = 'rejected' OR (p.status = 'failed' AND p.checkout_url IS NULL))`;
+
+/**
  * A buyer's ticket for `sku`: the one they already have, or a new one (`created`) with `ticketId`.
  * One statement: the room row's counter gives the next place once the pre-queue is shuffled (before
  * that the place stays null), and a second join of the same buyer fails the whole statement on the
@@ -183,17 +189,21 @@ export async function prequeuePlaces(db: Db, sku: string): Promise<Map<string, n
   return new Map(rows.map((r) => [r.ticket_id, Number(r.place)]));
 }
 
-/** How an admitted ticket's session ended: its purchase, or that it expired unused. Null: no such ticket. */
+/**
+ * What an admitted ticket's turn was spent on: its purchase and that purchase's status, or nothing
+ * (the session expired unused, or is still unused). Null: no such ticket.
+ */
 export async function ticketOutcome(
   db: Db,
   ticketId: string,
-): Promise<{ purchaseId: string | null; expired: boolean } | null> {
-  const { rows } = await db.query<{ purchase_id: string | null; left_reason: string | null }>(
-    'SELECT purchase_id, left_reason FROM room_tickets WHERE ticket_id = $1',
+): Promise<{ purchaseId: string | null; purchaseStatus: string | null } | null> {
+  const { rows } = await db.query<{ purchase_id: string | null; status: string | null }>(
+    `SELECT t.purchase_id, p.status FROM room_tickets t LEFT JOIN purchases p ON p.purchase_id = t.purchase_id
+      WHERE t.ticket_id = $1`,
     [ticketId],
   );
   const r = rows[0];
-  return r ? { purchaseId: r.purchase_id, expired: !r.purchase_id } : null;
+  return r ? { purchaseId: r.purchase_id, purchaseStatus: r.status } : null;
 }
 
 /** The operator's figures of one room (SKU given) or of every room. */

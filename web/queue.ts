@@ -1,11 +1,13 @@
+import { isFinal, isPaid, type PurchaseStatus } from '../vocabulary';
 import { buyForm, type ProductModel, type Viewer } from './catalogue';
-import { html } from './html';
+import { html, type Html } from './html';
 import { layout } from './layout';
 import { formatWait } from './money';
 
 // GET /queue/:ticket: a buyer's place in a product's waiting room. It refreshes itself while the
-// buyer waits; once admitted it shows the Buy form (carrying the admission token), and says so
-// when the product sold out or the admission lapsed.
+// buyer waits; once admitted it shows the Buy form (carrying the admission token), once the turn
+// is spent the purchase instead, and says so when the product sold out or the turn passed (never
+// offering to join again: a buyer has one ticket per SKU).
 
 /** A ticket as GET /v1/queue/:ticket describes it. */
 export interface TicketModel {
@@ -18,8 +20,10 @@ export interface TicketModel {
   admissionToken?: string;
   admissionExpiresAt?: string;
   opensAt?: string;
-  /** The purchase the admission was spent on, once its session is over. */
+  /** The purchase the admission was spent on (the page knows it as soon as it is recorded). */
   purchaseId?: string;
+  /** That purchase's status, when the page read it. */
+  purchaseStatus?: string;
 }
 
 /** Refresh period while waiting: soon when the turn is near, at most every 10 s. */
@@ -54,11 +58,7 @@ export function queuePage(t: TicketModel, product: ProductModel, viewer: Viewer,
     case 'admitted': {
       if (t.purchaseId) {
         // The turn was spent: a Buy form here would only be refused (the admission is used up).
-        main = html`<h1>Your turn is over: ${name}</h1>
-          <p class="notice good" id="queue" data-state="bought" role="status">
-            You bought during your turn:
-            <a id="purchase" href="/purchases/${encodeURIComponent(t.purchaseId)}">see your purchase</a>.
-          </p>`;
+        main = spentTurn(t, t.purchaseId, name);
         break;
       }
       const until = t.admissionExpiresAt
@@ -81,10 +81,28 @@ export function queuePage(t: TicketModel, product: ProductModel, viewer: Viewer,
     case 'expired':
       main = html`<h1>Your turn has passed</h1>
         <p class="notice bad" id="queue" data-state="expired" role="status">
-          You were let in but did not buy in time, so your turn went to the next buyer.
-          <a href="/p/${encodeURIComponent(t.sku)}">Join the queue again</a>.
+          You were let in but did not buy in time, so your turn went to the next buyer. There is one turn per buyer:
+          this line has no other place for you.
         </p>`;
       break;
   }
   return layout({ title: `Queue · ${name}`, main, ...viewer, ...(refresh ? { refreshSeconds: refresh } : {}) });
+}
+
+/**
+ * A turn spent on a purchase: where that purchase is. One that came to nothing is a turn passed, said
+ * plainly: joining again is the same ticket, so no link pretends to give a new place.
+ */
+function spentTurn(t: TicketModel, purchaseId: string, name: string): Html {
+  const status = t.purchaseStatus as PurchaseStatus | undefined;
+  const link = html`<a id="purchase" href="/purchases/${encodeURIComponent(purchaseId)}">see your purchase</a>`;
+  if (status && isFinal(status) && !isPaid(status)) {
+    return html`<h1>Your turn has passed</h1>
+      <p class="notice bad" id="queue" data-state="spent" role="status">
+        Your purchase during your turn did not go through (${link}), and your turn is over. There is one turn per buyer:
+        this line has no other place for you.
+      </p>`;
+  }
+  return html`<h1>You have a purchase: ${name}</h1>
+    <p class="notice good" id="queue" data-state="bought" role="status">You used your turn to buy: ${link}.</p>`;
 }

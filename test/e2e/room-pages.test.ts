@@ -172,7 +172,7 @@ test('a buyer joins the queue, watches the line move, buys when admitted, and th
     'one unit, one buyer',
   );
 
-  // Once the admission session is over, the buyer's queue page points to what the turn was spent on.
+  // The turn was spent (the session may well still last): the queue page points to the purchase, not Buy.
   await reloadUntil(page, `/queue/${encodeURIComponent(ticket)}`, '#queue[data-state="bought"]');
   t.is(await page.locator('#purchase').getAttribute('href'), `/purchases/${purchaseId}`);
   t.is(await page.locator('#buy').count(), 0, 'no Buy form for a spent turn');

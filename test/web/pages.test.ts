@@ -111,9 +111,27 @@ test('the queue page says so when the product sold out or the turn passed, and s
   t.false(soldOut.includes('http-equiv="refresh"'));
   const expired = queuePage({ ...ticket, state: 'expired' }, product, alice, 'k');
   t.regex(expired, /Your turn has passed/);
+  t.false(expired.includes('Join the queue again'), 'joining again would only be the same ticket');
+  t.false(expired.includes('href="/p/runner-42"'));
   const pre = queuePage({ ...ticket, state: 'prequeue', opensAt: '2026-12-01T13:00:00Z' }, product, alice, 'k');
   t.regex(pre, /drawn at random at the opening/);
   t.regex(pre, /http-equiv="refresh"/);
+});
+
+test('the queue page of a spent turn links to its purchase instead of Buy, and says plainly the turn passed once it came to nothing', (t) => {
+  const spent = { ...ticket, state: 'admitted' as const, position: 0, purchaseId: 'pur_<1>' };
+  const underWay = queuePage({ ...spent, purchaseStatus: 'awaiting_payment' }, product, alice, 'k');
+  t.regex(underWay, /data-state="bought"/);
+  t.true(underWay.includes('<a id="purchase" href="/purchases/pur_%3C1%3E">'));
+  t.false(underWay.includes('action="/p/runner-42/buy"'), 'no Buy form');
+  t.false(underWay.includes('name="admissionToken"'));
+  const unsold = queuePage({ ...spent, purchaseStatus: 'expired' }, product, alice, 'k');
+  t.regex(unsold, /data-state="spent"/);
+  t.regex(unsold, /<h1>Your turn has passed<\/h1>/);
+  t.true(unsold.includes('<a id="purchase" href="/purchases/pur_%3C1%3E">'), 'still links the purchase');
+  t.false(unsold.includes('Join the queue again'), 'no new place is offered');
+  t.false(unsold.includes('href="/p/runner-42"'));
+  t.false(unsold.includes('action="/p/runner-42/buy"'));
 });
 
 const purchase: PurchaseModel = {
