@@ -70,13 +70,20 @@ export function createActivities(deps: ActivityDeps) {
       }
       const session = await stripeSteps.openCheckout(input);
       if (input.record) {
-        await purchases.recordPurchase(db, input.purchaseId, {
-          ...input.record,
-          status: 'awaiting_payment',
-          sessionId: session.sessionId,
-          checkoutUrl: session.url,
-          holdExpiresAt: input.holdExpiresAt,
-        });
+        // Only over a purchase still opening (or this step's own earlier write): an attempt that
+        // outlived its timeout must not reopen one the saga has already failed and compensated.
+        await purchases.recordPurchase(
+          db,
+          input.purchaseId,
+          {
+            ...input.record,
+            status: 'awaiting_payment',
+            sessionId: session.sessionId,
+            checkoutUrl: session.url,
+            holdExpiresAt: input.holdExpiresAt,
+          },
+          ['holding', 'awaiting_payment'],
+        );
       }
       return session;
     },

@@ -224,7 +224,8 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
       await beginPurchase(sagas, input);
     } catch (err) {
       // The permit is not given back: a start that timed out may have started the saga after all.
-      // It stays bound to the purchase until a view sees its hold step answered (or its TTL ends).
+      // It stays bound to the purchase until a view sees its hold step answered, or its shorter TTL ends.
+      permit?.doubt();
       const now = await getPurchase(deps.db, record.purchaseId);
       if (!now || !isFinal(now.status)) {
         order.log.error({ err }, `purchase ${record.purchaseId}: could not start its workflow`);
@@ -257,7 +258,9 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
       if (created) countHold(deps, state);
     } catch (err) {
       // A deadline passed: the saga may still be taking its hold, so its permit stays bound (see above).
+      // Any other failure is a start that may not have happened: the permit is kept a shorter while.
       // A closed saga (REJECT_DUPLICATE) has its outcome in the record.
+      if (!(err instanceof Problem)) permit?.doubt();
       const now = await getPurchase(deps.db, record.purchaseId);
       if (now && isFinal(now.status)) state = now;
       else if (err instanceof Problem) throw err;

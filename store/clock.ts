@@ -28,6 +28,13 @@ const DEFAULT_REFRESH_MS = 30_000;
 const SAMPLES = 5;
 /** An offset larger than this is logged: the host's clock wants fixing, whatever this corrects. */
 const WARN_OFFSET_MS = 1_000;
+/**
+ * A measurement whose error bound is worse than this (and than twice the one in use) keeps the one in
+ * use: under a crowd every round trip also waits for a pool connection, which would bias the offset
+ * by half the wait. After STALE_AFTER_REFRESHES refreshes the newest is taken whatever its error.
+ */
+const ACCEPT_ERROR_MS = 25;
+const STALE_AFTER_REFRESHES = 10;
 
 /** A measured offset: Postgres's clock minus this host's, and how far off it can be (half the round trip). */
 export interface ClockOffset {
@@ -46,6 +53,7 @@ export class DbClock implements Clock {
   private readonly refreshMs: number;
   private readonly log: (line: string) => void;
   private last: ClockOffset = { offsetMs: 0, errorMs: Infinity };
+  private lastAt = 0;
   private timer?: NodeJS.Timeout;
 
   constructor(
@@ -79,7 +87,7 @@ export class DbClock implements Clock {
     return this.last;
   }
 
-  /** One measurement: the quickest of SAMPLES round trips. */
+  /** One measurement: the quickest of SAMPLES round trips (kept only if it is not much worse than the one in use). */
   async measure(): Promise<ClockOffset> {
     let best: ClockOffset | undefined;
     for (let i = 0; i < SAMPLES; i++) {
@@ -93,7 +101,10 @@ export class DbClock implements Clock {
       if (!best || sample.errorMs < best.errorMs) best = sample;
     }
     const was = this.last;
+    const stale = this.local() - this.lastAt > STALE_AFTER_REFRESHES * this.refreshMs;
+    if (best!.errorMs > Math.max(ACCEPT_ERROR_MS, 2 * was.errorMs) && !stale) return was;
     this.last = best!;
+    this.lastAt = this.local();
     if (Math.abs(best!.offsetMs) > WARN_OFFSET_MS && Math.abs(best!.offsetMs - was.offsetMs) > WARN_OFFSET_MS / 2) {
       const side = best!.offsetMs < 0 ? 'ahead of' : 'behind';
       this.log(

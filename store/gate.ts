@@ -19,6 +19,8 @@ const RECONNECT_MS = 1_000;
  * step refuses (30 s measured 987 permits and 220 refused sagas for 600 units, load average 4).
  */
 const PERMIT_TTL_MS = 120_000;
+/** A permit whose start call failed (the saga may still have started, or may never): dropped sooner. */
+const DOUBTFUL_PERMIT_TTL_MS = 30_000;
 const CHANNEL = 'stock_changed';
 
 export interface GateOptions {
@@ -35,6 +37,8 @@ export interface Permit {
   /** The purchase this permit became: once its hold row exists, a view read counts it and the permit is done. */
   bind(purchaseId: string): void;
   settle(): void;
+  /** Its saga's start call failed: kept only DOUBTFUL_PERMIT_TTL_MS, in case the start went through after all. */
+  doubt(): void;
 }
 
 export type GateAnswer =
@@ -46,6 +50,7 @@ export type GateAnswer =
 interface InFlight {
   units: number;
   grantedAt: number;
+  ttlMs: number;
   purchaseId?: string;
   /** Set when the saga's hold step answered: the permit counts until a view read after that replaces it. */
   settledAt?: number;
@@ -115,7 +120,7 @@ export class Gate {
     }
     const view = s.view;
     if (this.free(s) >= units) {
-      const flight: InFlight = { units, grantedAt: Date.now() };
+      const flight: InFlight = { units, grantedAt: Date.now(), ttlMs: PERMIT_TTL_MS };
       s.inFlight.add(flight);
       const permit: Permit = {
         sku,
@@ -128,6 +133,9 @@ export class Gate {
           flight.settledAt = Date.now();
           // The hold (or its refusal) is committed: the next read sees it, and drops this permit.
           this.schedule(sku);
+        },
+        doubt: () => {
+          flight.ttlMs = Math.min(flight.ttlMs, DOUBTFUL_PERMIT_TTL_MS);
         },
       };
       return { outcome: 'permit', permit };
@@ -206,7 +214,7 @@ export class Gate {
             if (
               (f.purchaseId && landed.has(f.purchaseId)) ||
               (f.settledAt !== undefined && f.settledAt < startedAt) ||
-              startedAt - f.grantedAt > PERMIT_TTL_MS
+              startedAt - f.grantedAt > f.ttlMs
             ) {
               s.inFlight.delete(f);
             }

@@ -189,7 +189,13 @@ export async function getPurchase(db: Db, purchaseId: string): Promise<PurchaseR
 export type PurchasePatch = Partial<Omit<PurchaseState, 'purchaseId' | 'sku' | 'buyerId' | 'quantity'>>;
 
 /** Writes the saga's view of a purchase to its record. Idempotent: the same patch twice is the same row. */
-export async function recordPurchase(db: Db | Tx, purchaseId: string, patch: PurchasePatch): Promise<void> {
+export async function recordPurchase(
+  db: Db | Tx,
+  purchaseId: string,
+  patch: PurchasePatch,
+  /** Write only over these statuses (a step that must not reopen a purchase already past it). */
+  onlyFrom?: readonly PurchaseStatus[],
+): Promise<void> {
   const cols: Record<string, unknown> = {
     status: patch.status,
     amount_cents: patch.amountCents,
@@ -220,7 +226,12 @@ export async function recordPurchase(db: Db | Tx, purchaseId: string, patch: Pur
     );
   }
   if (assignments.length === 0) return;
-  await db.query(`UPDATE purchases SET ${assignments.join(', ')}, updated_at = now() WHERE purchase_id = $1`, [
+  let where = 'purchase_id = $1';
+  if (onlyFrom) {
+    values.push(onlyFrom);
+    where += ` AND status = ANY($${values.length + 1}::text[])`;
+  }
+  await db.query(`UPDATE purchases SET ${assignments.join(', ')}, updated_at = now() WHERE ${where}`, [
     purchaseId,
     ...values,
   ]);

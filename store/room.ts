@@ -196,14 +196,15 @@ export async function prequeuePlaces(db: Db, sku: string): Promise<Map<string, n
 export async function ticketOutcome(
   db: Db,
   ticketId: string,
-): Promise<{ purchaseId: string | null; purchaseStatus: string | null } | null> {
-  const { rows } = await db.query<{ purchase_id: string | null; status: string | null }>(
-    `SELECT t.purchase_id, p.status FROM room_tickets t LEFT JOIN purchases p ON p.purchase_id = t.purchase_id
+): Promise<{ purchaseId: string | null; purchaseStatus: string | null; refusedBeforeHold: boolean } | null> {
+  const { rows } = await db.query<{ purchase_id: string | null; status: string | null; refused: boolean | null }>(
+    `SELECT t.purchase_id, p.status, ${REFUSED_BEFORE_HOLD_SQL} AS refused
+       FROM room_tickets t LEFT JOIN purchases p ON p.purchase_id = t.purchase_id
       WHERE t.ticket_id = $1`,
     [ticketId],
   );
   const r = rows[0];
-  return r ? { purchaseId: r.purchase_id, purchaseStatus: r.status } : null;
+  return r ? { purchaseId: r.purchase_id, purchaseStatus: r.status, refusedBeforeHold: r.refused === true } : null;
 }
 
 /** The operator's figures of one room (SKU given) or of every room. */

@@ -28,3 +28,8 @@ UPDATE notifications SET fanned_out_at = sent_at WHERE sent_at IS NOT NULL;
 CREATE INDEX notifications_unfanned ON notifications (id) WHERE fanned_out_at IS NULL;
 -- The whole-row schedule of 011 is read no more.
 DROP INDEX IF EXISTS notifications_due;
+-- Senders of the 011 code still running during a rolling deploy claim rows by notifications.
+-- next_attempt_at: park it at infinity, for new rows too, so they claim nothing and deliver nothing
+-- twice (this code reads it no more).
+ALTER TABLE notifications ALTER COLUMN next_attempt_at SET DEFAULT 'infinity';
+UPDATE notifications SET next_attempt_at = 'infinity' WHERE sent_at IS NULL;

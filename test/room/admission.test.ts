@@ -237,6 +237,14 @@ test.serial(
       { 'idempotency-key': randomUUID(), ...(await asBuyer('seat-ben')), 'admission-token': second.admissionToken },
     );
     t.is(taken.status, 409, JSON.stringify(taken.body));
+    // His queue page still offers Buy at once, before the admitter's next step gives the turn back.
+    const ben = (await asBuyer('seat-ben')).authorization.replace(/^Bearer /, '');
+    const page = await fetch(`${sys.apiUrl}/queue/${encodeURIComponent(second.ticket)}`, {
+      headers: { cookie: `buyer_token=${ben}` },
+    });
+    const html = await page.text();
+    t.regex(html, /name="admissionToken"/, 'a turn refused before any hold is not spent: Buy is still there');
+    t.notRegex(html, /data-state="(bought|spent)"/);
     // Within a few admitter steps his turn is his again, and the other seat is his with a new key.
     let again: Awaited<ReturnType<System['api']>> | undefined;
     for (let i = 0; i < 100; i++) {
