@@ -68,10 +68,13 @@ export class WaitingRoom {
   /**
    * The view the queue page renders. Unlike a poll it reads the ticket's row while the session
    * lasts: a turn already spent on a purchase shows that purchase, not a Buy form whose admission
-   * would be refused (a poll cannot tell without a read per poll, so it keeps the token).
+   * would be refused (a poll cannot tell without a read per poll, so it keeps the token). Only for
+   * the ticket's own buyer (`viewerId`, the page's cookie): anyone else who has the URL sees what a
+   * poll shows, not which purchase the turn became or how it ended.
    */
-  async pageView(ticket: string): Promise<TicketPageView | null> {
-    const d = await this.describe(ticket, true);
+  async pageView(ticket: string, viewerId: string | undefined): Promise<TicketPageView | null> {
+    const own = viewerId !== undefined && this.tokens.readTicket(ticket)?.buyerId === viewerId;
+    const d = await this.describe(ticket, own);
     return d && { ...d.view, ...(d.purchaseStatus ? { purchaseStatus: d.purchaseStatus } : {}) };
   }
 

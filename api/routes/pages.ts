@@ -83,7 +83,7 @@ export function pageRoutes(deps: ApiDeps): Router {
 
   router.get('/queue/:ticket', async (ctx) => {
     const viewer = await viewerOf(ctx, deps);
-    const ticket = await deps.room.pageView(ctx.params.ticket);
+    const ticket = await deps.room.pageView(ctx.params.ticket, viewer.buyer);
     if (!ticket) throw new Problem(404, 'not-found', 'there is no such place in a queue');
     send(ctx, queuePage(ticket, await productModel(deps, ticket.sku), viewer, randomUUID()));
   });

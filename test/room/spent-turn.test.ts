@@ -75,6 +75,11 @@ test.serial(
     t.false(page.text.includes('name="admissionToken"'), 'no admission token on the page');
     t.false(page.text.includes(`action="/p/${sku}/buy"`), 'no Buy form');
     t.true(Date.parse(admitted.admissionExpiresAt) > Date.now(), 'all of this while the session lasts');
+    // Someone else with the URL sees what a poll shows: not which purchase the turn became.
+    const stranger = await queuePage(admitted.ticket, 'spent-eve');
+    t.is(stranger.status, 200);
+    t.false(stranger.text.includes(purchaseId), 'another buyer does not see the purchase');
+    t.notRegex(stranger.text, /data-state="bought"/);
 
     // While the purchase is under way, joining again is the same ticket.
     const during = await join(sku, 'spent-ann');
