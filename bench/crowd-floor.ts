@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { BuyerIdKey, PurchaseStatusKey, SkuKey } from '../workflows/definitions';
+import { searchAttributes } from '../client/purchases';
 import type { Answer, Phase } from './crowd-report';
 
 type Drive = (
@@ -34,11 +34,7 @@ export async function startsFloor(
       workflowId: `purchase-${purchaseId}`,
       args: [{ purchaseId, sku, buyerId, quantity: 1, requestId: randomUUID() }],
       workflowExecutionTimeout: '1 minute',
-      typedSearchAttributes: [
-        { key: SkuKey, value: sku },
-        { key: BuyerIdKey, value: buyerId },
-        { key: PurchaseStatusKey, value: 'holding' },
-      ],
+      typedSearchAttributes: searchAttributes({ sku, buyerId }, 'holding'),
     });
     return { cls: 'ok' };
   });

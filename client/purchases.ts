@@ -26,7 +26,8 @@ export interface SagaClient {
  */
 export const SAGA_WAIT_MS = 60_000;
 
-function searchAttributes(p: { sku: string; buyerId: string }, status: PurchaseStatus) {
+/** A purchase saga's search attributes (its SKU, buyer and status), as every start sets them. */
+export function searchAttributes(p: { sku: string; buyerId: string }, status: PurchaseStatus) {
   return [
     { key: SkuKey, value: p.sku },
     { key: BuyerIdKey, value: p.buyerId },

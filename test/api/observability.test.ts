@@ -7,6 +7,7 @@ import { Gate } from '../../store/gate';
 import { testDb } from '../helpers/db';
 import { asBuyer, sessionOf, startSystem } from '../helpers/system';
 import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process';
+import { until } from '../helpers/poll';
 
 // What an operator sees of a purchase: the API's access log and the worker's lines for its saga
 // under one request id, the worker's /healthz and /metrics (Temporal's SDK metrics among them), and
@@ -30,16 +31,6 @@ async function stopWorker(w: WorkerProcess): Promise<void> {
   const exited = new Promise((r) => w.child.once('exit', r));
   w.child.kill('SIGTERM');
   await exited;
-}
-
-async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 test.serial(

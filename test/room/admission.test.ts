@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { createRoomTokens } from '../../config/room-tokens';
 import { ADMIN_TOKEN, asBuyer, ROOM_TOKEN_SECRET, startSystem, type System } from '../helpers/system';
+import { roomBuyers } from '../helpers/room';
 
 const AS_ADMIN = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
@@ -13,26 +14,7 @@ test.after.always(async () => {
   await sys?.close();
 });
 
-async function join(sku: string, buyer: string) {
-  return sys.api('POST', `/v1/products/${sku}/queue`, undefined, await asBuyer(buyer));
-}
-
-/** Polls a ticket until `pred` holds (or fails with the last answer). */
-async function pollUntil(ticket: string, pred: (b: any) => boolean, timeoutMs = 20_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  let last: any;
-  for (;;) {
-    last = await sys.api('GET', `/v1/queue/${ticket}`);
-    if (last.status === 200 && pred(last.body)) return last.body;
-    if (Date.now() > deadline) throw new Error(`ticket never matched: ${JSON.stringify(last.body)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function buyWith(sku: string, buyer: string, token?: string, key = randomUUID()) {
-  const headers = { 'idempotency-key': key, ...(await asBuyer(buyer)), ...(token ? { 'admission-token': token } : {}) };
-  return sys.api('POST', '/v1/purchases', { sku }, headers);
-}
+const { join, pollUntil, buyWith } = roomBuyers(() => sys, { pollTimeoutMs: 20_000 });
 
 /** Purchase workflows on this file's task queue. */
 async function workflows(): Promise<number> {

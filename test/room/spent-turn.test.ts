@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { asBuyer, buyerToken, startSystem, type System } from '../helpers/system';
+import { roomBuyers } from '../helpers/room';
 
 // A spent turn and a passed one, against the real stack: the queue page shows the purchase a turn
 // was spent on as soon as it is recorded (no Buy form whose admission would be refused), and says
@@ -15,26 +15,7 @@ test.after.always(async () => {
   await sys?.close();
 });
 
-async function join(sku: string, buyer: string) {
-  return sys.api('POST', `/v1/products/${sku}/queue`, undefined, await asBuyer(buyer));
-}
-
-/** Polls a ticket until `pred` holds (or fails with the last answer). */
-async function pollUntil(ticket: string, pred: (b: any) => boolean, timeoutMs = 30_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  let last: any;
-  for (;;) {
-    last = await sys.api('GET', `/v1/queue/${ticket}`);
-    if (last.status === 200 && pred(last.body)) return last.body;
-    if (Date.now() > deadline) throw new Error(`ticket never matched: ${JSON.stringify(last.body)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function buyWith(sku: string, buyer: string, token: string) {
-  const headers = { 'idempotency-key': randomUUID(), ...(await asBuyer(buyer)), 'admission-token': token };
-  return sys.api('POST', '/v1/purchases', { sku }, headers);
-}
+const { join, pollUntil, buyWith } = roomBuyers(() => sys);
 
 /** The queue page of `ticket` as `buyer`'s browser gets it. */
 async function queuePage(ticket: string, buyer: string): Promise<{ status: number; text: string }> {

@@ -11,6 +11,7 @@ import { startOutboxSender, type DeliveryOutcome } from '../../worker/outbox-sen
 import { serveTelemetry } from '../../worker/telemetry';
 import { runOpsCli } from '../helpers/attention';
 import { createOwnDatabase } from '../helpers/system';
+import { until } from '../helpers/poll';
 
 // Notifications that cannot be delivered: the merchant's webhook (a local HTTP server) refuses one
 // for good (dead after one attempt) or keeps failing (dead at NOTIFY_MAX_ATTEMPTS); support lists
@@ -82,16 +83,6 @@ function sender(
   );
   t.teardown(() => s.stop());
   return { outcomes, lines };
-}
-
-async function until<T>(what: string, read: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: timed out`);
-    await new Promise((r) => setTimeout(r, 30));
-  }
 }
 
 async function delivery(db: pg.Pool, id: string, channel = 'webhook') {

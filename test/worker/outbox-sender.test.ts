@@ -4,6 +4,7 @@ import test from 'ava';
 import { loadNotifyConfig, type NotifyConfig } from '../../config/notify';
 import { backoffMs, signDelivery, startOutboxSender, type OutboxSender } from '../../worker/outbox-sender';
 import { AS_SUPPORT, sessionOf, startSystem, type System } from '../helpers/system';
+import { until } from '../helpers/poll';
 
 // The outbox drained for real: a saga writes a buyer notification, two senders (two workers) race
 // for it, the merchant's webhook (a local HTTP server) answers 500 first, then 200. It must be
@@ -57,16 +58,6 @@ async function refundedPurchase(sys: System, buyer: string): Promise<string> {
   );
   if (refund.status !== 202) throw new Error(`refunding: ${refund.status} ${JSON.stringify(refund.body)}`);
   return purchaseId;
-}
-
-async function until<T>(what: string, read: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: timed out`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const fast = (env: Record<string, string>): NotifyConfig =>
