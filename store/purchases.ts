@@ -131,18 +131,21 @@ export async function openPurchase(
     req.quantity,
     req.unitId ?? null,
   ];
+  // No conflict target: the id is derived from (buyer, key), so its unique index and the one on
+  // (buyer_id, idempotency_key) are the same fact, and both must be arbiters. With only one named,
+  // two requests with the same key at once could fail on the other with a unique violation (a 500).
   const { rows } = admission
     ? await db.query<PurchaseRow>(
         `WITH spent AS (${spendAdmissionSql('$8', '$4', '$5', '$1')})
          INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, unit_id, status)
          SELECT $1, $2, $3, $4, $5, $6, $7, 'holding' WHERE EXISTS (SELECT 1 FROM spent)
-         ON CONFLICT (purchase_id) DO NOTHING RETURNING *`,
+         ON CONFLICT DO NOTHING RETURNING *`,
         [...params, admission.ticketId],
       )
     : await db.query<PurchaseRow>(
         `INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, unit_id, status)
          VALUES ($1, $2, $3, $4, $5, $6, $7, 'holding')
-         ON CONFLICT (purchase_id) DO NOTHING RETURNING *`,
+         ON CONFLICT DO NOTHING RETURNING *`,
         params,
       );
   if (rows[0]) return { created: true, record: toRecord(rows[0]) };
