@@ -14,7 +14,8 @@ import { buyerCommitments, checkBuyer, pickUnits, reclaimExpired, Refusal, retur
 
 export async function sweepExpired(db: Db): Promise<number> {
   const { rows } = await db.query<{ sku: string }>(
-    `SELECT DISTINCT sku FROM holds WHERE status = 'active' AND expires_at <= now()`,
+    `SELECT DISTINCT h.sku FROM holds h JOIN products p ON p.sku = h.sku
+      WHERE h.status = 'active' AND h.expires_at <= now() - make_interval(secs => p.hold_grace_seconds)`,
   );
   let expired = 0;
   for (const { sku } of rows) expired += await withTx(db, (tx) => reclaimExpired(tx, sku));
@@ -131,10 +132,11 @@ export async function releaseHold(
 
 /**
  * Keeps an active hold `seconds` longer (never shorter), provided it was still running at
- * `runningAt` (default now): for a delayed payment that is settling, or for a payment Stripe took
- * while the hold ran but whose saga is behind (a worker restarting, a slow webhook), so the saga turns
- * it into the sale instead of finding it reclaimed by the next buyer. Null when the hold ended, or
- * lapsed before `runningAt` (a late payment, settled by a re-take).
+ * `runningAt` (default: it is still its buyer's, lapsed at most its product's grace ago): for a
+ * delayed payment that is settling, or for a payment Stripe took while the hold ran but whose saga is
+ * behind (a worker restarting, a slow webhook), so the saga turns it into the sale instead of finding
+ * it reclaimed by the next buyer. Null when the hold ended, or lapsed before `runningAt` (a late
+ * payment, settled by a re-take).
  */
 export async function extendHold(
   db: Db,
@@ -143,8 +145,11 @@ export async function extendHold(
   runningAt?: Date,
 ): Promise<string | null> {
   const { rows } = await db.query<{ expires_at: Date }>(
-    `UPDATE holds SET expires_at = greatest(expires_at, now() + make_interval(secs => $2)), updated_at = now()
-      WHERE purchase_id = $1 AND status = 'active' AND expires_at > coalesce($3, now()) RETURNING expires_at`,
+    `UPDATE holds h SET expires_at = greatest(h.expires_at, now() + make_interval(secs => $2)), updated_at = now()
+       FROM products p
+      WHERE h.purchase_id = $1 AND p.sku = h.sku AND h.status = 'active'
+        AND h.expires_at > coalesce($3, now() - make_interval(secs => p.hold_grace_seconds))
+      RETURNING h.expires_at`,
     [purchaseId, seconds, runningAt ?? null],
   );
   return rows[0]?.expires_at.toISOString() ?? null;

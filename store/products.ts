@@ -13,6 +13,11 @@ export interface Product {
   total: number;
   buckets: number;
   holdSeconds: number;
+  /**
+   * How long past a hold's lapse its unit stays out of other buyers' reach unless its saga gives it
+   * back first: a payment made in time and reported late still sells the hold itself.
+   */
+  holdGraceSeconds: number;
   maxPerBuyer: number;
   /** Units one payment card may buy (card fingerprint); null: no limit. */
   maxPerCard: number | null;
@@ -32,6 +37,7 @@ export interface NewProduct {
   stock: number;
   buckets?: number;
   holdSeconds?: number;
+  holdGraceSeconds?: number;
   maxPerBuyer?: number;
   maxPerCard?: number | null;
   oversellAllowance?: number;
@@ -61,6 +67,7 @@ interface ProductRow {
   total: number;
   buckets: number;
   hold_seconds: number;
+  hold_grace_seconds: number;
   max_per_buyer: number;
   max_per_card: number | null;
   oversell_allowance: number;
@@ -78,6 +85,7 @@ function toProduct(r: ProductRow): Product {
     total: r.total,
     buckets: r.buckets,
     holdSeconds: r.hold_seconds,
+    holdGraceSeconds: r.hold_grace_seconds,
     maxPerBuyer: r.max_per_buyer,
     maxPerCard: r.max_per_card,
     oversellAllowance: r.oversell_allowance,
@@ -102,6 +110,9 @@ export function termsOf(p: Product): ProductTerms {
 export class ProductExistsError extends Error {
   readonly type = 'product-exists';
 }
+
+/** A hold's unit stays its buyer's this long past its lapse, unless its saga gives it back (migration 014). */
+export const DEFAULT_HOLD_GRACE_SECONDS = 30;
 
 /** Stripe's largest charge, in the smallest unit of the currency (USD $999,999.99). */
 export const MAX_CHARGE_CENTS = 99_999_999;
@@ -145,8 +156,8 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
     return await withTx(db, async (tx) => {
       const { rows } = await tx.query<ProductRow>(
         `INSERT INTO products (sku, name, price_cents, currency, total, buckets, hold_seconds, max_per_buyer,
-                               oversell_allowance, has_units, waiting_room, max_per_card, opens_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
+                               oversell_allowance, has_units, waiting_room, max_per_card, opens_at, hold_grace_seconds)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *`,
         [
           input.sku,
           input.name,
@@ -161,6 +172,7 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
           input.waitingRoom ? JSON.stringify(input.waitingRoom) : null,
           input.maxPerCard ?? null,
           input.opensAt ?? null,
+          input.holdGraceSeconds ?? DEFAULT_HOLD_GRACE_SECONDS,
         ],
       );
       const split = Array.from(
@@ -236,8 +248,8 @@ export async function restockProduct(db: Db, sku: string, quantity: number): Pro
 }
 
 /**
- * Stock as a buyer should see it. A hold past its `expires_at` counts as available even when no
- * sweeper or taker has returned it yet.
+ * Stock as a buyer should see it. A hold past its `expires_at` and its grace counts as available
+ * even when no sweeper or taker has returned it yet; within its grace it still counts as held.
  */
 export async function getAvailability(db: Db | Tx, sku: string): Promise<Availability | null> {
   const { rows } = await db.query<{
@@ -251,11 +263,13 @@ export async function getAvailability(db: Db | Tx, sku: string): Promise<Availab
   }>(
     `SELECT p.total, p.oversell_allowance,
             (SELECT coalesce(sum(available), 0)::int FROM stock_buckets WHERE sku = p.sku) AS counted,
-            coalesce(sum(h.quantity) FILTER (WHERE h.status = 'active' AND h.expires_at > now()), 0)::int AS held,
-            coalesce(sum(h.quantity) FILTER (WHERE h.status = 'active' AND h.expires_at <= now()), 0)::int AS lapsed,
+            coalesce(sum(h.quantity) FILTER (WHERE h.status = 'active' AND h.expires_at > c.cutoff), 0)::int AS held,
+            coalesce(sum(h.quantity) FILTER (WHERE h.status = 'active' AND h.expires_at <= c.cutoff), 0)::int AS lapsed,
             coalesce(sum(h.quantity) FILTER (WHERE h.status = 'sold'), 0)::int AS sold,
-            coalesce(sum(h.oversold) FILTER (WHERE h.status = 'sold' OR (h.status = 'active' AND h.expires_at > now())), 0)::int AS oversold
-       FROM products p LEFT JOIN holds h ON h.sku = p.sku AND h.status IN ('active', 'sold')
+            coalesce(sum(h.oversold) FILTER (WHERE h.status = 'sold' OR (h.status = 'active' AND h.expires_at > c.cutoff)), 0)::int AS oversold
+       FROM products p
+      CROSS JOIN LATERAL (SELECT now() - make_interval(secs => p.hold_grace_seconds) AS cutoff) c
+       LEFT JOIN holds h ON h.sku = p.sku AND h.status IN ('active', 'sold')
       WHERE p.sku = $1
       GROUP BY p.sku, p.total, p.oversell_allowance`,
     [sku],
@@ -280,10 +294,14 @@ export async function getAvailability(db: Db | Tx, sku: string): Promise<Availab
 
 /** What the gate needs of a SKU: how many units can still be had, how many are held, and when the next hold lapses. */
 export interface StockView {
-  /** Units a take could get now: real stock, the unused oversell allowance, and lapsed holds not yet reclaimed. */
+  /** Units a take could get now: real stock, the unused oversell allowance, and lapsed holds past their grace not yet reclaimed. */
   remaining: number;
-  /** Units in active holds that have not lapsed: they may come back. */
+  /** Units in active holds that have not lapsed, or lapsed within their grace: they may come back. */
   held: number;
+  /**
+   * When the next of those may come back: a running hold's lapse (its saga gives an unpaid unit back
+   * then), or for one already lapsed, the end of its grace (when a take reclaims it).
+   */
   nextLapseAt: Date | null;
   /**
    * Of the purchase ids asked about, those whose hold step has answered: a hold row (its take is in
@@ -305,10 +323,14 @@ export async function stockView(db: Queryable, sku: string, pending: string[] = 
             (SELECT array_agg(p.purchase_id) FROM purchases p
               WHERE p.purchase_id = ANY($2::text[])
                 AND (p.status <> 'holding' OR EXISTS (SELECT 1 FROM holds h WHERE h.purchase_id = p.purchase_id))) AS landed,
-            coalesce(sum(quantity) FILTER (WHERE expires_at > now()), 0)::int AS held,
-            coalesce(sum(quantity) FILTER (WHERE expires_at <= now()), 0)::int AS lapsed,
-            min(expires_at) FILTER (WHERE expires_at > now()) AS next_lapse
-       FROM holds WHERE sku = $1 AND status = 'active'`,
+            coalesce(sum(quantity) FILTER (WHERE expires_at > c.cutoff), 0)::int AS held,
+            coalesce(sum(quantity) FILTER (WHERE expires_at <= c.cutoff), 0)::int AS lapsed,
+            min(CASE WHEN expires_at > now() THEN expires_at ELSE expires_at + c.grace END)
+              FILTER (WHERE expires_at > c.cutoff) AS next_lapse
+       FROM (SELECT make_interval(secs => hold_grace_seconds) AS grace,
+                    now() - make_interval(secs => hold_grace_seconds) AS cutoff
+               FROM products WHERE sku = $1) c
+       LEFT JOIN holds ON holds.sku = $1 AND holds.status = 'active'`,
     [sku, pending],
   );
   const r = rows[0];

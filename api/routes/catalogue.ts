@@ -27,6 +27,8 @@ const newProduct = validator<NewProduct>({
     buckets: { type: 'integer', minimum: 1, maximum: 64, nullable: true },
     // Stripe sessions live at most 24 hours; a hold must end before its session can no longer be expired.
     holdSeconds: { type: 'integer', minimum: 1, maximum: 23 * 3600, nullable: true },
+    // A payment made in time and reported late sells the hold itself within this while past the lapse.
+    holdGraceSeconds: { type: 'integer', minimum: 0, maximum: 3600, nullable: true },
     maxPerBuyer: { type: 'integer', minimum: 1, maximum: 1000, nullable: true },
     maxPerCard: { type: 'integer', minimum: 1, maximum: 1_000_000, nullable: true },
     oversellAllowance: { type: 'integer', minimum: 0, maximum: 1_000_000, nullable: true },
@@ -83,6 +85,7 @@ export async function productView(deps: ApiDeps, sku: string) {
     oversold: a.oversold,
     soldOut: a.soldOut,
     holdSeconds: product.holdSeconds,
+    holdGraceSeconds: product.holdGraceSeconds,
     maxPerBuyer: product.maxPerBuyer,
     ...(product.maxPerCard ? { maxPerCard: product.maxPerCard } : {}),
     buckets: product.buckets,

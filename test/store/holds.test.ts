@@ -1,8 +1,16 @@
 import test from 'ava';
 import { HoldDesk, takeHoldsBatch } from '../../store/hold-desk';
 import type { HoldResult } from '../../store/hold-types';
-import { convertHold, releaseHold, restockSale, retakeForLatePayment, sweepExpired, takeHold } from '../../store/holds';
-import { createProduct, getAvailability, restockProduct, type NewProduct } from '../../store/products';
+import {
+  convertHold,
+  extendHold,
+  releaseHold,
+  restockSale,
+  retakeForLatePayment,
+  sweepExpired,
+  takeHold,
+} from '../../store/holds';
+import { createProduct, getAvailability, restockProduct, stockView, type NewProduct } from '../../store/products';
 import { assertInvariants, countingPool, movements, testDb, uniqueSku } from '../helpers/db';
 
 const db = testDb(40);
@@ -16,9 +24,14 @@ function count(results: HoldResult[], outcome: HoldResult['outcome']): number {
   return results.filter((r) => r.outcome === outcome).length;
 }
 
-/** Backdates a hold's expiry, as if its time had passed. */
-async function lapse(purchaseId: string): Promise<void> {
-  await db.query(`UPDATE holds SET expires_at = now() - interval '1 second' WHERE purchase_id = $1`, [purchaseId]);
+/** Backdates a hold's expiry a second past its lapse and, unless `withinGrace`, past its product's grace too. */
+async function lapse(purchaseId: string, withinGrace = false): Promise<void> {
+  await db.query(
+    `UPDATE holds h SET expires_at = now() - interval '1 second'
+                                   - make_interval(secs => CASE WHEN $2 THEN 0 ELSE p.hold_grace_seconds END)
+       FROM products p WHERE p.sku = h.sku AND h.purchase_id = $1`,
+    [purchaseId, withinGrace],
+  );
 }
 
 for (const buckets of [1, 4]) {
@@ -108,6 +121,33 @@ test('an expired hold counts as available on read and is reclaimed by the next t
   const { rows } = await db.query(`SELECT status FROM holds WHERE purchase_id = $1`, [`${p.sku}-a`]);
   t.is(rows[0].status, 'expired');
   await assertInvariants(t, db, p.sku);
+});
+
+test("a hold lapsed within its grace stays its buyer's: held, not reclaimed, and extendHold keeps it", async (t) => {
+  const p = await createProduct(db, product({ stock: 1 }));
+  t.is(p.holdGraceSeconds, 30);
+  await takeHold(db, { purchaseId: `${p.sku}-a`, sku: p.sku, buyerId: 'a', quantity: 1 });
+  await lapse(`${p.sku}-a`, true);
+  t.like(await getAvailability(db, p.sku), { available: 0, held: 1, soldOut: true, exhausted: false });
+  t.like(await stockView(db, p.sku), { remaining: 0, held: 1 });
+  // The next moment it may come back is the end of its grace.
+  const back = (await stockView(db, p.sku))!.nextLapseAt!.getTime() - Date.now();
+  t.true(back > 25_000 && back < 31_000, `${back} ms`);
+  t.is((await takeHold(db, { purchaseId: `${p.sku}-b`, sku: p.sku, buyerId: 'b', quantity: 1 })).outcome, 'sold_out');
+  t.is(await sweepExpired(db), 0);
+  // A delayed payment completed in time and seen now keeps the unit.
+  t.truthy(await extendHold(db, `${p.sku}-a`, 60));
+  t.like(await getAvailability(db, p.sku), { available: 0, held: 1 });
+
+  // Past its grace, the next take reclaims it, and extendHold no longer revives it.
+  const q = await createProduct(db, product({ stock: 1, holdGraceSeconds: 5 }));
+  await takeHold(db, { purchaseId: `${q.sku}-a`, sku: q.sku, buyerId: 'a', quantity: 1 });
+  await lapse(`${q.sku}-a`);
+  t.is(await extendHold(db, `${q.sku}-a`, 60), null);
+  t.like(await stockView(db, q.sku), { remaining: 1, held: 0, nextLapseAt: null });
+  t.is((await takeHold(db, { purchaseId: `${q.sku}-b`, sku: q.sku, buyerId: 'b', quantity: 1 })).outcome, 'held');
+  await assertInvariants(t, db, p.sku);
+  await assertInvariants(t, db, q.sku);
 });
 
 test('the sweeper returns lapsed holds to stock exactly once', async (t) => {

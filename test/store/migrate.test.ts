@@ -124,7 +124,10 @@ async function lapseAnOversoldHold(pool: pg.Pool, sku: string): Promise<number[]
   const batch = 'SELECT outcome, bucket, oversold FROM take_holds_batch($1, $2, $3, $4, $5)';
   expectRow(await pool.query(batch, [sku, [`${sku}-a`], ['a'], [3], 0]), { outcome: 'held', bucket: 0, oversold: 0 });
   expectRow(await pool.query(batch, [sku, [`${sku}-b`], ['b'], [3], 1]), { outcome: 'held', bucket: 1, oversold: 1 });
-  await pool.query("UPDATE holds SET expires_at = now() - interval '1 second' WHERE purchase_id = $1", [`${sku}-b`]);
+  // Past its lapse and any grace (at most an hour, since migration 014).
+  await pool.query("UPDATE holds SET expires_at = now() - interval '3601 seconds' WHERE purchase_id = $1", [
+    `${sku}-b`,
+  ]);
   await pool.query('SELECT reclaim_expired($1)', [sku]);
   const { rows } = await pool.query<{ available: number }>(
     'SELECT available FROM stock_buckets WHERE sku = $1 ORDER BY bucket',
