@@ -1,23 +1,20 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test, { type ExecutionContext } from 'ava';
-import pg from 'pg';
 import { loadNotifyConfig } from '../../config/notify';
 import { createLogger } from '../../config/log';
-import { notifyBuyer } from '../../store/purchases';
 import { isPermanentHttpStatus, isPermanentSmtpCode } from '../../worker/outbox-channels';
 import { outboxMetrics } from '../../worker/outbox-metrics';
-import { startOutboxSender, type DeliveryOutcome } from '../../worker/outbox-sender';
 import { serveTelemetry } from '../../worker/telemetry';
 import { runOpsCli } from '../helpers/attention';
-import { createOwnDatabase } from '../helpers/system';
+import { delivery, notification, notificationSent, ownDb, sender } from '../helpers/outbox';
 import { until } from '../helpers/poll';
 
 // Notifications that cannot be delivered: the merchant's webhook (a local HTTP server) refuses one
 // for good (dead after one attempt) or keeps failing (dead at NOTIFY_MAX_ATTEMPTS); support lists
 // and requeues the dead ones with the CLI and they are delivered; the worker's /metrics counts
 // them per channel; and a notification's channels (webhook and log) succeed and fail apart. Each
-// test has a database of its own: a sender drains every row of its database.
+// test has a database of its own (test/helpers/outbox.ts): a sender drains every row of its database.
 
 const SECRET = 'whsec_' + Buffer.from('outbox-dead-letter-secret-0123456789').toString('base64');
 
@@ -39,58 +36,6 @@ async function receiver(
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise<void>((r) => server.close(() => r())));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, deliveries };
-}
-
-async function ownDb(t: ExecutionContext): Promise<{ db: pg.Pool; url: string }> {
-  const url = await createOwnDatabase();
-  const db = new pg.Pool({ connectionString: url, max: 4 });
-  t.teardown(() => db.end());
-  return { db, url };
-}
-
-/** A notification row as a saga writes it; its id. */
-async function notification(db: pg.Pool, buyer = 'buyer-1'): Promise<string> {
-  const purchaseId = `pur_${Math.random().toString(36).slice(2)}`;
-  await notifyBuyer(db, purchaseId, buyer, 'refunded_by_support', 'Your order was refunded: damaged box');
-  const { rows } = await db.query('SELECT id FROM notifications WHERE purchase_id = $1', [purchaseId]);
-  return String(rows[0].id);
-}
-
-/** A sender with fast retries, stopped at teardown; returns the outcomes it reported and its log. */
-function sender(
-  t: ExecutionContext,
-  db: pg.Pool,
-  env: Record<string, string>,
-  onOutcome?: (channel: string, outcome: DeliveryOutcome) => void,
-) {
-  const outcomes: string[] = [];
-  const lines: string[] = [];
-  const config = loadNotifyConfig({
-    NOTIFY_POLL_MS: '30',
-    NOTIFY_RETRY_BASE_MS: '40',
-    NOTIFY_RETRY_MAX_MS: '100',
-    NOTIFY_TIMEOUT_MS: '2000',
-    ...env,
-  });
-  const s = startOutboxSender(
-    db,
-    config,
-    (l) => lines.push(l),
-    (channel, outcome) => {
-      outcomes.push(`${channel}:${outcome}`);
-      onOutcome?.(channel, outcome);
-    },
-  );
-  t.teardown(() => s.stop());
-  return { outcomes, lines };
-}
-
-async function delivery(db: pg.Pool, id: string, channel = 'webhook') {
-  const { rows } = await db.query('SELECT * FROM notification_deliveries WHERE notification_id = $1 AND channel = $2', [
-    id,
-    channel,
-  ]);
-  return rows[0];
 }
 
 const webhook = (url: string) => ({ NOTIFY_WEBHOOK_URL: url, NOTIFY_WEBHOOK_SECRET: SECRET });
@@ -127,8 +72,7 @@ test('a 4xx from the merchant (not 408 or 429) is dead after one attempt, and th
   const sent = await until('sent', async () => ((await delivery(db, id))?.sent_at ? delivery(db, id) : undefined));
   t.is(sent.attempts, 1, 'a fresh count after the requeue');
   t.is(sent.dead_at, null);
-  const { rows } = await db.query('SELECT sent_at FROM notifications WHERE id = $1', [id]);
-  t.truthy(rows[0].sent_at);
+  await notificationSent(db, id);
   t.deepEqual(
     hook.deliveries.map((d) => d.status),
     [410, 200],
