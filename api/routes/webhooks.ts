@@ -31,7 +31,7 @@ import { toMoneyNews, toPaymentEvent } from '../stripe-events';
 
 const MAX_BODY = 512 * 1024;
 /** How long a hold paid in time is kept for its saga to turn into the sale. */
-const PAID_HOLD_GRACE_SECONDS = 15 * 60;
+const PAID_HOLD_KEPT_SECONDS = 15 * 60;
 
 /** The exact bytes of the body (the signature covers them); 413 beyond MAX_BODY, far above any Stripe event. */
 async function rawBody(ctx: Koa.Context): Promise<Buffer> {
@@ -173,7 +173,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
       await extendHold(
         deps.db,
         purchase.purchaseId,
-        PAID_HOLD_GRACE_SECONDS,
+        PAID_HOLD_KEPT_SECONDS,
         new Date(paidBy(mapped.payment) ?? Date.now()),
       );
     }
