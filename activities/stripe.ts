@@ -110,6 +110,46 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepD
     };
   };
 
+  /** The session request of a purchase: derived only from the hold, so every call sends the same one. */
+  const createSession = (input: OpenCheckoutInput) => {
+    const holdEnd = Math.ceil(Date.parse(input.holdExpiresAt) / 1000);
+    const holdStart = holdEnd - input.holdSeconds;
+    const expiresAt = Math.max(holdEnd, holdStart + STRIPE_MIN_SESSION_SECONDS + SESSION_MARGIN_SECONDS);
+    const fill = (url: string) => url.replace('{purchaseId}', encodeURIComponent(input.purchaseId));
+    return stripe.checkout.sessions.create(
+      {
+        mode: 'payment',
+        line_items: [
+          {
+            quantity: input.quantity,
+            price_data: {
+              currency: input.currency,
+              unit_amount: input.unitAmountCents,
+              product_data: { name: input.productName },
+            },
+          },
+        ],
+        success_url: fill(successUrl),
+        cancel_url: fill(cancelUrl),
+        expires_at: expiresAt,
+        client_reference_id: input.purchaseId,
+        metadata: { purchase_id: input.purchaseId, sku: input.sku, buyer_id: input.buyerId },
+        payment_intent_data: { metadata: { purchase_id: input.purchaseId, sku: input.sku } },
+      },
+      { idempotencyKey: `checkout-${input.purchaseId}` },
+    );
+  };
+
+  const expireCheckout = async (purchaseId: string, sessionId: string): Promise<SessionState> => {
+    try {
+      const s = await stripe.checkout.sessions.expire(sessionId, {}, { idempotencyKey: `expire-${purchaseId}` });
+      return { status: 'expired', paymentStatus: s.payment_status };
+    } catch (err) {
+      if (statusOf(err) !== 400) throw classifyStripeError(err, 'expiring the Checkout Session');
+    }
+    return readSession(sessionId);
+  };
+
   return {
     /**
      * Opens the Stripe Checkout Session. Idempotency key `checkout-<purchaseId>`; its parameters
@@ -118,34 +158,7 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepD
      * Compensation: expireCheckout.
      */
     async openCheckout(input: OpenCheckoutInput): Promise<CheckoutSession> {
-      const holdEnd = Math.ceil(Date.parse(input.holdExpiresAt) / 1000);
-      const holdStart = holdEnd - input.holdSeconds;
-      const expiresAt = Math.max(holdEnd, holdStart + STRIPE_MIN_SESSION_SECONDS + SESSION_MARGIN_SECONDS);
-      const fill = (url: string) => url.replace('{purchaseId}', encodeURIComponent(input.purchaseId));
-      const session = await call('opening the Checkout Session', () =>
-        stripe.checkout.sessions.create(
-          {
-            mode: 'payment',
-            line_items: [
-              {
-                quantity: input.quantity,
-                price_data: {
-                  currency: input.currency,
-                  unit_amount: input.unitAmountCents,
-                  product_data: { name: input.productName },
-                },
-              },
-            ],
-            success_url: fill(successUrl),
-            cancel_url: fill(cancelUrl),
-            expires_at: expiresAt,
-            client_reference_id: input.purchaseId,
-            metadata: { purchase_id: input.purchaseId, sku: input.sku, buyer_id: input.buyerId },
-            payment_intent_data: { metadata: { purchase_id: input.purchaseId, sku: input.sku } },
-          },
-          { idempotencyKey: `checkout-${input.purchaseId}` },
-        ),
-      );
+      const session = await call('opening the Checkout Session', () => createSession(input));
       // A session without a URL cannot be paid, and asking again with the same key returns the same one.
       if (!session.url)
         throw ApplicationFailure.nonRetryable('Stripe returned a session without a URL', 'StripeRejected');
@@ -161,14 +174,33 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepD
      * refuses when the session is not open any more; then its actual state is returned: `complete`
      * means a payment is on its way, which is not an error.
      */
-    async expireCheckout(purchaseId: string, sessionId: string): Promise<SessionState> {
+    expireCheckout,
+
+    /**
+     * After the session step failed for good: an attempt whose answer was lost, or that outlived its
+     * timeout, may still have opened the session at Stripe, payable until its `expires_at` for a
+     * purchase that failed. Sending the same request under the same key again returns that session
+     * (Stripe keeps a key's answer for 24 hours; one it never saw opens now), and it is expired. A
+     * request Stripe refuses (its refusal replayed) opened nothing: null. `complete`: the buyer paid
+     * in between; that payment's event reaches the purchase like any late one.
+     */
+    async closeUnansweredCheckout(input: OpenCheckoutInput): Promise<(SessionState & { sessionId: string }) | null> {
+      let session: Stripe.Checkout.Session;
       try {
-        const s = await stripe.checkout.sessions.expire(sessionId, {}, { idempotencyKey: `expire-${purchaseId}` });
-        return { status: 'expired', paymentStatus: s.payment_status };
+        session = await createSession(input);
       } catch (err) {
-        if (statusOf(err) !== 400) throw classifyStripeError(err, 'expiring the Checkout Session');
+        const failure = classifyStripeError(err, 'finding the Checkout Session an attempt may have opened');
+        if (failure instanceof ApplicationFailure && failure.type === 'StripeRejected') return null;
+        throw failure;
       }
-      return readSession(sessionId);
+      const closed = session.status === 'open' ? await expireCheckout(input.purchaseId, session.id) : null;
+      return {
+        sessionId: session.id,
+        ...(closed ?? {
+          status: (session.status ?? 'expired') as SessionState['status'],
+          paymentStatus: session.payment_status,
+        }),
+      };
     },
 
     /** The PaymentIntent a completed session was paid with. */

@@ -23,6 +23,21 @@ import { followUp } from './follow-up';
 import { cancelsWithoutSettling, finishBeforeSessionFirst } from './legacy';
 import { acts, checkoutActs, localActs, localCheckoutActs, PurchaseSaga, stripeActs } from './saga';
 
+/** Expires the session a failed session step may have opened after all; gives up (logged) if Stripe keeps failing. */
+async function closeUnansweredCheckout(checkout: Parameters<typeof checkoutActs.closeUnansweredCheckout>[0]) {
+  try {
+    const found = await checkoutActs.closeUnansweredCheckout(checkout);
+    if (found)
+      log.warn('closed a Checkout Session a failed attempt had opened', { purchaseId: checkout.purchaseId, ...found });
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    log.error('could not close the Checkout Session a failed attempt may have opened', {
+      purchaseId: checkout.purchaseId,
+      error: (err as Error).message,
+    });
+  }
+}
+
 /**
  * One purchase, from hold to outcome. Takes the hold (compensation: release), opens the Checkout
  * Session (compensation: expire), then waits for a payment event or the hold timer. Paid in time:
@@ -101,18 +116,21 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     });
 
     // 2. The Checkout Session
+    const checkoutInput = {
+      purchaseId: input.purchaseId,
+      sku: input.sku,
+      buyerId: input.buyerId,
+      quantity: input.quantity,
+      productName: hold.productName,
+      unitAmountCents: hold.unitAmountCents,
+      currency: hold.currency,
+      holdExpiresAt: hold.holdExpiresAt,
+      holdSeconds: hold.holdSeconds,
+    };
     let session;
     try {
       session = await (sessionInTask ? localCheckoutActs : checkoutActs).openCheckout({
-        purchaseId: input.purchaseId,
-        sku: input.sku,
-        buyerId: input.buyerId,
-        quantity: input.quantity,
-        productName: hold.productName,
-        unitAmountCents: hold.unitAmountCents,
-        currency: hold.currency,
-        holdExpiresAt: hold.holdExpiresAt,
-        holdSeconds: hold.holdSeconds,
+        ...checkoutInput,
         ...(lean
           ? { record: { amountCents: hold.amountCents, currency: hold.currency, oversold: hold.oversold } }
           : {}),
@@ -124,6 +142,9 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
       const cause = err instanceof ActivityFailure ? (err.cause ?? err) : err;
       await compensate();
       await saga.setStatus('failed', { reason: `could not open the Checkout Session: ${cause.message}` });
+      // v7: an attempt whose answer was lost may have opened the session anyway: close it, so no one
+      // pays for a purchase that failed (a payment that beat this is settled as a late one).
+      if (patched('close-unanswered-checkout')) await closeUnansweredCheckout(checkoutInput);
       await saga.settleStragglers();
       return state;
     }

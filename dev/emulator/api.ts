@@ -132,9 +132,15 @@ function injectFaults(deps: ApiDeps): ApiMiddleware {
     const fault = deps.faults.take(ctx.method, ctx.path);
     if (fault) {
       deps.log(
-        `fault #${fault.id} on ${ctx.method} ${ctx.path}: status ${fault.status ?? '-'}, +${fault.latencyMs} ms`,
+        `fault #${fault.id} on ${ctx.method} ${ctx.path}: status ${fault.status ?? '-'}, +${fault.latencyMs} ms` +
+          (fault.afterServing ? ', after serving' : ''),
       );
       if (fault.latencyMs > 0) await sleep(fault.latencyMs, undefined, { signal: deps.signal });
+      if (fault.afterServing) {
+        await next();
+        // The work is done and stored under its key; only the answer is lost.
+        throw faultError(fault.status ?? 500);
+      }
       if (fault.status !== null) throw faultError(fault.status);
     }
     await next();

@@ -115,6 +115,8 @@ export function controlRoutes(deps: ControlDeps): Router {
     }
     const seed = optionalInteger(body, 'seed', 0, 2 ** 32 - 1);
     if (seed !== undefined) spec.seed = seed;
+    const afterServing = optionalBoolean(body, 'afterServing');
+    if (afterServing !== undefined) spec.afterServing = afterServing;
     ctx.status = 201;
     ctx.body = faults.add(spec);
   });

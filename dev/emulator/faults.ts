@@ -14,6 +14,11 @@ export interface FaultSpec {
   rate?: number;
   /** Seeds the draws of a `rate` fault, so one sequence of calls meets the same faults again. */
   seed?: number;
+  /**
+   * Serve the call first (its Idempotency-Key keeps the real answer), then answer `status`: Stripe
+   * did the work and the answer was lost on the way, so a retry with the same key gets the real one.
+   */
+  afterServing?: boolean;
 }
 
 export interface Fault {
@@ -29,6 +34,7 @@ export interface Fault {
   hits: number;
   /** Matching calls it was drawn for (hits included). */
   seen: number;
+  afterServing: boolean;
 }
 
 type Armed = Fault & { matcher: (path: string) => boolean; draw: () => number };
@@ -53,6 +59,7 @@ export class FaultInjector {
       remaining: spec.count ?? (spec.rate === undefined ? 1 : null),
       hits: 0,
       seen: 0,
+      afterServing: spec.afterServing ?? false,
       matcher: pathMatcher(spec.path),
       draw: spec.seed === undefined ? Math.random : seededRandom(spec.seed),
     };
@@ -88,8 +95,8 @@ export class FaultInjector {
 }
 
 function describe(fault: Fault): Fault {
-  const { id, path, method, status, latencyMs, rate, remaining, hits, seen } = fault;
-  return { id, path, method, status, latencyMs, rate, remaining, hits, seen };
+  const { id, path, method, status, latencyMs, rate, remaining, hits, seen, afterServing } = fault;
+  return { id, path, method, status, latencyMs, rate, remaining, hits, seen, afterServing };
 }
 
 /** mulberry32: a small, fast PRNG, enough to make a fault's draws repeatable. */

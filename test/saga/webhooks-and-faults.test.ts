@@ -1,5 +1,6 @@
 import test from 'ava';
 import { createStripe } from '../../config/clients';
+import { purchaseWorkflowId } from '../../vocabulary';
 import { assertInvariants } from '../helpers/db';
 import { asBuyer, sessionOf, startSystem, type System } from '../helpers/system';
 
@@ -13,6 +14,13 @@ test.after.always(async () => {
 
 async function stock(sku: string) {
   return (await sys.api('GET', `/v1/products/${sku}`)).body;
+}
+
+/** The Checkout Sessions the emulator has for a purchase. */
+async function sessionsOf(purchaseId: string) {
+  const stripe = createStripe({ stripeSecretKey: 'sk_test_emulator', stripeApiUrl: sys.emulator.url });
+  const { data } = await stripe.checkout.sessions.list({ limit: 100 });
+  return data.filter((s) => s.client_reference_id === purchaseId);
 }
 
 async function movements(sku: string): Promise<string[]> {
@@ -139,6 +147,43 @@ test.serial('session creation failing for good releases the hold and fails the p
   t.like(await stock(sku), { available: 1, held: 0 });
   // The unit is on sale again at once.
   t.is((await sys.buy(sku, 'next-buyer')).status, 201);
+  // The saga ends once it made sure no session of the failed purchase can be paid (any it opened is expired).
+  await sys.temporal.workflow.getHandle(purchaseWorkflowId(res.body.purchaseId)).result();
+  t.deepEqual(
+    (await sessionsOf(res.body.purchaseId)).filter((s) => s.status !== 'expired'),
+    [],
+  );
+  await assertInvariants(t, sys.db, sku);
+});
+
+test.serial('a session Stripe opened while every answer was lost is expired once the purchase failed', async (t) => {
+  const sku = await sys.createProduct({ stock: 1 });
+  // Each of the session step's 6 attempts is served, then its answer lost (500): the first opens the
+  // session, the others are replays of it under the same key.
+  await sys.emulatorCall('POST', '/_emulator/faults', {
+    path: '/v1/checkout/sessions',
+    method: 'POST',
+    status: 500,
+    count: 6,
+    afterServing: true,
+  });
+  let res;
+  try {
+    res = await sys.buy(sku, 'lost-answers');
+  } finally {
+    await sys.emulatorCall('DELETE', '/_emulator/faults');
+  }
+  t.is(res.status, 503);
+  const { purchaseId } = res.body;
+  await sys.waitForPurchase(purchaseId, (r) => r.status === 'failed');
+  t.deepEqual(await movements(sku), ['create', 'hold', 'release']);
+  // Closed by the saga after it failed: nobody can pay for a purchase that failed.
+  await sys.temporal.workflow.getHandle(purchaseWorkflowId(purchaseId)).result();
+  const sessions = await sessionsOf(purchaseId);
+  t.is(sessions.length, 1, 'one session for the key, however many attempts');
+  t.is(sessions[0].status, 'expired');
+  t.true((await sys.pay(sessions[0].id, 'succeeded')).status >= 400, 'an expired session cannot be paid');
+  t.like(await stock(sku), { available: 1, held: 0, sold: 0 });
   await assertInvariants(t, sys.db, sku);
 });
 
