@@ -144,6 +144,19 @@ async function main(): Promise<void> {
     }
     await sys.temporal.workflow.getHandle(strayPaymentWorkflowId(foreign.id)).result();
 
+    // Every answer of the session step lost (served, then 500): the saga fails, then expires the
+    // session Stripe opened anyway.
+    await sys.emulatorCall('POST', '/_emulator/faults', {
+      path: '/v1/checkout/sessions',
+      method: 'POST',
+      status: 500,
+      count: 6,
+      afterServing: true,
+    });
+    const lost = await sys.buy(await sys.createProduct({ stock: 1 }), 'replay-answers-lost');
+    await sys.temporal.workflow.getHandle(purchaseWorkflowId(lost.body.purchaseId)).result();
+
+    await save('session-answers-lost', purchaseWorkflowId(lost.body.purchaseId));
     await save('late-refund-refused-then-retried', purchaseWorkflowId(refused.body.purchaseId));
     await save('expire-failing-payment-raced', purchaseWorkflowId(raced.body.purchaseId));
     await save('support-refund-pending-then-succeeded', refundWorkflowId(followed.body.purchaseId));
