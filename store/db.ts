@@ -9,6 +9,11 @@ export type Queryable = Db | Tx | pg.Client;
 export async function withTx<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
   const tx = await db.connect();
   let broken: Error | undefined;
+  // A checked-out connection is no longer watched by the pool: one that Postgres ends between two
+  // statements (a restart) would emit 'error' with no listener and take the whole process down.
+  // Its statements fail instead, and it is discarded on release.
+  const onError = (err: Error) => (broken = err);
+  tx.on('error', onError);
   try {
     await tx.query('BEGIN');
     const result = await fn(tx);
@@ -19,6 +24,7 @@ export async function withTx<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> 
     await tx.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
     throw err;
   } finally {
+    tx.removeListener('error', onError);
     tx.release(broken);
   }
 }
