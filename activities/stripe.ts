@@ -181,8 +181,9 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepD
      * timeout, may still have opened the session at Stripe, payable until its `expires_at` for a
      * purchase that failed. Sending the same request under the same key again returns that session
      * (Stripe keeps a key's answer for 24 hours; one it never saw opens now), and it is expired. A
-     * request Stripe refuses (its refusal replayed) opened nothing: null. `complete`: the buyer paid
-     * in between; that payment's event reaches the purchase like any late one.
+     * request Stripe refuses (its refusal replayed) opened nothing: null. `complete`: paid in between
+     * (nobody was given its URL); the purchase never recorded the session, so that payment is
+     * refunded as a stray one.
      */
     async closeUnansweredCheckout(input: OpenCheckoutInput): Promise<(SessionState & { sessionId: string }) | null> {
       let session: Stripe.Checkout.Session;

@@ -143,7 +143,8 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
       await compensate();
       await saga.setStatus('failed', { reason: `could not open the Checkout Session: ${cause.message}` });
       // v7: an attempt whose answer was lost may have opened the session anyway: close it, so no one
-      // pays for a purchase that failed (a payment that beat this is settled as a late one).
+      // pays for a purchase that failed. The purchase never recorded that session, so a payment that
+      // beat this is foreign to it and refunded as a stray payment.
       if (patched('close-unanswered-checkout')) await closeUnansweredCheckout(checkoutInput);
       await saga.settleStragglers();
       return state;

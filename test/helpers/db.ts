@@ -16,7 +16,8 @@ export function uniqueSku(prefix = 'sku'): string {
 
 /**
  * Invariants 1 (no oversell) and 7 (the ledger reconciles) of docs/architecture.md for one SKU: nothing below the floor, nothing sold or held
- * beyond total + allowance, and the ledger recomputes to the stock.
+ * beyond total + allowance, and the ledger recomputes to the stock. Every active hold counts as held,
+ * lapsed or not: its units are out of stock until a release or a reclaim gives them back.
  */
 export async function assertInvariants(t: ExecutionContext, db: pg.Pool, sku: string): Promise<void> {
   const { rows } = await db.query<{
@@ -30,7 +31,7 @@ export async function assertInvariants(t: ExecutionContext, db: pg.Pool, sku: st
     `SELECT p.total, p.oversell_allowance AS allowance,
             (SELECT sum(available) FROM stock_buckets WHERE sku = p.sku)::int AS counted,
             (SELECT min(available - floor) FROM stock_buckets WHERE sku = p.sku)::int AS min_bucket_margin,
-            (SELECT coalesce(sum(quantity), 0) FROM holds WHERE sku = p.sku AND status = 'active' AND expires_at > now())::int AS held,
+            (SELECT coalesce(sum(quantity), 0) FROM holds WHERE sku = p.sku AND status = 'active')::int AS held,
             (SELECT coalesce(sum(quantity), 0) FROM holds WHERE sku = p.sku AND status = 'sold')::int AS sold
        FROM products p WHERE p.sku = $1`,
     [sku],
