@@ -41,6 +41,18 @@ export const ROOM_TOKEN_SECRET = 'test-room-token-secret-0123456789abcdef';
 /** Support's Authorization header: support may read any purchase. */
 export const AS_SUPPORT = { authorization: `Bearer ${SUPPORT_TOKEN}` };
 
+/**
+ * An emulator fault for each of the session step's 6 attempts: served, then its answer lost (500).
+ * The first opens the session; the others are replays of it under the same key.
+ */
+export const SESSION_ANSWERS_LOST = {
+  path: '/v1/checkout/sessions',
+  method: 'POST',
+  status: 500,
+  count: 6,
+  afterServing: true,
+};
+
 /** A buyer token for `buyerId` (an hour long), as the merchant's login would issue. */
 export function buyerToken(buyerId: string): Promise<string> {
   return signBuyerToken(BUYER_TOKEN_SECRET, buyerId);

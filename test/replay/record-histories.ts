@@ -8,7 +8,7 @@ import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { createStripe } from '../../config/clients';
 import { purchaseWorkflowId, refundWorkflowId, strayPaymentWorkflowId } from '../../vocabulary';
-import { sessionOf, startSystem, SUPPORT_TOKEN } from '../helpers/system';
+import { SESSION_ANSWERS_LOST, sessionOf, startSystem, SUPPORT_TOKEN } from '../helpers/system';
 
 async function main(): Promise<void> {
   const sys = await startSystem();
@@ -146,13 +146,7 @@ async function main(): Promise<void> {
 
     // Every answer of the session step lost (served, then 500): the saga fails, then expires the
     // session Stripe opened anyway.
-    await sys.emulatorCall('POST', '/_emulator/faults', {
-      path: '/v1/checkout/sessions',
-      method: 'POST',
-      status: 500,
-      count: 6,
-      afterServing: true,
-    });
+    await sys.emulatorCall('POST', '/_emulator/faults', SESSION_ANSWERS_LOST);
     const lost = await sys.buy(await sys.createProduct({ stock: 1 }), 'replay-answers-lost');
     await sys.temporal.workflow.getHandle(purchaseWorkflowId(lost.body.purchaseId)).result();
 

@@ -2,7 +2,7 @@ import test from 'ava';
 import { createStripe } from '../../config/clients';
 import { purchaseWorkflowId } from '../../vocabulary';
 import { assertInvariants } from '../helpers/db';
-import { asBuyer, sessionOf, startSystem, type System } from '../helpers/system';
+import { asBuyer, SESSION_ANSWERS_LOST, sessionOf, startSystem, type System } from '../helpers/system';
 
 let sys: System;
 test.before(async () => {
@@ -158,15 +158,7 @@ test.serial('session creation failing for good releases the hold and fails the p
 
 test.serial('a session Stripe opened while every answer was lost is expired once the purchase failed', async (t) => {
   const sku = await sys.createProduct({ stock: 1 });
-  // Each of the session step's 6 attempts is served, then its answer lost (500): the first opens the
-  // session, the others are replays of it under the same key.
-  await sys.emulatorCall('POST', '/_emulator/faults', {
-    path: '/v1/checkout/sessions',
-    method: 'POST',
-    status: 500,
-    count: 6,
-    afterServing: true,
-  });
+  await sys.emulatorCall('POST', '/_emulator/faults', SESSION_ANSWERS_LOST);
   let res;
   try {
     res = await sys.buy(sku, 'lost-answers');
