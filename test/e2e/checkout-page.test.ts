@@ -27,10 +27,6 @@ async function openPage(t: ExecutionContext, buyerId?: string): Promise<Page> {
   return page;
 }
 
-async function stock(sku: string) {
-  return (await sys.api('GET', `/v1/products/${sku}`)).body;
-}
-
 async function pageStatus(page: Page): Promise<string | null> {
   return page.locator('#status').getAttribute('data-status');
 }
@@ -56,7 +52,7 @@ test('a buyer who pays on the hosted page lands on the success URL and the purch
   t.is(await page.locator('#purchase').textContent(), purchaseId);
 
   await sys.waitForPurchase(purchaseId, (p) => p.status === 'confirmed');
-  t.like(await stock(sku), { available: 4, held: 0, sold: 1 });
+  t.like(await sys.stock(sku), { available: 4, held: 0, sold: 1 });
 });
 
 test('a buyer whose card is declined sees the decline, tries again on the same page and is confirmed', async (t) => {
@@ -77,14 +73,14 @@ test('a buyer whose card is declined sees the decline, tries again on the same p
   );
   const p = await sys.waitForPurchase(purchaseId, (r) => r.reason !== null);
   t.is(p.status, 'awaiting_payment', 'the hold is kept after a decline');
-  t.like(await stock(sku), { held: 1 });
+  t.like(await sys.stock(sku), { held: 1 });
 
   await Promise.all([
     page.waitForURL((url) => url.pathname === `/purchases/${purchaseId}`),
     page.locator('#pay').click(),
   ]);
   await sys.waitForPurchase(purchaseId, (r) => r.status === 'confirmed');
-  t.like(await stock(sku), { available: 4, held: 0, sold: 1 });
+  t.like(await sys.stock(sku), { available: 4, held: 0, sold: 1 });
 });
 
 test('after the hold lapses, reloading the page shows the session expired and nothing to pay with', async (t) => {

@@ -131,6 +131,8 @@ export interface System {
   ): Promise<{ status: number; body: any; headers: Headers }>;
   /** GET /v1/purchases/:id as support (who may read any purchase). */
   purchase(purchaseId: string): Promise<{ status: number; body: any; headers: Headers }>;
+  /** The body of GET /v1/products/:sku: the stock as a buyer sees it. */
+  stock(sku: string): Promise<any>;
   pay(sessionId: string, outcome: string, extra?: Record<string, unknown>): Promise<{ status: number; body: any }>;
   /** Waits until the purchase record satisfies `pred` (polling), or fails with the last record seen. */
   waitForPurchase(purchaseId: string, pred: (p: any) => boolean, timeoutMs?: number): Promise<any>;
@@ -322,6 +324,9 @@ export async function startSystem(
     },
     purchase(purchaseId) {
       return system.api('GET', `/v1/purchases/${purchaseId}`, undefined, AS_SUPPORT);
+    },
+    async stock(sku) {
+      return (await system.api('GET', `/v1/products/${sku}`)).body;
     },
     pay(sessionId, outcome, extra = {}) {
       return system.emulatorCall('POST', `/_emulator/sessions/${sessionId}/pay`, { outcome, ...extra });

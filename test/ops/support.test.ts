@@ -52,10 +52,6 @@ async function refundsOf(purchaseId: string, on: System = sys): Promise<number> 
   return events.filter((e) => e.event.data.object.metadata?.purchase_id === purchaseId).length;
 }
 
-async function stock(sku: string) {
-  return (await sys.api('GET', `/v1/products/${sku}`)).body;
-}
-
 test('a refund from the CLI refunds a confirmed purchase, and running it again does not refund twice', async (t) => {
   const sku = await sys.createProduct();
   const purchaseId = await confirmedPurchase(sku, 'cli-alice');
@@ -81,19 +77,19 @@ test('a refund from the CLI refunds a confirmed purchase, and running it again d
     ['refund_requested', 'refunded'],
   );
   for (const r of rows) t.regex(r.actor, /^support-cli:\S+$/);
-  t.like(await stock(sku), { available: 4 }, 'not restocked');
+  t.like(await sys.stock(sku), { available: 4 }, 'not restocked');
   await assertInvariants(t, sys.db, sku);
 });
 
 test('a refund with --restock puts the unit back on sale', async (t) => {
   const sku = await sys.createProduct();
   const purchaseId = await confirmedPurchase(sku, 'cli-bob');
-  t.like(await stock(sku), { available: 4, sold: 1 });
+  t.like(await sys.stock(sku), { available: 4, sold: 1 });
 
   const out = await supportCli(['refund', purchaseId, '--reason', 'duplicate order', '--restock']);
   t.is(out.code, 0, out.stderr);
   t.regex(out.stdout, /refund succeeded, unit back on sale/);
-  t.like(await stock(sku), { available: 5, sold: 0 });
+  t.like(await sys.stock(sku), { available: 5, sold: 0 });
   t.is(await refundsOf(purchaseId), 1);
   await assertInvariants(t, sys.db, sku);
 });
@@ -159,14 +155,14 @@ test('refund-oversold refunds exactly the orders sold beyond stock and gives the
   const sku = await sys.createProduct({ stock: 1, oversellAllowance: 1 });
   const first = await confirmedPurchase(sku, 'cli-real');
   const second = await confirmedPurchase(sku, 'cli-over');
-  t.like(await stock(sku), { sold: 2, oversold: 1, soldOut: true });
+  t.like(await sys.stock(sku), { sold: 2, oversold: 1, soldOut: true });
 
   const out = await supportCli(['refund-oversold', sku, '--reason', 'sold beyond stock; sorry']);
   t.is(out.code, 0, out.stderr);
   t.regex(out.stdout, /1 of 1 oversold order\(s\) of \S+ refunded/);
   t.is(await refundsOf(second), 1);
   t.is(await refundsOf(first), 0);
-  t.like(await stock(sku), { sold: 1, oversold: 0, available: 0 });
+  t.like(await sys.stock(sku), { sold: 1, oversold: 0, available: 0 });
   const again = await supportCli(['refund-oversold', sku, '--reason', 'sold beyond stock; sorry']);
   t.is(again.code, 0);
   t.regex(again.stdout, /no orders of \S+ are flagged as oversold/);

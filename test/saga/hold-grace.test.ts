@@ -19,10 +19,6 @@ test.after.always(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function stock(sku: string) {
-  return (await sys.api('GET', `/v1/products/${sku}`)).body;
-}
-
 /** Buys the only unit, then pays for it in time while the saga is down and the webhook is held. */
 async function payInTimeReportLate(sku: string, buyer: string) {
   const res = await sys.buy(sku, buyer);
@@ -53,12 +49,12 @@ test.serial(
   'a payment made in time and reported after the lapse is the sale: within the grace no one else gets the unit',
   async (t) => {
     const sku = await sys.createProduct({ holdSeconds: 3, holdGraceSeconds: 60, stock: 1 });
-    t.is((await stock(sku)).holdGraceSeconds, 60);
+    t.is((await sys.stock(sku)).holdGraceSeconds, 60);
     let purchaseId = '';
     try {
       purchaseId = await payInTimeReportLate(sku, 'grace-gil');
       // Lapsed but within its grace: it counts as held, the sweeper's reclaim and another take find nothing.
-      t.like(await stock(sku), { available: 0, held: 1, soldOut: true });
+      t.like(await sys.stock(sku), { available: 0, held: 1, soldOut: true });
       t.is((await sys.db.query('SELECT reclaim_expired($1) AS n', [sku])).rows[0].n, 0);
       t.like(await nextBuyerTakes(sku, 'grace-next'), { outcome: 'sold_out' });
       // The gate says so too: not final, since the unit may still come back.
@@ -70,7 +66,7 @@ test.serial(
     }
     const p = await reportAndResume(purchaseId);
     t.is(p.status, 'confirmed', p.reason);
-    t.like(await stock(sku), { sold: 1, held: 0, available: 0 });
+    t.like(await sys.stock(sku), { sold: 1, held: 0, available: 0 });
     await assertInvariants(t, sys.db, sku);
   },
 );
@@ -82,7 +78,7 @@ test.serial(
     let purchaseId = '';
     try {
       purchaseId = await payInTimeReportLate(sku, 'nograce-gil');
-      t.like(await stock(sku), { available: 1, held: 0 });
+      t.like(await sys.stock(sku), { available: 1, held: 0 });
       t.like(await nextBuyerTakes(sku, 'nograce-next'), { outcome: 'held' });
     } finally {
       if (!purchaseId) await sys.startWorker();
@@ -90,7 +86,7 @@ test.serial(
     const p = await reportAndResume(purchaseId);
     t.is(p.status, 'refunded', p.reason);
     t.regex(p.reason, /sold out/);
-    t.like(await stock(sku), { held: 1, sold: 0 });
+    t.like(await sys.stock(sku), { held: 1, sold: 0 });
     await assertInvariants(t, sys.db, sku);
   },
 );

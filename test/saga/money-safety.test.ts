@@ -17,10 +17,6 @@ test.after.always(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function stock(sku: string) {
-  return (await sys.api('GET', `/v1/products/${sku}`)).body;
-}
-
 /** Refunds the emulator made whose metadata matches. */
 async function refundsWhere(match: (metadata: Record<string, string>) => boolean): Promise<number> {
   const { body } = await sys.emulatorCall('GET', '/_emulator/events?type=refund.created');
@@ -95,7 +91,7 @@ test('a paid foreign session naming a purchase confirms nothing, is refunded onc
   await sleep(500); // any redelivery of the foreign session's events
   t.is(await refundsWhere((m) => m.session_id === foreign.id), 1);
   t.is(await ownRefunds(purchaseId), 0);
-  t.like(await stock(sku), { sold: 1, held: 0 });
+  t.like(await sys.stock(sku), { sold: 1, held: 0 });
   await assertInvariants(t, sys.db, sku);
 });
 
@@ -132,7 +128,7 @@ test('an event on the purchase own session with another amount, currency or mode
     [purchaseId],
   );
   t.is(rows[0].n, 4);
-  t.like(await stock(sku), { sold: 0, held: 1 });
+  t.like(await sys.stock(sku), { sold: 0, held: 1 });
   // The real payment still confirms.
   await sys.pay(sessionId, 'succeeded');
   await sys.waitForPurchase(purchaseId, (r) => r.status === 'confirmed');
@@ -219,7 +215,7 @@ test.serial(
     } finally {
       await sys.emulatorCall('DELETE', '/_emulator/faults');
     }
-    t.like(await stock(sku), { sold: 1, held: 0, available: 0 });
+    t.like(await sys.stock(sku), { sold: 1, held: 0, available: 0 });
     await assertInvariants(t, sys.db, sku);
   },
 );
@@ -248,7 +244,7 @@ test.serial(
       await sys.emulatorCall('DELETE', '/_emulator/faults');
     }
     t.is(await ownRefunds(first.purchaseId), 1);
-    t.like(await stock(sku), { sold: 1, held: 0, available: 0 });
+    t.like(await sys.stock(sku), { sold: 1, held: 0, available: 0 });
     await assertInvariants(t, sys.db, sku);
   },
 );
@@ -273,14 +269,14 @@ test.serial(
       await sleep(3500);
       // The next buyer's take returns lapsed holds to stock first: this one is kept for its payment.
       await sys.db.query('SELECT reclaim_expired($1)', [sku]);
-      t.like(await stock(sku), { available: 0, held: 1 });
+      t.like(await sys.stock(sku), { available: 0, held: 1 });
     } finally {
       await sys.startWorker();
     }
     const p = await sys.waitForPurchase(purchaseId, (r) => !['holding', 'awaiting_payment'].includes(r.status));
     t.is(p.status, 'confirmed', p.reason);
     t.is(await ownRefunds(purchaseId), 0);
-    t.like(await stock(sku), { sold: 1, held: 0, available: 0 });
+    t.like(await sys.stock(sku), { sold: 1, held: 0, available: 0 });
     await assertInvariants(t, sys.db, sku);
   },
 );

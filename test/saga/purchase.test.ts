@@ -15,10 +15,6 @@ async function product(overrides: Record<string, unknown> = {}) {
   return sys.createProduct(overrides);
 }
 
-async function stock(sku: string) {
-  return (await sys.api('GET', `/v1/products/${sku}`)).body;
-}
-
 async function refundsOf(purchaseId: string): Promise<number> {
   const { body } = await sys.emulatorCall('GET', '/_emulator/events?type=refund.created');
   const events = body.data as { event: { data: { object: { metadata?: Record<string, string> } } } }[];
@@ -36,7 +32,7 @@ test('a buyer who pays in time gets a confirmed order and the unit is sold', asy
   t.is((await sys.pay(sessionId, 'succeeded')).status, 200);
   const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
   t.truthy(p.payment_intent_id);
-  t.like(await stock(sku), { available: 4, held: 0, sold: 1 });
+  t.like(await sys.stock(sku), { available: 4, held: 0, sold: 1 });
   const got = await sys.purchase(res.body.purchaseId);
   t.like(got.body, { status: 'confirmed', sku, buyerId: 'alice', quantity: 1, amountCents: 5000 });
   await assertInvariants(t, sys.db, sku);
@@ -51,7 +47,7 @@ test('the same Idempotency-Key returns the same purchase and never a second hold
   t.is(a.body.checkoutUrl, b.body.checkoutUrl);
   const again = await sys.buy(sku, 'bob', {}, key);
   t.is(again.status, 200);
-  t.like(await stock(sku), { available: 4, held: 1 });
+  t.like(await sys.stock(sku), { available: 4, held: 1 });
   // The same key with another request is a mistake of the client's, not a new purchase.
   const other = await sys.buy(sku, 'bob', { quantity: 2 }, key);
   t.is(other.status, 400);
@@ -69,7 +65,7 @@ test('a lapsed hold returns its unit, expires the session and ends expired', asy
     stripeApiUrl: sys.emulator.url,
   }).checkout.sessions.retrieve(p.checkout_session_id);
   t.is(session.status, 'expired');
-  t.like(await stock(sku), { available: 5, held: 0, sold: 0 });
+  t.like(await sys.stock(sku), { available: 5, held: 0, sold: 0 });
   const pay = await sys.pay(p.checkout_session_id, 'succeeded');
   t.true(pay.status >= 400, 'an expired session cannot be paid');
   await assertInvariants(t, sys.db, sku);
@@ -83,7 +79,7 @@ test('a payment after the hold lapsed, with stock still free, ends late_confirme
   // A payment that raced the expiry: Stripe completed the session just as we expired it.
   t.is((await sys.pay(sessionId, 'succeeded', { force: true })).status, 200);
   await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'late_confirmed');
-  t.like(await stock(sku), { available: 4, sold: 1 });
+  t.like(await sys.stock(sku), { available: 4, sold: 1 });
   await assertInvariants(t, sys.db, sku);
 });
 
@@ -104,7 +100,7 @@ test('a payment after the hold lapsed, with stock gone, is refunded once with th
   const { rows } = await sys.db.query('SELECT kind FROM notifications WHERE purchase_id = $1', [late.body.purchaseId]);
   t.deepEqual(rows, [{ kind: 'refunded_sold_out' }]);
   t.is(await refundsOf(late.body.purchaseId), 1);
-  t.like(await stock(sku), { available: 0, sold: 1 });
+  t.like(await sys.stock(sku), { available: 0, sold: 1 });
   await assertInvariants(t, sys.db, sku);
 });
 
@@ -117,7 +113,7 @@ test('a delayed payment that succeeds confirms the order', async (t) => {
   t.is((await sys.purchase(res.body.purchaseId)).body.status, 'awaiting_payment');
   await sys.pay(sessionId, 'async_succeeded');
   await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
-  t.like(await stock(sku), { sold: 1, held: 0 });
+  t.like(await sys.stock(sku), { sold: 1, held: 0 });
   await assertInvariants(t, sys.db, sku);
 });
 
@@ -128,7 +124,7 @@ test('a delayed payment that fails ends payment_failed and returns the unit', as
   await sys.pay(sessionId, 'async_pending');
   await sys.pay(sessionId, 'async_failed');
   await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'payment_failed');
-  t.like(await stock(sku), { available: 5, held: 0, sold: 0 });
+  t.like(await sys.stock(sku), { available: 5, held: 0, sold: 0 });
   await assertInvariants(t, sys.db, sku);
 });
 
@@ -140,10 +136,10 @@ test('a declined card keeps the hold, and the buyer may pay on the same session'
   const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.reason !== null);
   t.is(p.status, 'awaiting_payment');
   t.regex(p.reason, /declined/);
-  t.like(await stock(sku), { available: 4, held: 1 });
+  t.like(await sys.stock(sku), { available: 4, held: 1 });
   t.is((await sys.pay(sessionId, 'succeeded')).status, 200);
   await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
-  t.like(await stock(sku), { available: 4, held: 0, sold: 1 });
+  t.like(await sys.stock(sku), { available: 4, held: 0, sold: 1 });
   await assertInvariants(t, sys.db, sku);
 });
 
@@ -155,7 +151,7 @@ test('a declined card ends payment_failed once the hold lapses, with the unit ba
   await sys.pay(sessionId, 'declined');
   const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'payment_failed', 20_000);
   t.is(p.reason, 'the payment was declined and the hold lapsed');
-  t.like(await stock(sku), { available: 5, held: 0 });
+  t.like(await sys.stock(sku), { available: 5, held: 0 });
   t.true((await sys.pay(sessionId, 'succeeded')).status >= 400, 'the session is closed');
   await assertInvariants(t, sys.db, sku);
 });
@@ -166,7 +162,7 @@ test('a buyer who cancels gets the hold released and cannot pay any more', async
   const cancel = await sys.api('POST', `/v1/purchases/${res.body.purchaseId}/cancel`, undefined, await asBuyer('jack'));
   t.is(cancel.status, 200);
   t.is(cancel.body.status, 'expired');
-  t.like(await stock(sku), { available: 5, held: 0 });
+  t.like(await sys.stock(sku), { available: 5, held: 0 });
   t.true((await sys.pay(await sessionOf(sys.db, res.body.purchaseId), 'succeeded')).status >= 400);
   await assertInvariants(t, sys.db, sku);
 });
@@ -203,7 +199,7 @@ test('support refunds a confirmed order once, and with restock the unit is on sa
   const res = await sys.buy(sku, 'olga');
   await sys.pay(await sessionOf(sys.db, res.body.purchaseId), 'succeeded');
   await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
-  t.like(await stock(sku), { available: 0, sold: 1 });
+  t.like(await sys.stock(sku), { available: 0, sold: 1 });
   const path = `/v1/support/purchases/${res.body.purchaseId}/refund`;
   const auth = { authorization: `Bearer ${SUPPORT_TOKEN}` };
   t.is((await sys.api('POST', path, { reason: 'damaged box', restock: true })).status, 401);
@@ -218,7 +214,7 @@ test('support refunds a confirmed order once, and with restock the unit is on sa
   t.is(third.status, 202);
   t.is(third.body.refund.reason, 'damaged box');
   t.is(await refundsOf(res.body.purchaseId), 1);
-  t.like(await stock(sku), { available: 1, sold: 0 });
+  t.like(await sys.stock(sku), { available: 1, sold: 0 });
   const { rows } = await sys.db.query('SELECT action FROM audit_log WHERE purchase_id = $1 ORDER BY id', [
     res.body.purchaseId,
   ]);
@@ -247,11 +243,11 @@ test('a delayed payment completed in time keeps the unit held past the hold, the
   await sys.waitForPurchase(res.body.purchaseId, (r) => /delayed payment is settling/.test(r.reason ?? ''));
   // Well past the hold it first had, the unit is still this buyer's.
   await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(res.body.holdExpiresAt) - Date.now()) + 1000));
-  t.like(await stock(sku), { available: 0, held: 1 });
+  t.like(await sys.stock(sku), { available: 0, held: 1 });
   t.is((await sys.buy(sku, 'rita')).status, 409);
   await sys.pay(sessionId, 'async_succeeded');
   await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
-  t.like(await stock(sku), { available: 0, held: 0, sold: 1 });
+  t.like(await sys.stock(sku), { available: 0, held: 0, sold: 1 });
   await assertInvariants(t, sys.db, sku);
 });
 
@@ -261,7 +257,7 @@ test('an operator who cancels a saga gets the hold released, the session closed 
   await sys.temporal.workflow.getHandle(`purchase-${res.body.purchaseId}`).cancel();
   const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'failed');
   t.is(p.reason, 'cancelled by an operator');
-  t.like(await stock(sku), { available: 5, held: 0 });
+  t.like(await sys.stock(sku), { available: 5, held: 0 });
   t.true((await sys.pay(p.checkout_session_id, 'succeeded')).status >= 400, 'the session is closed');
   await assertInvariants(t, sys.db, sku);
 });

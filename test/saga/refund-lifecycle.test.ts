@@ -20,10 +20,6 @@ test.afterEach.always(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const auth = { authorization: `Bearer ${SUPPORT_TOKEN}` };
 
-async function stock(sku: string) {
-  return (await sys.api('GET', `/v1/products/${sku}`)).body;
-}
-
 async function confirmedPurchase(buyer: string, overrides: Record<string, unknown> = {}) {
   const sku = await sys.createProduct({ stock: 1, ...overrides });
   const res = await sys.buy(sku, buyer);
@@ -44,13 +40,13 @@ test.serial('a pending support refund puts the unit back on sale only once it su
   t.like(res.body, { refund: { status: 'pending' } });
   const pending = await sys.waitForPurchase(purchaseId, (r) => r.refund_id !== null);
   await sleep(500);
-  t.like(await stock(sku), { available: 0, sold: 1 });
+  t.like(await sys.stock(sku), { available: 0, sold: 1 });
 
   t.is((await sys.emulatorCall('POST', `/_emulator/refunds/${pending.refund_id}/succeed`)).status, 200);
   const done = await sys.waitForPurchase(purchaseId, (r) => r.refund_status === 'succeeded');
   t.is(done.status, 'refunded');
-  for (let i = 0; (await stock(sku)).available !== 1 && i < 100; i++) await sleep(100);
-  t.like(await stock(sku), { available: 1, sold: 0 });
+  for (let i = 0; (await sys.stock(sku)).available !== 1 && i < 100; i++) await sleep(100);
+  t.like(await sys.stock(sku), { available: 1, sold: 0 });
   await assertInvariants(t, sys.db, sku);
 });
 
@@ -71,7 +67,7 @@ test.serial(
     const view = await sys.purchase(purchaseId);
     t.like(view.body, { status: 'needs_attention', refund: { status: 'failed' } });
     await sleep(500);
-    t.like(await stock(sku), { available: 0, sold: 1 });
+    t.like(await sys.stock(sku), { available: 0, sold: 1 });
     // Its saga waits for support (retry, or settled by hand), in plain sight.
     const wf = await sys.temporal.workflow.getHandle(`refund-${purchaseId}`).describe();
     t.is(wf.status.name, 'RUNNING');
@@ -85,8 +81,8 @@ test.serial(
       (r) => r.status === 'refunded' && r.refund_status === 'succeeded',
     );
     t.not(done.refund_id, pending.refund_id);
-    for (let i = 0; (await stock(sku)).available !== 1 && i < 100; i++) await sleep(100);
-    t.like(await stock(sku), { available: 1, sold: 0 });
+    for (let i = 0; (await sys.stock(sku)).available !== 1 && i < 100; i++) await sleep(100);
+    t.like(await sys.stock(sku), { available: 1, sold: 0 });
     await assertInvariants(t, sys.db, sku);
   },
 );
@@ -129,7 +125,7 @@ test.serial('a refund made in the Dashboard and a dispute are recorded on the pu
   t.is(p.refund_status, 'succeeded');
   t.regex(p.refund_reason, /outside the service/);
   // Money came back outside the service: the sale stands in the stock count until support restocks.
-  t.like(await stock(other.sku), { sold: 1 });
+  t.like(await sys.stock(other.sku), { sold: 1 });
   await assertInvariants(t, sys.db, sku);
   await assertInvariants(t, sys.db, other.sku);
 });

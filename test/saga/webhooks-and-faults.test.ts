@@ -12,10 +12,6 @@ test.after.always(async () => {
   await sys?.close();
 });
 
-async function stock(sku: string) {
-  return (await sys.api('GET', `/v1/products/${sku}`)).body;
-}
-
 /** The Checkout Sessions the emulator has for a purchase. */
 async function sessionsOf(purchaseId: string) {
   const stripe = createStripe({ stripeSecretKey: 'sk_test_emulator', stripeApiUrl: sys.emulator.url });
@@ -61,7 +57,7 @@ test.serial('events delivered three times each and out of order give one outcome
     ['delivered', 'delivered'],
   );
   t.deepEqual(await movements(sku), ['create', 'hold', 'sell']);
-  t.like(await stock(sku), { available: 4, sold: 1, held: 0 });
+  t.like(await sys.stock(sku), { available: 4, sold: 1, held: 0 });
   t.like((await sys.purchase(res.body.purchaseId)).body, { status: 'confirmed' });
   await assertInvariants(t, sys.db, sku);
 });
@@ -96,7 +92,7 @@ test('a webhook with a bad signature is refused with 400 and changes nothing', a
   const { rows } = await sys.db.query('SELECT 1 FROM webhook_events WHERE event_id = $1', ['evt_forged_1']);
   t.is(rows.length, 0);
   t.like((await sys.purchase(res.body.purchaseId)).body, { status: 'awaiting_payment' });
-  t.like(await stock(sku), { held: 1, sold: 0 });
+  t.like(await sys.stock(sku), { held: 1, sold: 0 });
 });
 
 test.serial('session creation failing twice is retried and opens exactly one session', async (t) => {
@@ -144,7 +140,7 @@ test.serial('session creation failing for good releases the hold and fails the p
   const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'failed');
   t.regex(p.reason, /could not open the Checkout Session/);
   t.deepEqual(await movements(sku), ['create', 'hold', 'release']);
-  t.like(await stock(sku), { available: 1, held: 0 });
+  t.like(await sys.stock(sku), { available: 1, held: 0 });
   // The unit is on sale again at once.
   t.is((await sys.buy(sku, 'next-buyer')).status, 201);
   // The saga ends once it made sure no session of the failed purchase can be paid (any it opened is expired).
@@ -175,7 +171,7 @@ test.serial('a session Stripe opened while every answer was lost is expired once
   t.is(sessions.length, 1, 'one session for the key, however many attempts');
   t.is(sessions[0].status, 'expired');
   t.true((await sys.pay(sessions[0].id, 'succeeded')).status >= 400, 'an expired session cannot be paid');
-  t.like(await stock(sku), { available: 1, held: 0, sold: 0 });
+  t.like(await sys.stock(sku), { available: 1, held: 0, sold: 0 });
   await assertInvariants(t, sys.db, sku);
 });
 
