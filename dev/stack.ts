@@ -16,7 +16,7 @@ export interface Stack {
 }
 
 export interface StartStackOptions {
-  /** Holds `postgres/` (the cluster), `temporal.db` when persistent, and both servers' logs. */
+  /** Holds `postgres-<major>/` (the cluster), `temporal.db` when persistent, and both servers' logs. */
   dataDir: string;
   /** Keep Temporal's state in `temporal.db` across runs; otherwise it lives in memory. */
   persistent: boolean;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
-import { findTemporalCli } from './tools';
+import { findTemporalCli, serverVersionOf } from './temporal-cli';
 import { describeExit, freePort, seconds, sleep, spawnChild, throwIfAborted, type ChildHandle, type Log } from './proc';
 
 export interface StartTemporalOptions {
@@ -46,6 +46,7 @@ const PORT_ATTEMPTS = 3;
  */
 export async function startTemporal(opts: StartTemporalOptions): Promise<TemporalServer> {
   const cli = await findTemporalCli(opts.log, { signal: opts.signal });
+  const version = await serverVersionOf(cli);
   const namespace = opts.namespace ?? 'default';
   if (opts.dbFile) fs.mkdirSync(path.dirname(path.resolve(opts.dbFile)), { recursive: true });
 
@@ -58,7 +59,7 @@ export async function startTemporal(opts: StartTemporalOptions): Promise<Tempora
     const server = spawnChild({
       name: 'temporal',
       command: cli,
-      args: serverArgs({ port, uiPort, namespace, dbFile: opts.dbFile }),
+      args: devServerArgs({ port, uiPort, namespace, dbFile: opts.dbFile, version }),
       logFile: opts.logFile,
       deathSignal: 'SIGTERM',
       stopSteps: [['SIGTERM', 15_000]],
@@ -89,21 +90,34 @@ export async function startTemporal(opts: StartTemporalOptions): Promise<Tempora
   }
 }
 
-function serverArgs(o: { port: number; uiPort: number; namespace: string; dbFile?: string }): string[] {
+/** The dev server's flags, for the Temporal Server version the CLI runs (the pinned 1.32, or 1.29 when built with Go). */
+export function devServerArgs(o: {
+  port: number;
+  uiPort: number;
+  namespace: string;
+  dbFile?: string;
+  version: [number, number, number];
+}): string[] {
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(o.port), '--ui-port', String(o.uiPort)];
   args.push('--namespace', o.namespace, '--log-level', 'warn', '--color', 'never');
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
     args.push('--search-attribute', `${name}=${CLI_TYPE_NAMES[type]}`);
   }
-  // The SDK's own test server turns the first two on; workflow updates and update-with-start need them.
-  // The new matcher serves tasks by priority: settlement steps go ahead of new purchases' (workflows/proxies.ts).
-  for (const key of [
-    'frontend.enableUpdateWorkflowExecution',
-    'frontend.enableExecuteMultiOperation',
-    'matching.useNewMatcher',
-  ]) {
-    args.push('--dynamic-config-value', `${key}=true`);
-  }
+  const [major, minor] = o.version;
+  const atLeast = (m: number): boolean => major > 1 || minor >= m;
+  const dynamic: Record<string, string> = {
+    // Workflow updates and update-with-start (the purchase's first answer) need it; the SDK's test server sets it too.
+    'frontend.enableUpdateWorkflowExecution': 'true',
+    // The dev server re-reads search attributes from its database on every start unless told not to;
+    // they only change when the launcher registers them, before any start.
+    'system.forceSearchAttributesCacheRefreshOnRead': 'false',
+  };
+  // Before 1.30 update-with-start was behind a flag; from 1.30 the key is gone (always on).
+  if (!atLeast(30)) dynamic['frontend.enableExecuteMultiOperation'] = 'true';
+  // Priorities (settlement steps ahead of new purchases', workflows/proxies.ts) are served by the new
+  // matcher, on by default from 1.31.
+  if (!atLeast(31)) dynamic['matching.useNewMatcher'] = 'true';
+  for (const [key, value] of Object.entries(dynamic)) args.push('--dynamic-config-value', `${key}=${value}`);
   if (o.dbFile) {
     // SQLite persistence is several times slower without WAL; NORMAL still survives a process crash.
     args.push('--db-filename', path.resolve(o.dbFile));

@@ -3,10 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnChild, describeExit, runCommand, seconds, type Log } from './proc';
 
-/** v1.5.1 is the newest tag whose go.mod has no `replace` line, so the newest one `go install` can build. */
-export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
-
-/** Where the project keeps the tools it builds: `$FLASH_SALE_TOOLS_DIR`, else `~/.cache/flash-sale-checkout/bin`. */
+/** Where the project keeps the tools it fetches or builds: `$FLASH_SALE_TOOLS_DIR`, else `~/.cache/flash-sale-checkout/bin`. */
 export function toolCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.FLASH_SALE_TOOLS_DIR || path.join(os.homedir(), '.cache', 'flash-sale-checkout', 'bin');
 }
@@ -38,31 +35,18 @@ export async function findOrBuildGoTool(tool: GoTool, log: Log, signal?: AbortSi
   if (onPath) return onPath;
   const cached = path.join(toolCacheDir(), tool.binary);
   if (isExecutable(cached)) return cached;
+  log(`${tool.title} was not found (${tool.envVar}, PATH, ${toolCacheDir()}): building it`);
   await buildGoTool(tool, toolCacheDir(), log, signal);
   return cached;
 }
 
-/** Finds (or builds) the Temporal CLI, whose `server start-dev` is the local Temporal server. */
-export function findTemporalCli(log: Log, opts: { signal?: AbortSignal } = {}): Promise<string> {
-  return findOrBuildGoTool(
-    {
-      binary: 'temporal',
-      title: 'the Temporal CLI',
-      envVar: 'TEMPORAL_CLI_PATH',
-      modules: [TEMPORAL_CLI_MODULE],
-      expected: 'first run only, a few minutes',
-    },
-    log,
-    opts.signal,
-  );
-}
-
-async function buildGoTool(tool: GoTool, binDir: string, log: Log, signal?: AbortSignal): Promise<void> {
+/** Builds `tool` into `binDir` with `go install`, trying its modules in order. */
+export async function buildGoTool(tool: GoTool, binDir: string, log: Log, signal?: AbortSignal): Promise<void> {
   const go = which('go') ?? (isExecutable('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
   if (!go) {
     throw new Error(
-      `${tool.title} was not found (${tool.envVar}, PATH, ${binDir}) and Go is not installed to build it ` +
-        `with \`GOBIN=${binDir} go install ${tool.modules[0]}\`; install Go (https://go.dev/dl) or set ${tool.envVar}`,
+      `Go is not installed, so ${tool.title} cannot be built with \`GOBIN=${binDir} go install ${tool.modules[0]}\`; ` +
+        `install Go (https://go.dev/dl) or set ${tool.envVar}`,
     );
   }
   const version = (await runCommand(go, ['version'])).trim();
@@ -115,7 +99,7 @@ export function which(name: string, envPath = process.env.PATH ?? ''): string | 
   return undefined;
 }
 
-function isExecutable(file: string): boolean {
+export function isExecutable(file: string): boolean {
   try {
     if (!fs.statSync(file).isFile()) return false;
     fs.accessSync(file, fs.constants.X_OK);

@@ -119,8 +119,10 @@ function removeAbandonedDirs(): void {
     const dir = path.join(os.tmpdir(), name);
     const launcher = readPid(path.join(dir, LAUNCHER_PID_FILE));
     if (launcher === undefined || isAlive(launcher)) continue; // in use, or just being created
-    const postmaster = readPid(path.join(dir, 'postgres', 'postmaster.pid'));
-    if (postmaster !== undefined && isAlive(postmaster)) continue;
+    // The cluster is `postgres-<major>` (dev/postgres.ts): any of them may still be running.
+    const clusters = fs.readdirSync(dir).filter((entry) => entry.startsWith('postgres'));
+    const postmasters = clusters.map((c) => readPid(path.join(dir, c, 'postmaster.pid')));
+    if (postmasters.some((pid) => pid !== undefined && isAlive(pid))) continue;
     log(`removing ${dir}, left by an earlier run`);
     fs.rmSync(dir, { recursive: true, force: true });
   }

