@@ -2,16 +2,12 @@
 // starts from the bundle (`workflowBundle`) instead of running webpack at every start.
 //   node dist/worker/bundle-workflows.js dist/workflow-bundle.js
 import fs from 'node:fs';
-import { bundleWorkflowCode } from '@temporalio/worker';
-import { WORKFLOW_BUNDLE_FILE, WORKFLOW_INTERCEPTOR_MODULES } from './create-worker';
+import { bundleWorkflows, WORKFLOW_BUNDLE_FILE } from './create-worker';
 
 async function main(): Promise<void> {
   const out = process.argv[2] ?? WORKFLOW_BUNDLE_FILE;
   // The interceptors go into the bundle too: a prebuilt bundle is used as it is.
-  const { code } = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../workflows'),
-    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
-  });
+  const code = await bundleWorkflows();
   fs.writeFileSync(out, code);
   console.log(`workflow bundle written to ${out} (${Math.round(code.length / 1024)} KiB)`);
 }

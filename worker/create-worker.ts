@@ -1,6 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  Worker,
+  type BundleOptions,
+  type NativeConnection,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { activityInterceptors } from './interceptors';
 
@@ -44,6 +50,19 @@ export interface PurchaseWorkerOptions {
  * compiled worker, `dist/workflow-bundle.js`. Running from source (tsx) there is none.
  */
 export const WORKFLOW_BUNDLE_FILE = path.join(__dirname, '..', 'workflow-bundle.js');
+
+/**
+ * The workflows and their interceptors bundled for the worker's sandbox (webpack: seconds of CPU).
+ * The image's build writes it once (worker/bundle-workflows.ts), and so does `npm test` for its files.
+ */
+export async function bundleWorkflows(logger?: BundleOptions['logger']): Promise<string> {
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../workflows'),
+    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
+    ...(logger ? { logger } : {}),
+  });
+  return code;
+}
 
 /** The prebuilt bundle when the build left one, else the workflows are bundled at start. */
 function prebuilt(): WorkerOptions['workflowBundle'] {

@@ -2,14 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
-import {
-  bundleWorkflowCode,
-  DefaultLogger,
-  NativeConnection,
-  Runtime,
-  type Worker,
-  type WorkflowBundleWithSourceMap,
-} from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, type Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import pg from 'pg';
 import { HoldDesk } from '../../store/hold-desk';
 import { Admissions } from '../../store/admission';
@@ -27,7 +20,7 @@ import { Admitter } from '../../store/admitter';
 import { RoomCache } from '../../store/room-cache';
 import { createStripe } from '../../config/clients';
 import { createLogger, type Logger } from '../../config/log';
-import { createPurchaseWorker, WORKFLOW_INTERCEPTOR_MODULES } from '../../worker/create-worker';
+import { bundleWorkflows, createPurchaseWorker } from '../../worker/create-worker';
 import { migrate } from '../../store/migrate';
 import { testDb, uniqueSku } from './db';
 
@@ -65,14 +58,16 @@ export async function asBuyer(buyerId: string): Promise<Record<string, string>> 
 // Activity retries are expected in these tests; keep their warnings out of the output.
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
-/** One workflow bundle per test process (bundling takes seconds). */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({
-    workflowsPath: require.resolve('../../workflows'),
-    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
-    logger: quietLogger,
-  });
+let bundle: Promise<WorkflowBundleOption> | undefined;
+/**
+ * The workflow bundle: the one `npm test` built for every file (test/run.ts, TEST_WORKFLOW_BUNDLE),
+ * else one per test process (bundling takes seconds).
+ */
+export function workflowBundle(): Promise<WorkflowBundleOption> {
+  const prebuilt = process.env.TEST_WORKFLOW_BUNDLE;
+  bundle ??= prebuilt
+    ? Promise.resolve({ codePath: prebuilt })
+    : bundleWorkflows(quietLogger).then((code) => ({ code }));
   return bundle;
 }
 
