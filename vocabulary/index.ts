@@ -22,6 +22,45 @@ export const PURCHASE_STATUSES = [
 ] as const;
 export type PurchaseStatus = (typeof PURCHASE_STATUSES)[number];
 
+/**
+ * Every change of a purchase's status (the sagas', support's and the webhook's): from each status,
+ * the statuses it may move to. docs/architecture.md shows it as a table with the reasons;
+ * test/replay/transitions.test.ts holds the two together and checks the recorded histories against it.
+ */
+export const PURCHASE_TRANSITIONS = {
+  holding: ['awaiting_payment', 'rejected', 'failed'],
+  awaiting_payment: [
+    'confirmed',
+    'late_confirmed',
+    'expired',
+    'payment_failed',
+    'refunded',
+    'needs_attention',
+    'failed',
+  ],
+  needs_attention: [
+    'awaiting_payment',
+    'confirmed',
+    'late_confirmed',
+    'expired',
+    'payment_failed',
+    'refunded',
+    'failed',
+  ],
+  expired: ['confirmed', 'late_confirmed', 'refunded', 'needs_attention'],
+  payment_failed: ['confirmed', 'late_confirmed', 'refunded', 'needs_attention'],
+  failed: ['confirmed', 'late_confirmed', 'refunded', 'needs_attention'],
+  confirmed: ['refunded', 'needs_attention'],
+  late_confirmed: ['refunded', 'needs_attention'],
+  refunded: ['needs_attention'],
+  rejected: [],
+} as const satisfies Record<PurchaseStatus, readonly PurchaseStatus[]>;
+
+/** Whether a purchase may go from one status to the other (staying where it is, with a new reason, always may). */
+export function canMove(from: PurchaseStatus, to: PurchaseStatus): boolean {
+  return from === to || (PURCHASE_TRANSITIONS[from] as readonly PurchaseStatus[]).includes(to);
+}
+
 /** No step of the saga will change a purchase in these statuses unless money arrives. */
 export const FINAL_STATUSES = [
   'confirmed',
@@ -92,7 +131,7 @@ export interface PurchaseInput extends PurchaseRequest {
   followUp?: boolean;
   /**
    * The id of the HTTP request that started this run (X-Request-Id, or one the API made up): on
-   * every log line of the saga and its activities. Unset for sagas started before it existed.
+   * every log line of the saga and its activities. Unset when whoever started the run had none.
    */
   requestId?: string;
 }
