@@ -22,6 +22,12 @@ export const PURCHASE_STATUSES = [
 ] as const;
 export type PurchaseStatus = (typeof PURCHASE_STATUSES)[number];
 
+/** Where the saga settles a purchase once the wait is over (or an operator cancels it). */
+const SETTLED_BY_THE_SAGA = ['confirmed', 'late_confirmed', 'expired', 'payment_failed', 'refunded', 'failed'] as const;
+/** A payment after the saga gave the unit back: a unit re-taken, or the money refunded (or stuck on a refusal). */
+const LATE_PAYMENT = ['confirmed', 'late_confirmed', 'refunded', 'needs_attention'] as const;
+/** Support's refund, a Dashboard refund, or a refund that failed. */
+const AFTER_THE_SALE = ['refunded', 'needs_attention'] as const;
 /**
  * Every change of a purchase's status (the sagas', support's and the webhook's): from each status,
  * the statuses it may move to. docs/architecture.md shows it as a table with the reasons;
@@ -29,29 +35,13 @@ export type PurchaseStatus = (typeof PURCHASE_STATUSES)[number];
  */
 export const PURCHASE_TRANSITIONS = {
   holding: ['awaiting_payment', 'rejected', 'failed'],
-  awaiting_payment: [
-    'confirmed',
-    'late_confirmed',
-    'expired',
-    'payment_failed',
-    'refunded',
-    'needs_attention',
-    'failed',
-  ],
-  needs_attention: [
-    'awaiting_payment',
-    'confirmed',
-    'late_confirmed',
-    'expired',
-    'payment_failed',
-    'refunded',
-    'failed',
-  ],
-  expired: ['confirmed', 'late_confirmed', 'refunded', 'needs_attention'],
-  payment_failed: ['confirmed', 'late_confirmed', 'refunded', 'needs_attention'],
-  failed: ['confirmed', 'late_confirmed', 'refunded', 'needs_attention'],
-  confirmed: ['refunded', 'needs_attention'],
-  late_confirmed: ['refunded', 'needs_attention'],
+  awaiting_payment: [...SETTLED_BY_THE_SAGA, 'needs_attention'],
+  needs_attention: [...SETTLED_BY_THE_SAGA, 'awaiting_payment'],
+  expired: LATE_PAYMENT,
+  payment_failed: LATE_PAYMENT,
+  failed: LATE_PAYMENT,
+  confirmed: AFTER_THE_SALE,
+  late_confirmed: AFTER_THE_SALE,
   refunded: ['needs_attention'],
   rejected: [],
 } as const satisfies Record<PurchaseStatus, readonly PurchaseStatus[]>;

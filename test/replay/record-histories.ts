@@ -138,26 +138,23 @@ async function recordAll(sys: System): Promise<Set<RecordedPath>> {
   await sys.pay(lapsed.session, 'succeeded', { force: true });
   await record('late-payment-retaken', lapsed.id, 'late_confirmed', 30_000);
 
-  // The hold lapses unpaid, another buyer takes the last unit, and the late payment is refunded.
-  const gone = await short();
-  const late = await buy(gone, 'replay-late');
-  await lapse(late.id);
-  const winner = await buy(gone, 'replay-winner');
-  await sys.pay(winner.session, 'succeeded');
-  await sys.waitForPurchase(winner.id, final);
-  await sys.pay(late.session, 'succeeded', { force: true });
-  await record('late-payment-refunded', late.id, 'refunded', 30_000);
-
-  // The same, and Stripe refuses the refund once: needs_attention, then refunded on the retry.
-  const tight = await short();
-  const refused = await buy(tight, 'replay-refused');
-  await lapse(refused.id);
-  const taker = await buy(tight, 'replay-taker');
-  await sys.pay(taker.session, 'succeeded');
-  await sys.waitForPurchase(taker.id, final);
-  await sys.emulatorCall('POST', '/_emulator/faults', { path: '/v1/refunds', method: 'POST', status: 400 });
-  await sys.pay(refused.session, 'succeeded', { force: true });
-  await record('late-refund-refused-then-retried', refused.id, 'refunded', 30_000);
+  // The hold lapses unpaid, another buyer takes the last unit and pays, then the late payment comes:
+  // it is refunded; again with Stripe refusing the refund once (needs_attention, then refunded on the retry).
+  const lateAfterUnitGone = async (name: RecordedPath, buyer: string, beforePaying: () => Promise<unknown>) => {
+    const gone = await short();
+    const late = await buy(gone, buyer);
+    await lapse(late.id);
+    const winner = await buy(gone, `${buyer}-winner`);
+    await sys.pay(winner.session, 'succeeded');
+    await sys.waitForPurchase(winner.id, final);
+    await beforePaying();
+    await sys.pay(late.session, 'succeeded', { force: true });
+    await record(name, late.id, 'refunded', 30_000);
+  };
+  await lateAfterUnitGone('late-payment-refunded', 'replay-late', async () => {});
+  await lateAfterUnitGone('late-refund-refused-then-retried', 'replay-refused', () =>
+    sys.emulatorCall('POST', '/_emulator/faults', { path: '/v1/refunds', method: 'POST', status: 400 }),
+  );
 
   // Expire keeps failing after the lapse and the buyer pays meanwhile: the payment wins the race.
   const raced = await buy(await short(), 'replay-raced');
