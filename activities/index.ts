@@ -40,7 +40,8 @@ export type TakeHoldOutput =
  */
 export function createActivities(deps: ActivityDeps) {
   const { db, desk } = deps;
-  // A saga started before purchases carried their terms: read them once per SKU.
+  // A saga started without its terms (a retried request whose first start did not get through
+  // carries none): read them once per SKU.
   const terms = new Map<string, ProductTerms>();
   const termsFor = async (input: PurchaseInput): Promise<ProductTerms | null> => {
     if (input.terms) return input.terms;
@@ -58,33 +59,33 @@ export function createActivities(deps: ActivityDeps) {
     ...stripeSteps,
 
     /**
-     * Opens the Checkout Session (key `checkout-<purchaseId>`, see stripe.ts) and, when asked, writes
-     * the record in the same step: the purchase is `awaiting_payment` with its session once this returns.
-     * Compensation: expireCheckout.
+     * Opens the Checkout Session (key `checkout-<purchaseId>`, see stripe.ts) and writes the record
+     * in the same step: the purchase is `awaiting_payment` with its session and `record` once this
+     * returns. Compensation: expireCheckout.
      */
-    async openCheckout(input: OpenCheckoutInput): Promise<CheckoutSession> {
+    async openCheckout(
+      input: OpenCheckoutInput & { record: { amountCents: number; currency: string; oversold: boolean } },
+    ): Promise<CheckoutSession> {
       // Reached after the hold lapsed (a worker was down meanwhile): a session now would sell a unit
       // that is no longer this buyer's. The saga gives the hold back; the buyer tries again.
       if (deps.clock.now() >= Date.parse(input.holdExpiresAt)) {
         throw ApplicationFailure.nonRetryable('the hold lapsed before the Checkout Session could open', 'HoldLapsed');
       }
       const session = await stripeSteps.openCheckout(input);
-      if (input.record) {
-        // Only over a purchase still opening (or this step's own earlier write): an attempt that
-        // outlived its timeout must not reopen one the saga has already failed and compensated.
-        await purchases.recordPurchase(
-          db,
-          input.purchaseId,
-          {
-            ...input.record,
-            status: 'awaiting_payment',
-            sessionId: session.sessionId,
-            checkoutUrl: session.url,
-            holdExpiresAt: input.holdExpiresAt,
-          },
-          ['holding', 'awaiting_payment'],
-        );
-      }
+      // Only over a purchase still opening (or this step's own earlier write): an attempt that
+      // outlived its timeout must not reopen one the saga has already failed and compensated.
+      await purchases.recordPurchase(
+        db,
+        input.purchaseId,
+        {
+          ...input.record,
+          status: 'awaiting_payment',
+          sessionId: session.sessionId,
+          checkoutUrl: session.url,
+          holdExpiresAt: input.holdExpiresAt,
+        },
+        ['holding', 'awaiting_payment'],
+      );
       return session;
     },
 
@@ -121,14 +122,10 @@ export function createActivities(deps: ActivityDeps) {
       return holds.extendHold(db, purchaseId, seconds);
     },
 
-    /** The hold becomes a sale, once. `lapsed` when it already went back to stock. */
-    async convertHold(purchaseId: string, sale?: purchases.PurchasePatch): Promise<'sold' | 'lapsed'> {
+    /** The hold becomes a sale, once, with the sale's record. `lapsed` when it already went back to stock. */
+    async convertHold(purchaseId: string, sale: purchases.PurchasePatch): Promise<'sold' | 'lapsed'> {
       // The sale's record in the same transaction: one activity task for a paid buyer, not two.
-      const r = await holds.convertHold(
-        db,
-        purchaseId,
-        sale && ((tx) => purchases.recordPurchase(tx, purchaseId, sale)),
-      );
+      const r = await holds.convertHold(db, purchaseId, (tx) => purchases.recordPurchase(tx, purchaseId, sale));
       if (r.outcome === 'not_found') throw holdOf(r.outcome, purchaseId);
       return r.outcome;
     },

@@ -14,8 +14,6 @@ export interface OpenCheckoutInput {
   currency: string;
   holdExpiresAt: string;
   holdSeconds: number;
-  /** Given: once the session is open, the purchase record is moved to `awaiting_payment` with these and the session. */
-  record?: { amountCents: number; currency: string; oversold: boolean };
 }
 
 export interface CheckoutSession {

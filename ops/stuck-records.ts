@@ -4,7 +4,7 @@ import { listStrayPayments, type StrayPayment } from '../store/payments';
 import { getPurchase, listNeedingAttention, listUnsettledSince, type PurchaseRecord } from '../store/purchases';
 import { purchaseWorkflowId, refundWorkflowId, strayPaymentWorkflowId } from '../vocabulary';
 import { purchaseStateQuery } from '../workflows/definitions';
-import type { StuckSaga } from './stuck-sagas';
+import type { StuckSaga } from './stuck-finding';
 import { forEachLimit, formatDuration } from './temporal-describe';
 
 // The database side of `sagas stuck`: purchase records no saga will settle, and money that waits for

@@ -3,16 +3,11 @@ import type { Db } from '../store/db';
 import { HOLDING_STATUSES } from '../vocabulary';
 import { BuyerIdKey, HoldExpiresAtKey, PurchaseStatusKey, SkuKey } from '../workflows/definitions';
 import { askWhy, findAttentionRecords, findOrphans, findStrayAttention } from './stuck-records';
-import {
-  describeActivity,
-  forEachLimit,
-  formatDuration,
-  toPendingActivity,
-  tsToDate,
-  type PendingActivity,
-} from './temporal-describe';
+import type { StuckKind, StuckSaga } from './stuck-finding';
+import { describeActivity, forEachLimit, formatDuration, toPendingActivity, tsToDate } from './temporal-describe';
 
 export { formatDuration, parseDuration, type PendingActivity } from './temporal-describe';
+export type { StuckKind, StuckSaga } from './stuck-finding';
 
 /** The saga workflow types this finder looks at (their registered names). */
 export const SAGA_WORKFLOW_TYPES = ['purchaseWorkflow', 'supportRefundWorkflow'] as const;
@@ -24,45 +19,6 @@ export const MIN_FAILING_ATTEMPTS = 3;
 const MIN_WORKER_WAIT_MS = 10_000;
 const DEFAULT_LIMIT = 1000;
 const DESCRIBE_CONCURRENCY = 8;
-
-export type StuckKind =
-  /** (a) the hold's expiry passed long ago and the saga still holds or awaits payment. */
-  | 'hold_lapsed'
-  /** (b) the saga has been taking its hold or opening its session for longer than the threshold. */
-  | 'stuck_holding'
-  /** (c) an activity keeps failing and is being retried. */
-  | 'activity_retrying'
-  /** The workflow code itself keeps failing (for example non-determinism after a deploy). */
-  | 'workflow_task_failing'
-  /** Work is waiting and no worker picks it up. */
-  | 'no_worker'
-  /** The purchase record is not final but no saga is running for it (needs the database). */
-  | 'orphaned'
-  /** Stripe refused a step that settles the money (or a refund failed): support retries or settles it. No threshold. */
-  | 'needs_attention'
-  /** Money on a foreign session naming one of our purchases, whose refund needs support (needs the database). */
-  | 'stray_payment';
-
-export interface StuckSaga {
-  workflowId: string;
-  runId?: string;
-  workflowType: string;
-  taskQueue?: string;
-  purchaseId: string;
-  /** The PurchaseStatus search attribute (or the record's status for a finding from the database). */
-  status?: string;
-  /** A stray payment's Checkout Session (its saga is `stray-<sessionId>`). */
-  sessionId?: string;
-  sku?: string;
-  buyerId?: string;
-  holdExpiresAt?: string;
-  startedAt?: string;
-  kinds: StuckKind[];
-  /** Why it is reported, for an operator: every finding, `; `-separated. */
-  reason: string;
-  /** The most retried pending activity, when one has failed at least MIN_FAILING_ATTEMPTS times. */
-  pendingActivity?: PendingActivity;
-}
 
 export interface FindStuckOptions {
   /** How far past the hold expiry (a) or the start (b) a saga must be to count as stuck. */

@@ -22,6 +22,35 @@ export const PURCHASE_STATUSES = [
 ] as const;
 export type PurchaseStatus = (typeof PURCHASE_STATUSES)[number];
 
+/** Where the saga settles a purchase once the wait is over (or an operator cancels it). */
+const SETTLED_BY_THE_SAGA = ['confirmed', 'late_confirmed', 'expired', 'payment_failed', 'refunded', 'failed'] as const;
+/** A payment after the saga gave the unit back: a unit re-taken, or the money refunded (or stuck on a refusal). */
+const LATE_PAYMENT = ['confirmed', 'late_confirmed', 'refunded', 'needs_attention'] as const;
+/** Support's refund, a Dashboard refund, or a refund that failed. */
+const AFTER_THE_SALE = ['refunded', 'needs_attention'] as const;
+/**
+ * Every change of a purchase's status (the sagas', support's and the webhook's): from each status,
+ * the statuses it may move to. docs/architecture.md shows it as a table with the reasons;
+ * test/replay/transitions.test.ts holds the two together and checks the recorded histories against it.
+ */
+export const PURCHASE_TRANSITIONS = {
+  holding: ['awaiting_payment', 'rejected', 'failed'],
+  awaiting_payment: [...SETTLED_BY_THE_SAGA, 'needs_attention'],
+  needs_attention: [...SETTLED_BY_THE_SAGA, 'awaiting_payment'],
+  expired: LATE_PAYMENT,
+  payment_failed: LATE_PAYMENT,
+  failed: LATE_PAYMENT,
+  confirmed: AFTER_THE_SALE,
+  late_confirmed: AFTER_THE_SALE,
+  refunded: ['needs_attention'],
+  rejected: [],
+} as const satisfies Record<PurchaseStatus, readonly PurchaseStatus[]>;
+
+/** Whether a purchase may go from one status to the other (staying where it is, with a new reason, always may). */
+export function canMove(from: PurchaseStatus, to: PurchaseStatus): boolean {
+  return from === to || (PURCHASE_TRANSITIONS[from] as readonly PurchaseStatus[]).includes(to);
+}
+
 /** No step of the saga will change a purchase in these statuses unless money arrives. */
 export const FINAL_STATUSES = [
   'confirmed',
@@ -92,7 +121,7 @@ export interface PurchaseInput extends PurchaseRequest {
   followUp?: boolean;
   /**
    * The id of the HTTP request that started this run (X-Request-Id, or one the API made up): on
-   * every log line of the saga and its activities. Unset for sagas started before it existed.
+   * every log line of the saga and its activities. Unset when whoever started the run had none.
    */
   requestId?: string;
 }

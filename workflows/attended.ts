@@ -4,7 +4,6 @@ import {
   CancellationScope,
   condition,
   isCancellation,
-  patched,
   setHandler,
 } from '@temporalio/workflow';
 import type { RefundEvent, SupportAction } from '../vocabulary';
@@ -13,9 +12,6 @@ import { refundEventSignal, supportActionSignal } from './definitions';
 // Stripe steps that must happen once money is involved (expire a session, read it, refund), run so
 // that no answer of Stripe's ends a saga without an outcome: a refusal is shown to support and tried
 // again, and the saga keeps listening to its payment events while a call is being retried.
-
-/** v5: a Stripe refusal after the session is open flags the purchase and is retried instead of failing the saga. */
-export const ATTENDED_PATCH = 'stripe-refusals-attended';
 
 /** What support has said to this saga (signal `supportAction`), and the refunds' news (signal `refundEvent`). */
 export class SupportDesk {
@@ -96,8 +92,7 @@ export async function attended<T>(what: string, call: () => Promise<T>, opts: At
     if (answer === 'interrupted') return { outcome: 'interrupted' };
     if ('value' in answer) return { outcome: 'done', value: answer.value };
     const refusal = refusalOf(answer.error);
-    // Sagas that ran before this rule failed here; their histories replay that way.
-    if (!refusal || !patched(ATTENDED_PATCH)) throw answer.error;
+    if (!refusal) throw answer.error;
     // Stripe's message names the step already ("refunding the payment: Stripe answered 402: ...").
     await opts.flag(refusal.startsWith(what) ? refusal : `${what}: ${refusal}`);
     const retriesSeen = desk.retries;
@@ -121,11 +116,7 @@ async function raceInterrupt<T>(
   stop.catch(() => {}); // cancelled once the call wins
   running.catch(() => {}); // handled below, or cancelled once the interrupt wins
   try {
-    const first = await Promise.race([running.then((value) => ({ value })), stop.then(() => 'interrupted' as const)]);
-    if (first !== 'interrupted') return first;
-    if (patched(ATTENDED_PATCH)) return 'interrupted';
-    // A saga older than the rule awaits the call whatever happens meanwhile.
-    return { value: await running };
+    return await Promise.race([running.then((value) => ({ value })), stop.then(() => 'interrupted' as const)]);
   } finally {
     // Cancels the wait for the interrupt, and the call when it is still running (the interrupt won).
     scope.cancel();

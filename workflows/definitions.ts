@@ -6,8 +6,6 @@ import type { PaymentEvent, PurchaseState, RefundEvent, SupportAction } from '..
 // UI use to talk to it and find it. Names are stable; recorded histories replay against them.
 
 export const paymentEventSignal = defineSignal<[PaymentEvent]>('paymentEvent');
-/** Kept for sagas started before the cancel update: a signal they may still receive. */
-export const cancelSignal = defineSignal<[]>('cancel');
 /** A refund's news from Stripe's webhook, for the saga that made the refund and waits for it to settle. */
 export const refundEventSignal = defineSignal<[RefundEvent]>('refundEvent');
 /** Support's word to a saga waiting on a step Stripe keeps refusing: try again now, or it was settled by hand. */

@@ -1,37 +1,41 @@
-import type { PurchaseStatus } from '../vocabulary';
+import { condition } from '@temporalio/workflow';
+import { isPaid, type PurchaseStatus } from '../vocabulary';
 import type { SessionState } from '../activities';
-import type { PaymentFold } from './payment-fold';
+import type { Payment, PaymentFold } from './payment-fold';
+import { acts, stripeActs } from './proxies';
+import { ASYNC_SETTLE_TIMEOUT, type PurchaseSaga } from './saga';
 
-/** What the saga does once the wait for the payment is over (paid, pending, failed, lapsed or cancelled). */
-export type EndOfWait =
+// What the saga does once the wait for the payment is over (paid, pending, failed, lapsed or
+// cancelled): confirm, keep the unit while a delayed payment settles, or close the session and
+// give the unit back. The session is closed before the hold is released, so nobody can pay for a
+// unit already handed on; a payment that still arrives re-takes a unit or is refunded.
+
+/** The steps that settle a purchase without closing its session first. */
+type SettleStep =
   /** Paid: the hold becomes the sale. */
   | { step: 'confirm' }
   /** A delayed payment was completed in time: keep the unit until it settles. */
   | { step: 'hold-until-settled' }
   /** The delayed payment failed: give the unit back. */
-  | { step: 'payment-failed' }
-  /** Nothing paid: close the session first, then see what it says. */
-  | { step: 'close-session' };
+  | { step: 'payment-failed' };
 
-/** The steps that settle a purchase without closing its session first. */
-export type SettleStep = Exclude<EndOfWait, { step: 'close-session' }>;
-
-export function endOfWait(fold: PaymentFold): EndOfWait {
+/** What the payment events say once the wait is over; null: nothing paid, close the session first. */
+function endOfWait(fold: PaymentFold): SettleStep | null {
   if (fold.payment === 'paid') return { step: 'confirm' };
   if (fold.payment === 'pending') return { step: 'hold-until-settled' };
   if (fold.payment === 'failed') return { step: 'payment-failed' };
-  return { step: 'close-session' };
+  return null;
 }
 
 /** What the closed session says: a buyer who completed it a moment earlier still gets the unit. */
-export function afterClose(closed: SessionState, fold: PaymentFold): SettleStep | null {
+function afterClose(closed: SessionState, fold: PaymentFold): SettleStep | null {
   if (closed.status !== 'complete') return null;
   if (closed.paymentStatus === 'paid' || fold.payment === 'paid') return { step: 'confirm' };
   return { step: 'hold-until-settled' };
 }
 
 /** How a purchase ends when no payment came: the ledger kind of the release, the status and the words. */
-export function unpaidEnding(
+function unpaidEnding(
   fold: PaymentFold,
   cancelRequested: boolean,
 ): { releaseAs: 'release' | 'expire'; status: PurchaseStatus; reason: string } {
@@ -40,4 +44,71 @@ export function unpaidEnding(
     return { releaseAs: 'release', status: 'payment_failed', reason: 'the payment was declined and the hold lapsed' };
   }
   return { releaseAs: 'expire', status: 'expired', reason: 'the hold lapsed before payment' };
+}
+
+/** The wait is over: act on what the payment events and the session say. */
+export async function settle(saga: PurchaseSaga, sessionId: string): Promise<void> {
+  const next = endOfWait(saga.fold);
+  if (next) return take(saga, next);
+  const closed = await closeSession(saga, sessionId);
+  // A payment arrived while the session was being closed: settle it as if it came before the lapse.
+  if (!closed) return settle(saga, sessionId);
+  const { state, fold } = saga;
+  if (closed.paymentIntentId) state.paymentIntentId = closed.paymentIntentId;
+  // Completed before the expire reached it: the buyer paid on a session that was still theirs.
+  if (closed.status === 'complete' && state.holdExpiresAt) saga.paidAt ??= Date.parse(state.holdExpiresAt);
+  const completed = afterClose(closed, fold);
+  if (completed) {
+    if (completed.step === 'hold-until-settled' && saga.payment === 'none') fold.payment = 'pending';
+    return take(saga, completed);
+  }
+  const ending = unpaidEnding(fold, saga.cancelRequested);
+  await acts.releaseHold(saga.input.purchaseId, ending.releaseAs);
+  await saga.setStatus(ending.status, { reason: ending.reason });
+  await settleStragglers(saga);
+}
+
+/**
+ * A payment event can land while the saga is finishing (it is then in this run's history, just
+ * after the last step): settle it here rather than let the run close over it.
+ */
+export async function settleStragglers(saga: PurchaseSaga): Promise<void> {
+  for (;;) {
+    if (isPaid(saga.state.status)) return;
+    if (saga.payment === 'paid') return saga.settleLatePayment();
+    if (saga.payment !== 'pending' || saga.state.status === 'payment_failed') return;
+    if (!(await condition(() => saga.payment !== 'pending', ASYNC_SETTLE_TIMEOUT))) return;
+    if ((saga.payment as Payment) === 'failed') return;
+  }
+}
+
+/**
+ * Expires the session so no payment can start any more. While Stripe keeps failing or refusing,
+ * the saga keeps listening: a payment that arrives meanwhile is settled at once (null: settle it).
+ * Support settling the step by hand means the session was closed in the Dashboard.
+ */
+async function closeSession(saga: PurchaseSaga, sessionId: string): Promise<SessionState | null> {
+  const expired: SessionState = { status: 'expired', paymentStatus: 'unpaid' };
+  if (saga.fold.sessionExpired) return expired;
+  const answer = await saga.attend(
+    'expiring the Checkout Session',
+    () => stripeActs.expireCheckout(saga.input.purchaseId, sessionId),
+    () => saga.payment !== 'none' || saga.fold.sessionExpired,
+  );
+  if (answer.outcome === 'done') return answer.value;
+  if (answer.outcome === 'settled' || saga.payment === 'none') return expired;
+  return null;
+}
+
+async function take(saga: PurchaseSaga, next: SettleStep): Promise<void> {
+  switch (next.step) {
+    case 'confirm':
+      return saga.confirmPaid();
+    case 'hold-until-settled':
+      return saga.holdUntilSettled();
+    case 'payment-failed':
+      await acts.releaseHold(saga.input.purchaseId, 'release');
+      await saga.setStatus('payment_failed', { reason: 'the delayed payment failed' });
+      return settleStragglers(saga);
+  }
 }

@@ -4,8 +4,8 @@ import type { WorkflowInterceptors } from '@temporalio/workflow';
 // The request id of the HTTP request that started a saga (PurchaseInput.requestId), on every log
 // line of that saga: the workflow's own `log` lines, and through a header on each activity it
 // schedules, its activities' lines (worker/interceptors.ts reads the header). Neither logs nor
-// headers are commands, so recorded histories replay as before; a saga started before request ids
-// (or by a CLI) has none.
+// headers are commands: adding or changing them needs no patch. A run started without a request id
+// has none.
 
 /** The header that carries the request id to activities. */
 export const REQUEST_ID_HEADER = 'requestId';

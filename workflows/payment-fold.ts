@@ -10,8 +10,7 @@ export type Payment = 'none' | 'pending' | 'paid' | 'failed';
  */
 export class PaymentFold {
   payment: Payment = 'none';
-  /** Set by the first declined attempt (v1 sagas end on it; later ones let the buyer try again). */
-  declined = false;
+  /** Declined attempts: each one lets the buyer try again on the same session until the hold lapses. */
   declines = 0;
   sessionExpired = false;
   private readonly seen = new Set<string>();
@@ -35,7 +34,6 @@ export class PaymentFold {
         this.sessionExpired = true;
         break;
       case 'payment_intent.payment_failed':
-        this.declined = true;
         this.declines++;
         break;
     }

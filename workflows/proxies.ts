@@ -45,13 +45,16 @@ const checkoutStep: ActivityOptions & LocalActivityOptions = {
     nonRetryableErrorTypes: ['StripeRejected'],
   },
 };
-/** Sagas started before the session step ran in the workflow task (their histories schedule an activity). */
-export const checkoutActs = proxyActivities<Activities>(checkoutStep);
 // The session, as a local activity too: the hold and the session run in the saga's first workflow task,
 // so a buyer's checkout URL costs one workflow task and no activity task (the server is the crowd's
 // bottleneck). A worker that dies mid-task leaves the task to time out and run again on another
 // worker: the hold is keyed by purchase and the session by its idempotency key, so neither doubles.
 export const localCheckoutActs = proxyLocalActivities<Activities>(checkoutStep);
+/**
+ * Closing the session a failed session step may have opened after all: off the first workflow task
+ * (the purchase has already failed, no buyer waits on it), with the session step's own policy.
+ */
+export const checkoutActs = proxyActivities<Activities>(checkoutStep);
 
 // Stripe calls after the session is open (expire, read, refund): transient faults are retried until
 // they heal. A refusal (4xx) is not retried by the activity: the workflow flags the purchase

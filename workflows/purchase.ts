@@ -4,51 +4,58 @@ import {
   condition,
   isCancellation,
   log,
-  patched,
   setHandler,
   TemporalFailure,
 } from '@temporalio/workflow';
-import {
-  foreignEventReason,
-  isFinal,
-  isPaid,
-  paidBy,
-  type PaymentEvent,
-  type PurchaseInput,
-  type PurchaseState,
-} from '../vocabulary';
+import { foreignEventReason, isFinal, isPaid, paidBy, type PurchaseInput, type PurchaseState } from '../vocabulary';
+import type { OpenCheckoutInput, SessionState, TakeHoldOutput } from '../activities';
 import { cancelUpdate, checkoutReadyUpdate, paymentEventSignal, purchaseStateQuery } from './definitions';
-import type { SessionState } from '../activities';
+import { settle, settleStragglers } from './end-of-wait';
 import { followUp } from './follow-up';
-import { cancelsWithoutSettling, finishBeforeSessionFirst } from './legacy';
-import { acts, checkoutActs, localActs, localCheckoutActs, PurchaseSaga, stripeActs } from './saga';
+import { acts, checkoutActs, localActs, localCheckoutActs, stripeActs } from './proxies';
+import { PurchaseSaga } from './saga';
 
-/** Expires the session a failed session step may have opened after all; gives up (logged) if Stripe keeps failing. */
-async function closeUnansweredCheckout(checkout: Parameters<typeof checkoutActs.closeUnansweredCheckout>[0]) {
-  try {
-    const found = await checkoutActs.closeUnansweredCheckout(checkout);
-    if (found)
-      log.warn('closed a Checkout Session a failed attempt had opened', { purchaseId: checkout.purchaseId, ...found });
-  } catch (err) {
-    if (isCancellation(err)) throw err;
-    log.error('could not close the Checkout Session a failed attempt may have opened', {
-      purchaseId: checkout.purchaseId,
-      error: (err as Error).message,
-    });
-  }
-}
+type Hold = Extract<TakeHoldOutput, { outcome: 'held' }>;
 
 /**
- * One purchase, from hold to outcome. Takes the hold (compensation: release), opens the Checkout
- * Session (compensation: expire), then waits for a payment event or the hold timer. Paid in time:
- * the hold becomes a sale. Hold lapsed: the session is expired, stock goes back once, and a payment
- * that still arrives re-takes a unit or is refunded at once. Workflow id: `purchase-<purchaseId>`.
- * A run started by a payment for a closed saga (`followUp`) only settles that payment.
+ * One purchase, from hold to outcome. Workflow id `purchase-<purchaseId>`, so a retried start joins
+ * the running saga. Side effects: a stock hold (keyed by the purchase id; compensation: release it),
+ * a Checkout Session (key `checkout-<purchaseId>`; compensation: expire it), then the sale, or for a
+ * payment after the hold went back, a re-take or a refund (key `refund-late-<purchaseId>`). Every
+ * status is written to the purchase record first. A run started by a payment for a closed saga
+ * (`input.followUp`) only settles that payment. An operator's cancel expires the session and
+ * releases the hold, but a payment already made still ends in a sale or a refund.
  */
 export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseState> {
   const saga = new PurchaseSaga(input);
-  const { state, fold } = saga;
+  listen(saga);
+  log.info(input.followUp ? 'purchase follow-up started' : 'purchase saga started', {
+    purchaseId: input.purchaseId,
+    sku: input.sku,
+    quantity: input.quantity,
+  });
+  if (input.followUp) return followUp(saga);
 
+  try {
+    const hold = await takeHold(saga);
+    if (!hold) return saga.state;
+    const sessionId = await openSession(saga, hold);
+    if (!sessionId) return saga.state;
+    await waitForPaymentOrLapse(saga, Date.parse(hold.holdExpiresAt));
+    // Confirm; keep the unit while a delayed payment settles; or expire the session and release the
+    // hold, and re-take a unit for (or refund) a payment that arrives after all.
+    await settle(saga, sessionId);
+    return saga.state;
+  } catch (err) {
+    // Compensations run even though the workflow is cancelled, hence the non-cancellable scope.
+    if (isCancellation(err)) await CancellationScope.nonCancellable(() => compensateOperatorCancel(saga));
+    throw err;
+  }
+}
+
+/** The query, the two updates and the payment events; registered before the first step, which they may overtake. */
+function listen(saga: PurchaseSaga): void {
+  const { state, fold } = saga;
   setHandler(purchaseStateQuery, () => state);
   setHandler(checkoutReadyUpdate, async () => {
     await condition(() => state.status !== 'holding');
@@ -60,7 +67,7 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     await condition(() => isFinal(state.status) || saga.payment !== 'none');
     return state;
   });
-  setHandler(paymentEventSignal, (e: PaymentEvent) => {
+  setHandler(paymentEventSignal, (e) => {
     // The webhook refuses events that are not this purchase's own; one that reaches the saga some
     // other way is ignored too (a follow-up run checks once its record is loaded).
     if (state.sessionId && foreignEventReason(e, state, e.livemode ?? false)) return;
@@ -69,158 +76,122 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     if (e.paymentIntentId) state.paymentIntentId = e.paymentIntentId;
     if (!wasPaid && fold.payment === 'paid') saga.paidAt = paidBy(e) ?? Date.now();
   });
+}
 
-  log.info(input.followUp ? 'purchase follow-up started' : 'purchase saga started', {
-    purchaseId: input.purchaseId,
-    sku: input.sku,
-    quantity: input.quantity,
+/** 1. The hold, a local activity so that it and the session run in the saga's first workflow task. Null: refused. */
+async function takeHold(saga: PurchaseSaga): Promise<Hold | null> {
+  const { purchaseId, sku, buyerId, quantity, unitId, terms } = saga.input;
+  const hold = await localActs.takeHold({ purchaseId, sku, buyerId, quantity, unitId, terms });
+  if (hold.outcome === 'rejected') {
+    await saga.setStatus('rejected', {
+      rejection: hold.rejection,
+      reason: hold.rejection.replace(/_/g, ' '),
+      ...(hold.heldBy ? { heldBy: hold.heldBy } : {}),
+    });
+    return null;
+  }
+  Object.assign(saga.state, {
+    holdExpiresAt: hold.holdExpiresAt,
+    amountCents: hold.amountCents,
+    currency: hold.currency,
+    oversold: hold.oversold,
   });
-  if (input.followUp) return followUp(saga);
+  return hold;
+}
 
-  // Registered before the step it undoes: a cancel can land while the step runs. Releasing a hold
-  // that was never taken changes nothing.
-  const compensations: (() => Promise<unknown>)[] = [() => acts.releaseHold(input.purchaseId, 'release')];
-  const compensate = async () => {
-    // Last in, first out; each is idempotent, so a retry of the whole list is safe.
-    for (const step of [...compensations].reverse()) await step();
+/**
+ * 2. The Checkout Session, expiring with the hold (or at Stripe's 30-minute minimum, and the saga
+ * expires it at the lapse). The activity writes `awaiting_payment` to the record itself, so the
+ * buyer's checkout URL costs no further step. Null: it could not open, the hold was released.
+ */
+async function openSession(saga: PurchaseSaga, hold: Hold): Promise<string | null> {
+  const { purchaseId, sku, buyerId, quantity } = saga.input;
+  const order: OpenCheckoutInput = {
+    purchaseId,
+    sku,
+    buyerId,
+    quantity,
+    productName: hold.productName,
+    unitAmountCents: hold.unitAmountCents,
+    currency: hold.currency,
+    holdExpiresAt: hold.holdExpiresAt,
+    holdSeconds: hold.holdSeconds,
   };
-
+  const opened = { amountCents: hold.amountCents, currency: hold.currency, oversold: hold.oversold };
   try {
-    // v4: the hold is a local activity and opening the session writes the record, so a purchase
-    // reaches its checkout URL in two workflow tasks and one activity task.
-    const lean = patched('local-hold-checkout-records');
-    // v6: the session is a local activity as well: the checkout URL in one workflow task, no activity task.
-    const sessionInTask = lean && patched('checkout-in-first-task');
-    // 1. The hold
-    const hold = await (lean ? localActs : acts).takeHold({
-      purchaseId: input.purchaseId,
-      sku: input.sku,
-      buyerId: input.buyerId,
-      quantity: input.quantity,
-      unitId: input.unitId,
-      terms: input.terms,
-    });
-    if (hold.outcome === 'rejected') {
-      await saga.setStatus('rejected', {
-        rejection: hold.rejection,
-        reason: hold.rejection.replace(/_/g, ' '),
-        ...(hold.heldBy ? { heldBy: hold.heldBy } : {}),
-      });
-      return state;
-    }
-    Object.assign(state, {
-      holdExpiresAt: hold.holdExpiresAt,
-      amountCents: hold.amountCents,
-      currency: hold.currency,
-      oversold: hold.oversold,
-    });
-
-    // 2. The Checkout Session
-    const checkoutInput = {
-      purchaseId: input.purchaseId,
-      sku: input.sku,
-      buyerId: input.buyerId,
-      quantity: input.quantity,
-      productName: hold.productName,
-      unitAmountCents: hold.unitAmountCents,
-      currency: hold.currency,
-      holdExpiresAt: hold.holdExpiresAt,
-      holdSeconds: hold.holdSeconds,
-    };
-    let session;
-    try {
-      session = await (sessionInTask ? localCheckoutActs : checkoutActs).openCheckout({
-        ...checkoutInput,
-        ...(lean
-          ? { record: { amountCents: hold.amountCents, currency: hold.currency, oversold: hold.oversold } }
-          : {}),
-      });
-    } catch (err) {
-      // A local activity's last failure arrives as itself (its ApplicationFailure or TimeoutFailure),
-      // an activity's wrapped in an ActivityFailure.
-      if (!(err instanceof TemporalFailure) || isCancellation(err)) throw err;
-      const cause = err instanceof ActivityFailure ? (err.cause ?? err) : err;
-      await compensate();
-      await saga.setStatus('failed', { reason: `could not open the Checkout Session: ${cause.message}` });
-      // v7: an attempt whose answer was lost may have opened the session anyway: close it, so no one
-      // pays for a purchase that failed. The purchase never recorded that session, so a payment that
-      // beat this is foreign to it and refunded as a stray payment.
-      if (patched('close-unanswered-checkout')) await closeUnansweredCheckout(checkoutInput);
-      await saga.settleStragglers();
-      return state;
-    }
-    const sessionId = session.sessionId;
-    compensations.push(() => stripeActs.expireCheckout(input.purchaseId, sessionId));
-    const opened = {
-      sessionId,
+    const session = await localCheckoutActs.openCheckout({ ...order, record: opened });
+    saga.markStatus('awaiting_payment', {
+      ...opened,
+      sessionId: session.sessionId,
       checkoutUrl: session.url,
       holdExpiresAt: hold.holdExpiresAt,
-      amountCents: hold.amountCents,
-      currency: hold.currency,
-      oversold: hold.oversold,
-    };
-    if (lean) saga.markStatus('awaiting_payment', opened);
-    else await saga.setStatus('awaiting_payment', opened);
-
-    // 3. Wait for the payment or the hold timer, whichever comes first
-    const holdEnd = Date.parse(hold.holdExpiresAt);
-    // v2: a declined card no longer ends the purchase; the buyer may try again until the hold lapses.
-    const retryAfterDecline = patched('retry-after-decline');
-    // v3: a delayed payment completed in time keeps the unit, and the session is expired before the hold is released.
-    const sessionFirst = retryAfterDecline && patched('session-first-pending-held');
-    let lapsed = false;
-    let declinesNoted = 0;
-    for (;;) {
-      const ended = () =>
-        fold.settled || (sessionFirst && saga.payment === 'pending') || saga.cancelRequested || fold.sessionExpired;
-      const woke = await condition(
-        () => ended() || (retryAfterDecline ? fold.declines > declinesNoted : fold.declined),
-        Math.max(1, holdEnd - Date.now()),
-      );
-      if (!woke) {
-        lapsed = true;
-        break;
-      }
-      if (!retryAfterDecline || ended()) break;
-      declinesNoted = fold.declines;
-      await saga.setStatus('awaiting_payment', {
-        reason: 'the last payment attempt was declined; the buyer may try again',
-      });
-    }
-
-    // 4. Settle: a sale, a hold-until-settled, or the hold back to stock with the session closed
-    if (sessionFirst) await saga.finish(sessionId);
-    else {
-      const declinedForGood = retryAfterDecline ? lapsed && fold.declines > 0 : fold.declined;
-      await finishBeforeSessionFirst(saga, sessionId, { retryAfterDecline, declinedForGood });
-    }
-    return state;
+    });
+    return session.sessionId;
   } catch (err) {
-    if (isCancellation(err)) {
-      // An operator cancelled the saga: undo what it holds, even though the workflow is cancelled.
-      // A payment already made is never dropped: it still ends in a sale or a refund.
-      await CancellationScope.nonCancellable(async () => {
-        if (cancelsWithoutSettling()) {
-          await compensate();
-          await saga.setStatus('failed', { reason: 'cancelled by an operator' });
-          return;
-        }
-        if (!isPaid(state.status) && saga.payment === 'paid') return saga.confirmPaid();
-        if (state.sessionId) {
-          const sessionId = state.sessionId;
-          const answer = await saga.attend('expiring the Checkout Session', () =>
-            stripeActs.expireCheckout(input.purchaseId, sessionId),
-          );
-          const closed: SessionState =
-            answer.outcome === 'done' ? answer.value : { status: 'expired', paymentStatus: 'unpaid' };
-          if (closed.paymentIntentId) state.paymentIntentId = closed.paymentIntentId;
-          if (closed.status === 'complete' && closed.paymentStatus === 'paid') return saga.confirmPaid();
-        }
-        if (isPaid(state.status)) return;
-        await acts.releaseHold(input.purchaseId, 'release');
-        await saga.setStatus('failed', { reason: 'cancelled by an operator' });
-      });
-    }
-    throw err;
+    if (!(err instanceof TemporalFailure) || isCancellation(err)) throw err;
+    const cause = err instanceof ActivityFailure ? (err.cause ?? err) : err;
+    await acts.releaseHold(purchaseId, 'release');
+    await saga.setStatus('failed', { reason: `could not open the Checkout Session: ${cause.message}` });
+    // An attempt whose answer was lost may have opened the session anyway: close it, so no one pays
+    // for a purchase that failed. The purchase never recorded that session, so a payment that beat
+    // this is foreign to it and refunded as a stray payment.
+    await closeUnansweredCheckout(order);
+    await settleStragglers(saga);
+    return null;
   }
+}
+
+/** Expires the session a failed session step may have opened after all; gives up (logged) if Stripe keeps failing. */
+async function closeUnansweredCheckout(order: OpenCheckoutInput): Promise<void> {
+  try {
+    const found = await checkoutActs.closeUnansweredCheckout(order);
+    if (found)
+      log.warn('closed a Checkout Session a failed attempt had opened', { purchaseId: order.purchaseId, ...found });
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    log.error('could not close the Checkout Session a failed attempt may have opened', {
+      purchaseId: order.purchaseId,
+      error: (err as Error).message,
+    });
+  }
+}
+
+/**
+ * 3. Waits for the payment, the buyer's cancel or the hold timer, whichever comes first. A declined
+ * card keeps the hold: the buyer may try again on the same session until it lapses.
+ */
+async function waitForPaymentOrLapse(saga: PurchaseSaga, holdEnd: number): Promise<void> {
+  const { fold } = saga;
+  const over = () => saga.payment !== 'none' || saga.cancelRequested || fold.sessionExpired;
+  for (let declinesSeen = 0; ;) {
+    const woke = await condition(() => over() || fold.declines > declinesSeen, Math.max(1, holdEnd - Date.now()));
+    if (!woke || over()) return;
+    // Counted before the write: a decline that lands while it runs is told to the buyer too.
+    declinesSeen = fold.declines;
+    await saga.setStatus('awaiting_payment', {
+      reason: 'the last payment attempt was declined; the buyer may try again',
+    });
+  }
+}
+
+/**
+ * An operator cancelled the saga: expire the session, then release the hold, last in first out. A
+ * payment already made is never dropped: it still ends in a sale (or a refund, when its unit is gone).
+ */
+async function compensateOperatorCancel(saga: PurchaseSaga): Promise<void> {
+  const { state, input } = saga;
+  if (!isPaid(state.status) && saga.payment === 'paid') return saga.confirmPaid();
+  if (state.sessionId) {
+    const sessionId = state.sessionId;
+    const answer = await saga.attend('expiring the Checkout Session', () =>
+      stripeActs.expireCheckout(input.purchaseId, sessionId),
+    );
+    const closed: SessionState =
+      answer.outcome === 'done' ? answer.value : { status: 'expired', paymentStatus: 'unpaid' };
+    if (closed.paymentIntentId) state.paymentIntentId = closed.paymentIntentId;
+    if (closed.status === 'complete' && closed.paymentStatus === 'paid') return saga.confirmPaid();
+  }
+  if (isPaid(state.status)) return;
+  await acts.releaseHold(input.purchaseId, 'release');
+  await saga.setStatus('failed', { reason: 'cancelled by an operator' });
 }

@@ -1,4 +1,4 @@
-import { condition, patched } from '@temporalio/workflow';
+import { condition } from '@temporalio/workflow';
 import type { RefundState } from '../activities/stripe';
 import { attended, refundSettled, refusalOf, type SupportDesk } from './attended';
 import { stripeActs } from './proxies';
@@ -7,17 +7,14 @@ import { stripeActs } from './proxies';
 // refund's webhook (signal `refundEvent`) or, when that is late, a read of the refund says how it
 // ended; a failed refund is shown to support, who can have it tried again or settle it by hand.
 
-/** v6: a refund is followed to `succeeded` or `failed` instead of ending the saga at its first status. */
-export const FOLLOW_REFUNDS_PATCH = 'refunds-followed';
-
 /** How long to wait for the webhook before reading the refund, per round; the last repeats. */
 const READ_AFTER = ['1 minute', '10 minutes', '1 hour', '6 hours'] as const;
 /** A refund still pending this long is put in front of support. */
 const PENDING_TOO_LONG_MS = 30 * 24 * 3600 * 1000;
 
 export type RefundNews =
-  /** Stripe accepted the refund (its status may still be `pending`); `following`: false in sagas older than the rule. */
-  | { phase: 'created'; refund: RefundState; following: boolean }
+  /** Stripe accepted the refund (its status may still be `pending`). */
+  | { phase: 'created'; refund: RefundState }
   /** The refund succeeded. */
   | { phase: 'succeeded'; refund: RefundState }
   /** The refund failed (or stays pending too long): support sees it; `reason` says why. */
@@ -36,11 +33,7 @@ export interface RefundPlan {
   record: (news: RefundNews) => Promise<void>;
 }
 
-export type RefundEnd =
-  | { outcome: 'succeeded'; refund: RefundState }
-  | { outcome: 'by_hand'; note: string }
-  /** A saga older than the rule: the refund's first status, not followed. */
-  | { outcome: 'created'; refund: RefundState };
+export type RefundEnd = { outcome: 'succeeded'; refund: RefundState } | { outcome: 'by_hand'; note: string };
 
 /** Refunds, and follows the refund until its money is back with the buyer or support has settled it. */
 export async function refundToTheEnd(plan: RefundPlan): Promise<RefundEnd> {
@@ -55,10 +48,7 @@ export async function refundToTheEnd(plan: RefundPlan): Promise<RefundEnd> {
       },
     });
     if (made.outcome !== 'done') return byHand(plan, desk);
-    // Sagas that ran before this rule ended at the refund's first status.
-    const following = patched(FOLLOW_REFUNDS_PATCH);
-    await plan.record({ phase: 'created', refund: made.value, following });
-    if (!following) return { outcome: 'created', refund: made.value };
+    await plan.record({ phase: 'created', refund: made.value });
     const ended = await follow(desk, made.value);
     if (ended.status === 'succeeded') {
       await plan.record({ phase: 'succeeded', refund: ended });

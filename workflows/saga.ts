@@ -1,31 +1,20 @@
-import { condition, log, patched, upsertSearchAttributes } from '@temporalio/workflow';
-import { isPaid, type PurchaseInput, type PurchaseState, type PurchaseStatus } from '../vocabulary';
+import { condition, log, upsertSearchAttributes } from '@temporalio/workflow';
+import { canMove, type PurchaseInput, type PurchaseState, type PurchaseStatus } from '../vocabulary';
 import type { SessionState } from '../activities';
 import { attended, SupportDesk, type Attended } from './attended';
 import { HoldExpiresAtKey, PurchaseStatusKey } from './definitions';
-import { afterClose, endOfWait, unpaidEnding, type SettleStep } from './end-of-wait';
 import { PaymentFold, type Payment } from './payment-fold';
 import { acts, stripeActs } from './proxies';
 import { refundToTheEnd, type RefundNews } from './refunds';
 
-export { acts, checkoutActs, localActs, localCheckoutActs, stripeActs } from './proxies';
-
-/** v7: before declaring a delayed payment that never settled failed, the saga reads Stripe. */
-const READ_BEFORE_GIVING_UP_PATCH = 'read-stripe-before-giving-up';
-/** The sale's record is written by convertHold's own transaction (before: a recordPurchase step after it). */
-const SALE_RECORDED_WITH_HOLD_PATCH = 'sale-recorded-with-hold';
-
 /** How long a session that was completed with a delayed payment method may take to settle. */
 export const ASYNC_SETTLE_TIMEOUT = '7 days';
 const ASYNC_SETTLE_SECONDS = 7 * 24 * 3600;
-/** How long to wait for the webhook of a session Stripe already reports paid, before reading it ourselves. */
-const PAID_EVENT_GRACE = '1 minute';
 
 /**
  * The state of one purchase saga and the steps that settle it once the hold is taken. Shared by the
- * first run (purchase.ts), the follow-up run (follow-up.ts) and the paths of sagas started before
- * the session-first rule (legacy.ts). Every step writes the record before the in-memory state, so
- * whatever the API reads from a query or update is already durable.
+ * first run (purchase.ts) and the follow-up run (follow-up.ts). Every step writes the record before
+ * the in-memory state, so whatever the API reads from a query or update is already durable.
  */
 export class PurchaseSaga {
   readonly state: PurchaseState;
@@ -62,9 +51,10 @@ export class PurchaseSaga {
   /** The state and search attributes only, for a step whose activity already wrote the record. */
   markStatus(status: PurchaseStatus, patch: Partial<PurchaseState> = {}): void {
     // Not a command: logged once when it happens, not again on replay.
-    if (status !== this.state.status) {
-      log.info('purchase status changed', { purchaseId: this.state.purchaseId, from: this.state.status, to: status });
-    }
+    const from = this.state.status;
+    if (status !== from) log.info('purchase status changed', { purchaseId: this.state.purchaseId, from, to: status });
+    // The table of moves is what operators and the docs rely on: a move outside it is a bug to see.
+    if (!canMove(from, status)) log.error('purchase status moved outside PURCHASE_TRANSITIONS', { from, to: status });
     Object.assign(this.state, patch, { status });
     upsertSearchAttributes([
       { key: PurchaseStatusKey, value: status },
@@ -205,12 +195,9 @@ export class PurchaseSaga {
       paymentIntentId: this.state.paymentIntentId,
       reason: late ? 'paid after the hold lapsed; its unit was still held' : 'paid in time',
     };
-    if (patched(SALE_RECORDED_WITH_HOLD_PATCH)) {
-      if ((await acts.convertHold(this.input.purchaseId, { ...sale, status })) === 'sold') {
-        return this.markStatus(status, sale);
-      }
-    } else if ((await acts.convertHold(this.input.purchaseId)) === 'sold') {
-      return this.setStatus(status, sale);
+    // convertHold writes the sale's record in its own transaction: one activity for a paid buyer.
+    if ((await acts.convertHold(this.input.purchaseId, { ...sale, status })) === 'sold') {
+      return this.markStatus(status, sale);
     }
     // The hold went back to stock a moment before (its expiry passed and a taker reclaimed it).
     await this.settleLatePayment();
@@ -224,7 +211,7 @@ export class PurchaseSaga {
       ...(until ? { holdExpiresAt: until } : {}),
     });
     const settled = await condition(() => this.fold.settled, ASYNC_SETTLE_TIMEOUT);
-    if (!settled && this.state.sessionId && patched(READ_BEFORE_GIVING_UP_PATCH)) {
+    if (!settled && this.state.sessionId) {
       // The webhook may have been lost: Stripe's word decides before the buyer's unit is given back.
       const sessionId = this.state.sessionId;
       const read = await this.attend('reading the session of the delayed payment', () =>
@@ -242,98 +229,10 @@ export class PurchaseSaga {
     });
   }
 
-  /**
-   * A payment event can land while the saga is finishing (it is then in this run's history, just
-   * after the last step): settle it here rather than let the run close over it.
-   */
-  async settleStragglers(): Promise<void> {
-    for (;;) {
-      if (isPaid(this.state.status)) return;
-      if (this.payment === 'paid') return this.settleLatePayment();
-      if (this.payment !== 'pending' || this.state.status === 'payment_failed') return;
-      if (!(await condition(() => this.payment !== 'pending', ASYNC_SETTLE_TIMEOUT))) return;
-      if ((this.payment as Payment) === 'failed') return;
-    }
-  }
-
-  /** The wait is over (session-first sagas): act on what the payment events and the session say. */
-  async finish(sessionId: string): Promise<void> {
-    const next = endOfWait(this.fold);
-    if (next.step !== 'close-session') return this.take(next);
-    const closed = await this.closeSession(sessionId);
-    // A payment arrived while the session was being closed: settle it as if it came before the lapse.
-    if (!closed) return this.finish(sessionId);
-    if (closed.paymentIntentId) this.state.paymentIntentId = closed.paymentIntentId;
-    // Completed before the expire reached it: the buyer paid on a session that was still theirs.
-    if (closed.status === 'complete' && this.state.holdExpiresAt) this.paidAt ??= Date.parse(this.state.holdExpiresAt);
-    const completed = afterClose(closed, this.fold);
-    if (completed) {
-      if (completed.step === 'hold-until-settled' && this.payment === 'none') this.fold.payment = 'pending';
-      return this.take(completed);
-    }
-    const ending = unpaidEnding(this.fold, this.cancelRequested);
-    await acts.releaseHold(this.input.purchaseId, ending.releaseAs);
-    await this.setStatus(ending.status, { reason: ending.reason });
-    await this.settleStragglers();
-  }
-
-  /**
-   * Expires the session so no payment can start any more. While Stripe keeps failing or refusing,
-   * the saga keeps listening: a payment that arrives meanwhile is settled at once (null: settle it).
-   * Support settling the step by hand means the session was closed in the Dashboard.
-   */
-  private async closeSession(sessionId: string): Promise<SessionState | null> {
-    const expired: SessionState = { status: 'expired', paymentStatus: 'unpaid' };
-    if (this.fold.sessionExpired) return expired;
-    const answer = await this.attend(
-      'expiring the Checkout Session',
-      () => stripeActs.expireCheckout(this.input.purchaseId, sessionId),
-      () => this.payment !== 'none' || this.fold.sessionExpired,
-    );
-    if (answer.outcome === 'done') return answer.value;
-    if (answer.outcome === 'settled' || this.payment === 'none') return expired;
-    return null;
-  }
-
   /** A session read from Stripe still carries this order's amount and currency (or says nothing of them). */
   private ownSession(s: SessionState): boolean {
     const { amountCents, currency } = this.state;
     if (s.amountCents !== undefined && amountCents !== undefined && s.amountCents !== amountCents) return false;
     return !(s.currency && currency && s.currency.toLowerCase() !== currency.toLowerCase());
-  }
-
-  private async take(next: SettleStep): Promise<void> {
-    switch (next.step) {
-      case 'confirm':
-        return this.confirmPaid();
-      case 'hold-until-settled':
-        return this.holdUntilSettled();
-      case 'payment-failed':
-        await acts.releaseHold(this.input.purchaseId, 'release');
-        await this.setStatus('payment_failed', { reason: 'the delayed payment failed' });
-        return this.settleStragglers();
-    }
-  }
-
-  /**
-   * The hold is gone and the session was told to expire (sagas started before the session-first
-   * rule). A session completed a moment earlier still brings a payment: wait for it and settle it.
-   */
-  async afterSessionClosed(session: SessionState, ended: PurchaseStatus, reason: string): Promise<void> {
-    if (session.paymentIntentId) this.state.paymentIntentId = session.paymentIntentId;
-    if (session.status === 'complete') {
-      if (session.paymentStatus === 'paid') {
-        // Stripe says paid; the webhook may lag, but the money is there either way.
-        await condition(() => this.payment === 'paid', PAID_EVENT_GRACE);
-        this.fold.payment = 'paid';
-      } else {
-        await condition(() => this.fold.settled, ASYNC_SETTLE_TIMEOUT);
-      }
-    }
-    if (this.payment === 'paid') return this.settleLatePayment();
-    if (this.payment === 'failed') return this.setStatus('payment_failed', { reason: 'the delayed payment failed' });
-    if (this.payment === 'pending')
-      return this.setStatus('payment_failed', { reason: 'the delayed payment never settled' });
-    await this.setStatus(ended, { reason });
   }
 }

@@ -64,8 +64,6 @@ async function recordSupportRefund(input: SupportRefundInput, news: RefundNews):
   const reason = input.reason;
   switch (news.phase) {
     case 'created':
-      // Sagas older than the rule wrote the record once, after the restock.
-      if (!news.following) return;
       return acts.recordPurchase(input.purchaseId, {
         status: 'refunded',
         reason,

@@ -1,163 +1,222 @@
-// Records purchase workflow histories for the replay test, one per saga branch. Run against the test
-// stack when the workflow changes on purpose (a new version of the saga):
-//   DATABASE_URL=... TEMPORAL_ADDRESS=... npx tsx test/replay/record-histories.ts
-// and commit the files in test/replay/histories/. Keep the histories of the previous version beside
-// them (suffix -v1, ...): sagas started before a change must still replay.
-import { writeFileSync } from 'node:fs';
+// Records the saga histories that test/replay/replay.test.ts replays: one per path of the sagas worth
+// keeping, each checked to have ended the way its name says. Run it when a change alters the saga's
+// commands on purpose (behind `patched()`, see docs/architecture.md, "Changing a saga"):
+//   npx tsx test/replay/record-histories.ts
+// It starts a throwaway stack (as `npm test` does; DATABASE_URL and TEMPORAL_ADDRESS name one of yours
+// instead) and writes test/replay/histories/<package.json version>/. Bump the version first: the
+// folder of the previous generation stays beside the new one until its patches are deprecated.
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { createStripe } from '../../config/clients';
+import { startStack } from '../../dev/stack';
 import { purchaseWorkflowId, refundWorkflowId, strayPaymentWorkflowId } from '../../vocabulary';
-import { SESSION_ANSWERS_LOST, sessionOf, startSystem, SUPPORT_TOKEN } from '../helpers/system';
+import { RECORDED_PATHS, type RecordedPath } from './paths';
+import { asBuyer, SESSION_ANSWERS_LOST, sessionOf, startSystem, SUPPORT_TOKEN, type System } from '../helpers/system';
+
+const { version } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+  version: string;
+};
+const out = path.join(__dirname, 'histories', version);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const final = (r: { status: string }) => !['holding', 'awaiting_payment', 'needs_attention'].includes(r.status);
 
 async function main(): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flash-sale-record-'));
+  // When run as root, Postgres runs as the `postgres` user, which must be able to enter this folder.
+  fs.chmodSync(dataDir, 0o711);
+  const stack = await startStack({ dataDir, persistent: false, log: () => {} });
+  Object.assign(process.env, {
+    DATABASE_URL: stack.databaseUrl,
+    TEMPORAL_ADDRESS: stack.temporalAddress,
+    TEMPORAL_NAMESPACE: stack.temporalNamespace,
+  });
   const sys = await startSystem();
-  const out = path.join(__dirname, 'histories');
-  const save = async (name: string, workflowId: string) => {
-    const history = await sys.temporal.workflow.getHandle(workflowId).fetchHistory();
-    writeFileSync(path.join(out, `${name}.json`), historyToJSON(history));
-    console.log(`recorded ${name} (${history.events?.length} events)`);
-  };
-  const final = (r: { status: string }) => !['holding', 'awaiting_payment'].includes(r.status);
+  fs.rmSync(out, { recursive: true, force: true });
+  fs.mkdirSync(out, { recursive: true });
   try {
-    const sku = await sys.createProduct({ stock: 3 });
-    const paid = await sys.buy(sku, 'replay-paid');
-    await sys.pay(await sessionOf(sys.db, paid.body.purchaseId), 'succeeded');
-    await sys.waitForPurchase(paid.body.purchaseId, final);
-    await sys.api(
+    const recorded = await recordAll(sys);
+    const missing = RECORDED_PATHS.filter((p) => !recorded.has(p));
+    if (missing.length > 0) throw new Error(`not recorded: ${missing.join(', ')}`);
+  } finally {
+    await sys.close();
+    await stack.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function recordAll(sys: System): Promise<Set<RecordedPath>> {
+  const recorded = new Set<RecordedPath>();
+  const writeRun = async (name: RecordedPath, workflowId: string) => {
+    const history = await sys.temporal.workflow.getHandle(workflowId).fetchHistory();
+    fs.writeFileSync(path.join(out, `${name}.json`), historyToJSON(history));
+    recorded.add(name);
+    console.log(`recorded ${version}/${name} (${history.events?.length} events)`);
+  };
+  /** Waits for the purchase's record to reach `status` and its saga to end, and records its (last) run. */
+  const record = async (name: RecordedPath, purchaseId: string, status: string, timeoutMs?: number) => {
+    await sys.waitForPurchase(purchaseId, (r) => r.status === status, timeoutMs);
+    await sys.temporal.workflow.getHandle(purchaseWorkflowId(purchaseId)).result();
+    await writeRun(name, purchaseWorkflowId(purchaseId));
+  };
+  /** Waits until the saga gave the unit back and its run closed: a payment now starts a follow-up run. */
+  const lapse = async (purchaseId: string) => {
+    await sys.waitForPurchase(purchaseId, (r) => r.status === 'expired', 20_000);
+    await sys.temporal.workflow.getHandle(purchaseWorkflowId(purchaseId)).result();
+  };
+  const buy = async (sku: string, buyer: string) => {
+    const res = await sys.buy(sku, buyer);
+    if (res.status !== 201) throw new Error(`buying ${sku} as ${buyer}: ${res.status} ${JSON.stringify(res.body)}`);
+    return { id: res.body.purchaseId as string, session: await sessionOf(sys.db, res.body.purchaseId) };
+  };
+  const short = (stock = 1) => sys.createProduct({ stock, holdSeconds: 2 });
+  const supportRefund = (purchaseId: string) =>
+    sys.api(
       'POST',
-      `/v1/support/purchases/${paid.body.purchaseId}/refund`,
-      { reason: 'replay', restock: true },
-      {
-        authorization: `Bearer ${SUPPORT_TOKEN}`,
-      },
-    );
-    await sys.waitForPurchase(paid.body.purchaseId, (r) => r.status === 'refunded');
-
-    const declined = await sys.buy(sku, 'replay-declined');
-    const declinedSession = await sessionOf(sys.db, declined.body.purchaseId);
-    await sys.pay(declinedSession, 'declined');
-    await sys.waitForPurchase(declined.body.purchaseId, (r) => r.reason !== null);
-    await sys.pay(declinedSession, 'succeeded');
-    await sys.waitForPurchase(declined.body.purchaseId, final);
-
-    const asyncPaid = await sys.buy(sku, 'replay-async');
-    const s = await sessionOf(sys.db, asyncPaid.body.purchaseId);
-    await sys.pay(s, 'async_pending');
-    await sys.pay(s, 'async_succeeded');
-    await sys.waitForPurchase(asyncPaid.body.purchaseId, final);
-
-    const cancelled = await sys.buy(sku, 'replay-operator-cancel');
-    await sys.temporal.workflow.getHandle(purchaseWorkflowId(cancelled.body.purchaseId)).cancel();
-    await sys.waitForPurchase(cancelled.body.purchaseId, final);
-
-    const slow = await sys.createProduct({ stock: 1, holdSeconds: 1 });
-    const pending = await sys.buy(slow, 'replay-pending');
-    const pendingSession = await sessionOf(sys.db, pending.body.purchaseId);
-    await sys.pay(pendingSession, 'async_pending');
-    await sys.waitForPurchase(pending.body.purchaseId, (r) => /settling/.test(r.reason ?? ''));
-    await new Promise((r) => setTimeout(r, 1500));
-    await sys.pay(pendingSession, 'async_succeeded');
-    await sys.waitForPurchase(pending.body.purchaseId, final);
-
-    const short = await sys.createProduct({ stock: 1, holdSeconds: 1 });
-    const late = await sys.buy(short, 'replay-late');
-    await sys.waitForPurchase(late.body.purchaseId, final);
-    const winner = await sys.buy(short, 'replay-winner');
-    await sys.pay(await sessionOf(sys.db, late.body.purchaseId), 'succeeded', { force: true });
-    await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'refunded');
-    await sys.pay(await sessionOf(sys.db, winner.body.purchaseId), 'succeeded');
-    await sys.waitForPurchase(winner.body.purchaseId, final);
-
-    await save('paid-in-time', purchaseWorkflowId(paid.body.purchaseId));
-    await save('support-refund', refundWorkflowId(paid.body.purchaseId));
-    await save('declined-then-paid', purchaseWorkflowId(declined.body.purchaseId));
-    await save('async-paid', purchaseWorkflowId(asyncPaid.body.purchaseId));
-    await save('paid-winner', purchaseWorkflowId(winner.body.purchaseId));
-    await save('operator-cancel', purchaseWorkflowId(cancelled.body.purchaseId));
-    await save('delayed-payment-held-past-hold', purchaseWorkflowId(pending.body.purchaseId));
-    // The late payment may reach the first run or, once it closed, a follow-up run of the same id: keep every run.
-    let n = 0;
-    for await (const run of sys.temporal.workflow.list({
-      query: `WorkflowId = "${purchaseWorkflowId(late.body.purchaseId)}"`,
-    })) {
-      const history = await sys.temporal.workflow.getHandle(run.workflowId, run.runId).fetchHistory();
-      writeFileSync(path.join(out, `lapsed-then-late-refund-run${++n}.json`), historyToJSON(history));
-      console.log(`recorded lapsed-then-late-refund-run${n} (${history.events?.length} events)`);
-    }
-
-    // Stripe refuses the late payment's refund once: needs_attention, then refunded on the retry.
-    const tight = await sys.createProduct({ stock: 1, holdSeconds: 1 });
-    const refused = await sys.buy(tight, 'replay-refused');
-    await sys.waitForPurchase(refused.body.purchaseId, final);
-    const taker = await sys.buy(tight, 'replay-taker');
-    await sys.pay(await sessionOf(sys.db, taker.body.purchaseId), 'succeeded');
-    await sys.waitForPurchase(taker.body.purchaseId, final);
-    await sys.emulatorCall('POST', '/_emulator/faults', { path: '/v1/refunds', method: 'POST', status: 400 });
-    await sys.pay(await sessionOf(sys.db, refused.body.purchaseId), 'succeeded', { force: true });
-    await sys.waitForPurchase(refused.body.purchaseId, (r) => r.status === 'refunded', 30_000);
-
-    // Expire keeps failing after the lapse and the buyer pays: the payment wins the race.
-    const racing = await sys.createProduct({ stock: 1, holdSeconds: 1 });
-    const raced = await sys.buy(racing, 'replay-raced');
-    const racedSession = await sessionOf(sys.db, raced.body.purchaseId);
-    await sys.emulatorCall('POST', '/_emulator/faults', {
-      path: `/v1/checkout/sessions/${racedSession}/expire`,
-      status: 500,
-      count: 1000,
-    });
-    await new Promise((r) => setTimeout(r, 2500));
-    await sys.pay(racedSession, 'succeeded');
-    await sys.waitForPurchase(raced.body.purchaseId, final);
-    await sys.emulatorCall('DELETE', '/_emulator/faults');
-
-    // A refund that starts pending and then succeeds, followed by the support refund saga.
-    await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'pending' });
-    const followed = await sys.buy(await sys.createProduct({ stock: 1 }), 'replay-followed');
-    await sys.pay(await sessionOf(sys.db, followed.body.purchaseId), 'succeeded');
-    await sys.waitForPurchase(followed.body.purchaseId, final);
-    await sys.api(
-      'POST',
-      `/v1/support/purchases/${followed.body.purchaseId}/refund`,
+      `/v1/support/purchases/${purchaseId}/refund`,
       { reason: 'replay', restock: true },
       { authorization: `Bearer ${SUPPORT_TOKEN}` },
     );
-    const pendingRefund = await sys.waitForPurchase(followed.body.purchaseId, (r) => r.refund_id !== null);
-    await sys.emulatorCall('POST', `/_emulator/refunds/${pendingRefund.refund_id}/succeed`);
-    await sys.waitForPurchase(followed.body.purchaseId, (r) => r.refund_status === 'succeeded');
-    await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'succeeded' });
 
-    // Money on a foreign session that claims a purchase: refunded by the stray-payment saga.
-    const claimed = await sys.buy(await sys.createProduct({ stock: 1 }), 'replay-claimed');
-    const other = createStripe({ stripeSecretKey: 'sk_test_replay_other', stripeApiUrl: sys.emulator.url });
-    const foreign = await other.checkout.sessions.create({
-      mode: 'payment',
-      line_items: [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 1, product_data: { name: 'x' } } }],
-      success_url: 'https://example.com/ok',
-      metadata: { purchase_id: claimed.body.purchaseId },
-    });
-    await sys.pay(foreign.id, 'succeeded');
-    for (let i = 0; i < 200; i++) {
-      const { rows } = await sys.db.query('SELECT status FROM stray_payments WHERE session_id = $1', [foreign.id]);
-      if (rows[0]?.status === 'refunded') break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    await sys.temporal.workflow.getHandle(strayPaymentWorkflowId(foreign.id)).result();
+  const sku = await sys.createProduct({ stock: 10 });
 
-    // Every answer of the session step lost (served, then 500): the saga fails, then expires the
-    // session Stripe opened anyway.
-    await sys.emulatorCall('POST', '/_emulator/faults', SESSION_ANSWERS_LOST);
-    const lost = await sys.buy(await sys.createProduct({ stock: 1 }), 'replay-answers-lost');
-    await sys.temporal.workflow.getHandle(purchaseWorkflowId(lost.body.purchaseId)).result();
+  // Paid in time; then support refunds it and puts the unit back on sale.
+  const paid = await buy(sku, 'replay-paid');
+  await sys.pay(paid.session, 'succeeded');
+  await record('paid-in-time', paid.id, 'confirmed');
+  await supportRefund(paid.id);
+  await sys.waitForPurchase(paid.id, (r) => r.status === 'refunded');
+  await sys.temporal.workflow.getHandle(refundWorkflowId(paid.id)).result();
+  await writeRun('support-refund', refundWorkflowId(paid.id));
 
-    await save('session-answers-lost', purchaseWorkflowId(lost.body.purchaseId));
-    await save('late-refund-refused-then-retried', purchaseWorkflowId(refused.body.purchaseId));
-    await save('expire-failing-payment-raced', purchaseWorkflowId(raced.body.purchaseId));
-    await save('support-refund-pending-then-succeeded', refundWorkflowId(followed.body.purchaseId));
-    await save('stray-payment-refunded', strayPaymentWorkflowId(foreign.id));
-  } finally {
-    await sys.close();
+  // Declined, then paid on the same session.
+  const declined = await buy(sku, 'replay-declined');
+  await sys.pay(declined.session, 'declined');
+  await sys.waitForPurchase(declined.id, (r) => r.reason !== null);
+  await sys.pay(declined.session, 'succeeded');
+  await record('declined-then-paid', declined.id, 'confirmed');
+
+  // Declined, and the hold lapsed with no other try.
+  const declinedOut = await buy(await short(), 'replay-declined-out');
+  await sys.pay(declinedOut.session, 'declined');
+  await record('declined-until-lapse', declinedOut.id, 'payment_failed', 20_000);
+
+  // A delayed payment method: completed in time, settled later, one way or the other.
+  const asyncPaid = await buy(sku, 'replay-async');
+  await sys.pay(asyncPaid.session, 'async_pending');
+  await sys.pay(asyncPaid.session, 'async_succeeded');
+  await record('delayed-payment-succeeded', asyncPaid.id, 'confirmed');
+  const asyncFailed = await buy(sku, 'replay-async-failed');
+  await sys.pay(asyncFailed.session, 'async_pending');
+  await sys.pay(asyncFailed.session, 'async_failed');
+  await record('delayed-payment-failed', asyncFailed.id, 'payment_failed');
+  // Completed in time, settled after the hold's end: the unit was kept for it.
+  const pending = await buy(await short(), 'replay-pending');
+  await sys.pay(pending.session, 'async_pending');
+  await sys.waitForPurchase(pending.id, (r) => /settling/.test(r.reason ?? ''));
+  await sleep(2500);
+  await sys.pay(pending.session, 'async_succeeded');
+  await record('delayed-payment-held-past-hold', pending.id, 'confirmed');
+
+  // The buyer cancels; an operator cancels.
+  const buyerCancel = await buy(sku, 'replay-buyer-cancel');
+  await sys.api('POST', `/v1/purchases/${buyerCancel.id}/cancel`, undefined, await asBuyer('replay-buyer-cancel'));
+  await record('buyer-cancel', buyerCancel.id, 'expired');
+  const cancelled = await buy(sku, 'replay-operator-cancel');
+  await sys.temporal.workflow.getHandle(purchaseWorkflowId(cancelled.id)).cancel();
+  await sys.waitForPurchase(cancelled.id, (r) => r.status === 'failed');
+  await sys.temporal.workflow
+    .getHandle(purchaseWorkflowId(cancelled.id))
+    .result()
+    .catch(() => {});
+  await writeRun('operator-cancel', purchaseWorkflowId(cancelled.id));
+
+  // The hold lapses unpaid; later, a late payment re-takes a free unit.
+  const lapsed = await buy(await short(2), 'replay-lapsed');
+  await record('lapsed', lapsed.id, 'expired', 20_000);
+  await sys.pay(lapsed.session, 'succeeded', { force: true });
+  await record('late-payment-retaken', lapsed.id, 'late_confirmed', 30_000);
+
+  // The hold lapses unpaid, another buyer takes the last unit and pays, then the late payment comes:
+  // it is refunded; again with Stripe refusing the refund once (needs_attention, then refunded on the retry).
+  const lateAfterUnitGone = async (name: RecordedPath, buyer: string, beforePaying: () => Promise<unknown>) => {
+    const gone = await short();
+    const late = await buy(gone, buyer);
+    await lapse(late.id);
+    const winner = await buy(gone, `${buyer}-winner`);
+    await sys.pay(winner.session, 'succeeded');
+    await sys.waitForPurchase(winner.id, final);
+    await beforePaying();
+    await sys.pay(late.session, 'succeeded', { force: true });
+    await record(name, late.id, 'refunded', 30_000);
+  };
+  await lateAfterUnitGone('late-payment-refunded', 'replay-late', async () => {});
+  await lateAfterUnitGone('late-refund-refused-then-retried', 'replay-refused', () =>
+    sys.emulatorCall('POST', '/_emulator/faults', { path: '/v1/refunds', method: 'POST', status: 400 }),
+  );
+
+  // Expire keeps failing after the lapse and the buyer pays meanwhile: the payment wins the race.
+  const raced = await buy(await short(), 'replay-raced');
+  await sys.emulatorCall('POST', '/_emulator/faults', {
+    path: `/v1/checkout/sessions/${raced.session}/expire`,
+    status: 500,
+    count: 1000,
+  });
+  await sleep(3000);
+  await sys.pay(raced.session, 'succeeded');
+  await record('expire-failing-payment-raced', raced.id, 'late_confirmed');
+  await sys.emulatorCall('DELETE', '/_emulator/faults');
+
+  // A support refund that starts pending and succeeds later: followed to its end.
+  await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'pending' });
+  const followed = await buy(sku, 'replay-followed');
+  await sys.pay(followed.session, 'succeeded');
+  await sys.waitForPurchase(followed.id, final);
+  await supportRefund(followed.id);
+  const pendingRefund = await sys.waitForPurchase(followed.id, (r) => r.refund_id !== null);
+  await sys.emulatorCall('POST', `/_emulator/refunds/${pendingRefund.refund_id}/succeed`);
+  await sys.waitForPurchase(followed.id, (r) => r.refund_status === 'succeeded');
+  await sys.temporal.workflow.getHandle(refundWorkflowId(followed.id)).result();
+  await writeRun('support-refund-pending-then-succeeded', refundWorkflowId(followed.id));
+  await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'succeeded' });
+
+  // Money on a foreign session that claims a purchase: refunded by the stray-payment saga.
+  const claimed = await buy(sku, 'replay-claimed');
+  const other = createStripe({ stripeSecretKey: 'sk_test_replay_other', stripeApiUrl: sys.emulator.url });
+  const foreign = await other.checkout.sessions.create({
+    mode: 'payment',
+    line_items: [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 1, product_data: { name: 'x' } } }],
+    success_url: 'https://example.com/ok',
+    metadata: { purchase_id: claimed.id },
+  });
+  await sys.pay(foreign.id, 'succeeded');
+  for (let i = 0; i < 200; i++) {
+    const { rows } = await sys.db.query('SELECT 1 FROM stray_payments WHERE session_id = $1', [foreign.id]);
+    if (rows.length > 0) break;
+    await sleep(100);
   }
+  const stray = await sys.temporal.workflow.getHandle(strayPaymentWorkflowId(foreign.id)).result();
+  if (stray.outcome !== 'refunded') throw new Error(`the stray payment ended ${stray.outcome}`);
+  await writeRun('stray-payment-refunded', strayPaymentWorkflowId(foreign.id));
+
+  // The session never opens: Stripe refuses it (and the same request again when the saga checks).
+  await sys.emulatorCall('POST', '/_emulator/faults', {
+    path: '/v1/checkout/sessions',
+    method: 'POST',
+    status: 400,
+    count: 2,
+  });
+  const refusedSession = await sys.buy(sku, 'replay-session-refused');
+  await record('session-refused', refusedSession.body.purchaseId, 'failed');
+  await sys.emulatorCall('DELETE', '/_emulator/faults');
+  // Every answer of the session step lost (served, then 500): the saga fails, then expires the
+  // session Stripe opened anyway.
+  await sys.emulatorCall('POST', '/_emulator/faults', SESSION_ANSWERS_LOST);
+  const lost = await sys.buy(sku, 'replay-answers-lost');
+  await record('session-answers-lost', lost.body.purchaseId, 'failed');
+  await sys.emulatorCall('DELETE', '/_emulator/faults');
+  return recorded;
 }
 
 main().catch((err) => {
