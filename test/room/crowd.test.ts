@@ -219,9 +219,10 @@ test.serial(
 test.serial(
   'holds that lapse while buyers wait let in exactly as many more, and the line keeps its place meanwhile',
   async (t) => {
+    // Long enough that no hold lapses before the line is read below, after the five buys on a loaded machine.
     const sku = await sys.createProduct({
       stock: 5,
-      holdSeconds: 2,
+      holdSeconds: 5,
       waitingRoom: { admitPerSecond: 100, maxActive: 50 },
     });
     const c = new Crowd(sys, sku);

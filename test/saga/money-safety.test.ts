@@ -2,7 +2,7 @@ import test from 'ava';
 import Stripe from 'stripe';
 import { assertInvariants } from '../helpers/db';
 import { foreignSession } from '../helpers/attention';
-import { sessionOf, startSystem, WEBHOOK_SECRET, type System } from '../helpers/system';
+import { sellTo, sessionOf, startSystem, WEBHOOK_SECRET, type System } from '../helpers/system';
 
 // Only a purchase's own payment pays for it, and no Stripe answer ends a paid saga without an
 // outcome: foreign sessions, forged amounts, refused refunds and an expire endpoint that fails.
@@ -140,9 +140,7 @@ async function lateWithStockGone(buyer: string) {
   const sku = await sys.createProduct({ holdSeconds: 2, stock: 1 });
   const late = await buyAwaiting(sku, buyer);
   await sys.waitForPurchase(late.purchaseId, (r) => r.status === 'expired', 20_000);
-  const winner = await buyAwaiting(sku, `${buyer}-winner`);
-  await sys.pay(winner.sessionId, 'succeeded');
-  await sys.waitForPurchase(winner.purchaseId, (r) => r.status === 'confirmed');
+  await sellTo(sys, sku, `${buyer}-winner`);
   return { sku, ...late };
 }
 
@@ -231,9 +229,7 @@ test.serial(
       const flagged = await sys.waitForPurchase(first.purchaseId, (r) => r.status === 'needs_attention', 15_000);
       t.regex(flagged.reason, /expiring the Checkout Session: Stripe answered 404/);
       // The lapsed unit is back on sale (expiry is checked on read) and the next buyer takes it.
-      const next = await buyAwaiting(sku, 'kim-next');
-      await sys.pay(next.sessionId, 'succeeded');
-      await sys.waitForPurchase(next.purchaseId, (r) => r.status === 'confirmed');
+      await sellTo(sys, sku, 'kim-next');
       // The first buyer pays on the session Stripe never let us expire.
       const paidAt = Date.now();
       await sys.pay(first.sessionId, 'succeeded');
