@@ -47,7 +47,11 @@ async function postEvent(type: string, object: Record<string, unknown>, livemode
 async function buyAwaiting(sku: string, buyer: string) {
   const res = await sys.buy(sku, buyer);
   if (res.status !== 201) throw new Error(`buy: ${res.status} ${JSON.stringify(res.body)}`);
-  return { purchaseId: res.body.purchaseId as string, sessionId: await sessionOf(sys.db, res.body.purchaseId) };
+  return {
+    purchaseId: res.body.purchaseId as string,
+    sessionId: await sessionOf(sys.db, res.body.purchaseId),
+    holdExpiresAt: res.body.holdExpiresAt as string,
+  };
 }
 
 test('a paid foreign session naming a purchase confirms nothing, is refunded once, and the real session still pays', async (t) => {
@@ -248,11 +252,17 @@ test.serial(
 test.serial(
   'a payment made while the hold ran is a sale even when the saga only sees it after the lapse',
   async (t) => {
-    const sku = await sys.createProduct({ holdSeconds: 3, stock: 1 });
-    const { purchaseId, sessionId } = await buyAwaiting(sku, 'lou');
+    // Long enough to stop the worker and pay a second before the lapse on a loaded machine.
+    const sku = await sys.createProduct({ holdSeconds: 6, stock: 1 });
+    const { purchaseId, sessionId, holdExpiresAt } = await buyAwaiting(sku, 'lou');
     await sys.stopWorker();
     try {
       await sys.pay(sessionId, 'succeeded');
+      // In time as the saga counts it: Stripe's event times are whole seconds, and the saga takes the
+      // payment to be made at the end of its second (`paidBy`), which must come before the hold's end.
+      const paidBy = Math.floor(Date.now() / 1000) * 1000 + 999;
+      if (paidBy >= Date.parse(holdExpiresAt))
+        throw new Error(`paid too late for the test: hold ended ${holdExpiresAt}`);
       // The webhook reached the API at once; the saga is down until after the hold's end.
       for (let i = 0; i < 50; i++) {
         const { rows } = await sys.db.query(
@@ -262,7 +272,7 @@ test.serial(
         if (rows.length) break;
         await sleep(100);
       }
-      await sleep(3500);
+      await sleep(Date.parse(holdExpiresAt) - Date.now() + 500);
       // The next buyer's take returns lapsed holds to stock first: this one is kept for its payment.
       await sys.db.query('SELECT reclaim_expired($1)', [sku]);
       t.like(await sys.stock(sku), { available: 0, held: 1 });
