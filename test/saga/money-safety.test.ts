@@ -3,6 +3,7 @@ import Stripe from 'stripe';
 import { assertInvariants } from '../helpers/db';
 import { foreignSession } from '../helpers/attention';
 import { sellTo, sessionOf, startSystem, WEBHOOK_SECRET, type System } from '../helpers/system';
+import { until } from '../helpers/poll';
 
 // Only a purchase's own payment pays for it, and no Stripe answer ends a paid saga without an
 // outcome: foreign sessions, forged amounts, refused refunds and an expire endpoint that fails.
@@ -190,6 +191,14 @@ test.serial(
   },
 );
 
+/** How many expire calls the armed faults refused (their hits). */
+async function expireCalls(): Promise<number> {
+  const { body } = await sys.emulatorCall('GET', '/_emulator/faults');
+  return (body.data as { path: string; hits: number }[])
+    .filter((f) => f.path.endsWith('/expire'))
+    .reduce((n, f) => n + f.hits, 0);
+}
+
 /** Makes every expire call on this session fail with `status` until the faults are cleared. */
 async function expireFails(sessionId: string, status: number) {
   await sys.emulatorCall('POST', '/_emulator/faults', {
@@ -207,7 +216,8 @@ test.serial(
     const { purchaseId, sessionId } = await buyAwaiting(sku, 'jan');
     await expireFails(sessionId, 500);
     try {
-      await sleep(3500); // the hold lapsed; the saga keeps retrying expire
+      // The hold lapsed and the saga tried to expire the session (refused); it keeps retrying.
+      await until('an expire of the lapsed session', async () => ((await expireCalls()) > 0 ? true : undefined));
       t.is((await sys.purchase(purchaseId)).body.status, 'awaiting_payment');
       const paidAt = Date.now();
       await sys.pay(sessionId, 'succeeded');
@@ -263,15 +273,15 @@ test.serial(
       const paidBy = Math.floor(Date.now() / 1000) * 1000 + 999;
       if (paidBy >= Date.parse(holdExpiresAt))
         throw new Error(`paid too late for the test: hold ended ${holdExpiresAt}`);
-      // The webhook reached the API at once; the saga is down until after the hold's end.
-      for (let i = 0; i < 50; i++) {
+      // The webhook reached the API at once, which handed the event to the saga's history (`delivered`:
+      // `received` lasts only until then); the saga is down until after the hold's end.
+      await until('the webhook handed to the saga', async () => {
         const { rows } = await sys.db.query(
-          `SELECT 1 FROM webhook_events WHERE purchase_id = $1 AND status = 'received'`,
+          `SELECT 1 FROM webhook_events WHERE purchase_id = $1 AND status = 'delivered'`,
           [purchaseId],
         );
-        if (rows.length) break;
-        await sleep(100);
-      }
+        return rows.length ? true : undefined;
+      });
       await sleep(Date.parse(holdExpiresAt) - Date.now() + 500);
       // The next buyer's take returns lapsed holds to stock first: this one is kept for its payment.
       await sys.db.query('SELECT reclaim_expired($1)', [sku]);

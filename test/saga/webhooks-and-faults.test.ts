@@ -43,7 +43,10 @@ test.serial('events delivered three times each and out of order give one outcome
       const ours = body.data.filter((e: any) => e.object_id === sessionId);
       const copies = ours.flatMap((e: any) => e.deliveries);
       if (copies.length === 6 && copies.every((d: any) => d.state === 'delivered')) break;
-      if (Date.now() > deadline) t.fail(`deliveries not done: ${JSON.stringify(copies)}`);
+      if (Date.now() > deadline) {
+        t.fail(`deliveries not done: ${JSON.stringify(copies)}`);
+        break;
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
   } finally {
