@@ -107,6 +107,11 @@ export interface System {
    * one, as on a host whose NTP is broken. Returns its URL.
    */
   startAnotherApi(opts?: { hostClockSkewMs?: number }): Promise<string>;
+  /**
+   * The largest error bound of the API instances' clocks (ms): each reads Postgres's time give or
+   * take this much (half its quickest round trip when it measured, longer on a loaded machine).
+   */
+  clockErrorMs(): number;
   /** Starts a worker in this process (tests that kill workers run their own in a child process). */
   startWorker(limits?: {
     maxConcurrentActivities?: number;
@@ -260,6 +265,7 @@ export async function startSystem(
     apiUrl,
     lifecycle: deps.lifecycle,
     admitters,
+    clockErrorMs: () => Math.max(...clocks.map((c) => c.offset().errorMs)),
     async startWorker(limits = {}) {
       workerConnection ??= await NativeConnection.connect({ address: temporalAddress() });
       worker = await createPurchaseWorker({
