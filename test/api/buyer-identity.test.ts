@@ -16,10 +16,12 @@ test.after.always(async () => {
   await sys?.close();
 });
 
-async function counts() {
+/** Rows of `sku`'s purchases and holds: the SKU is the test's own (other files write beside it). */
+async function counts(sku: string) {
   const { rows } = await sys.db.query(
-    `SELECT (SELECT count(*)::int FROM purchases WHERE buyer_id LIKE 'bot-%') AS purchases,
-            (SELECT count(*)::int FROM holds WHERE buyer_id LIKE 'bot-%') AS holds`,
+    `SELECT (SELECT count(*)::int FROM purchases WHERE sku = $1) AS purchases,
+            (SELECT count(*)::int FROM holds WHERE sku = $1) AS holds`,
+    [sku],
   );
   return rows[0] as { purchases: number; holds: number };
 }
@@ -86,7 +88,7 @@ test('a buyer sees heldBy for their own hold, and the same Idempotency-Key of tw
 
 test.serial('300 requests with made-up buyer ids and no valid token are all 401 and write nothing', async (t) => {
   const sku = await sys.createProduct({ stock: 5 });
-  const before = await counts();
+  const before = await counts(sku);
   const now = Math.floor(Date.now() / 1000);
   const wrongSecret = (sub: string) => signBuyerToken('another-secret-that-is-long-enough-0123', sub);
   const expired = (sub: string) =>
@@ -123,6 +125,7 @@ test.serial('300 requests with made-up buyer ids and no valid token are all 401 
   for (const a of answers) statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
   t.deepEqual([...statuses], [[401, 300]]);
   t.true(answers.every((a) => a.body.type === 'unauthorized'));
-  t.deepEqual(await counts(), before);
+  t.deepEqual(await counts(sku), before);
+  t.deepEqual(before, { purchases: 0, holds: 0 });
   t.like((await sys.api('GET', `/v1/products/${sku}`)).body, { available: 5, held: 0 });
 });

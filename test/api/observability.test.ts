@@ -145,7 +145,13 @@ test.serial(
       const sku = await sys.createProduct({ stock: 3 });
       t.is((await sys.buy(sku, 'metrics-buyer')).status, 201);
       await sys.api('GET', `/v1/purchases/00000000-0000-4000-8000-000000000000`, undefined, {});
-      const text = (await sys.api('GET', '/metrics')).body as string;
+      // The gate reads the SKU again once the hold step answered, which may come a moment after the
+      // 201 reached us: scrape until its view has the hold.
+      const remaining = new RegExp(`^flashsale_gate_remaining_units\\{sku="${sku}"\\} 2$`, 'm');
+      const text = await until('the gate view with the hold in /metrics', async () => {
+        const body = (await sys.api('GET', '/metrics')).body as string;
+        return remaining.test(body) ? body : undefined;
+      });
       t.regex(
         text,
         /^flashsale_http_request_duration_seconds_bucket\{.*method="POST".*route="\/v1\/purchases".*status="201"/m,
@@ -156,7 +162,7 @@ test.serial(
         'the route template, not the id',
       );
       t.notRegex(text, /route="\/v1\/purchases\/0000/);
-      t.regex(text, new RegExp(`^flashsale_gate_remaining_units\\{sku="${sku}"\\} 2$`, 'm'));
+      t.regex(text, remaining);
       t.regex(text, new RegExp(`^flashsale_gate_held_units\\{sku="${sku}"\\} 1$`, 'm'));
       t.regex(text, /^flashsale_purchases\{status="awaiting_payment"\} \d+$/m);
       t.regex(text, /^flashsale_purchases_counted_at_seconds \d/m);
@@ -183,11 +189,13 @@ test('scrapes share one count of purchases by status: the GROUP BY runs once per
     },
   });
   try {
-    const metrics = createMetrics(counting, gate, { statusMaxAgeMs: 600 });
+    // Long enough for ten scrapes on a loaded machine; the wait below is measured from the count itself.
+    const maxAgeMs = 3_000;
+    const metrics = createMetrics(counting, gate, { statusMaxAgeMs: maxAgeMs });
     for (let i = 0; i < 10; i++) t.regex(await metrics.registry.metrics(), /^flashsale_purchases_counted_at_seconds /m);
     t.is(groupBys, 1, 'ten scrapes in a row, one count');
     const first = /^flashsale_purchases_counted_at_seconds (\S+)/m.exec(await metrics.registry.metrics())![1];
-    await new Promise((r) => setTimeout(r, 700));
+    await new Promise((r) => setTimeout(r, Math.max(0, Number(first) * 1000 + maxAgeMs + 50 - Date.now())));
     // A scrape after the interval answers at once with the last counts and starts one new count.
     await Promise.all(Array.from({ length: 5 }, () => metrics.registry.metrics()));
     const countedAt = async () =>

@@ -102,6 +102,11 @@ export interface System {
    * one, as on a host whose NTP is broken. Returns its URL.
    */
   startAnotherApi(opts?: { hostClockSkewMs?: number }): Promise<string>;
+  /**
+   * The largest error bound of the API instances' clocks (ms): each reads Postgres's time give or
+   * take this much (half its quickest round trip when it measured, longer on a loaded machine).
+   */
+  clockErrorMs(): number;
   /** Starts a worker in this process (tests that kill workers run their own in a child process). */
   startWorker(limits?: {
     maxConcurrentActivities?: number;
@@ -255,6 +260,7 @@ export async function startSystem(
     apiUrl,
     lifecycle: deps.lifecycle,
     admitters,
+    clockErrorMs: () => Math.max(...clocks.map((c) => c.offset().errorMs)),
     async startWorker(limits = {}) {
       workerConnection ??= await NativeConnection.connect({ address: temporalAddress() });
       worker = await createPurchaseWorker({
@@ -363,6 +369,22 @@ export async function startSystem(
 export async function sessionOf(db: pg.Pool, purchaseId: string): Promise<string> {
   const { rows } = await db.query('SELECT checkout_session_id FROM purchases WHERE purchase_id = $1', [purchaseId]);
   return rows[0].checkout_session_id;
+}
+
+/**
+ * Sells a unit of `sku` to `buyer`: buys it and pays for it. The payment is forced: a short hold may
+ * lapse before the payment lands on a loaded machine (its session expired by the saga), and the late
+ * payment then re-takes the unit, `late_confirmed` instead of `confirmed`; sold either way, which is
+ * what a test that needs the unit gone asks for. Returns the purchase once it is sold.
+ */
+export async function sellTo(sys: System, sku: string, buyer: string): Promise<{ purchaseId: string; status: string }> {
+  const res = await sys.buy(sku, buyer);
+  if (res.status !== 201) throw new Error(`buying: ${res.status} ${JSON.stringify(res.body)}`);
+  const purchaseId = res.body.purchaseId as string;
+  const paid = await sys.pay(await sessionOf(sys.db, purchaseId), 'succeeded', { force: true });
+  if (paid.status !== 200) throw new Error(`paying: ${paid.status} ${JSON.stringify(paid.body)}`);
+  const sold = await sys.waitForPurchase(purchaseId, (r) => ['confirmed', 'late_confirmed'].includes(r.status));
+  return { purchaseId, status: sold.status };
 }
 
 /** A new, migrated database on the suite's Postgres server; its URL. */

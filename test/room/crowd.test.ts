@@ -78,6 +78,8 @@ test.serial(
       for (const x of j) tickets.set(x.buyer, { ticket: x.ticket, position: null, state: 'waiting' });
     });
     const deadline = Date.now() + 120_000;
+    /** When the record first read sold out (the room closed): by then the admitter had seen the last sale. */
+    let closedSeenAt: number | undefined;
     let first = true;
     for (;;) {
       const round = [...tickets.entries()].filter(
@@ -99,6 +101,7 @@ test.serial(
         }
       });
       const { rows } = await sys.db.query('SELECT sold_out FROM rooms WHERE sku = $1', [sku]);
+      if (rows[0].sold_out) closedSeenAt ??= Date.now();
       if (rows[0].sold_out && joinedLate) break;
       if (Date.now() > deadline) {
         sampling = false;
@@ -110,14 +113,17 @@ test.serial(
     sampling = false;
     await sampler;
 
-    // Sold out for good: 1 s after the last sale, every waiting ticket reads sold_out.
+    // Sold out for good: 1 s after the room closed, every waiting ticket reads sold_out. Counted from
+    // the close, not the last sale: the admitter's step that closes it may come late on a loaded
+    // machine, and what is promised here is the API processes' caches (at most 3 x 200 ms old).
     const { rows: sold } = await sys.db.query(
       `SELECT max(updated_at) AS at, count(*) FILTER (WHERE status = 'confirmed')::int AS n
          FROM purchases WHERE sku = $1`,
       [sku],
     );
     t.is(sold[0].n, 40, 'every admitted buyer who bought got a unit, 40 in all');
-    await sleep(Math.max(0, sold[0].at.getTime() + 1000 - Date.now()));
+    t.log(`the room read closed ${closedSeenAt! - sold[0].at.getTime()} ms after the last sale`);
+    await sleep(Math.max(0, closedSeenAt! + 1000 - Date.now()));
     const waiting = [...tickets.entries()].filter(([b]) => !admittedSeen.has(b));
     const answers = await mapLimit(waiting, 64, ([, v]) => c.poll(v.ticket));
     t.is(answers.filter((a) => a.state === 'sold_out').length, waiting.length, 'every waiting ticket reads sold_out');
@@ -219,9 +225,10 @@ test.serial(
 test.serial(
   'holds that lapse while buyers wait let in exactly as many more, and the line keeps its place meanwhile',
   async (t) => {
+    // Long enough that no hold lapses before the line is read below, after the five buys on a loaded machine.
     const sku = await sys.createProduct({
       stock: 5,
-      holdSeconds: 2,
+      holdSeconds: 5,
       waitingRoom: { admitPerSecond: 100, maxActive: 50 },
     });
     const c = new Crowd(sys, sku);

@@ -87,7 +87,8 @@ test.serial(
 test.serial(
   'holds that lapse during a crowd let exactly that many more through, and final turns true only when nothing is held',
   async (t) => {
-    const sku = await sys.createProduct({ stock: 4, holdSeconds: 3 });
+    // Long enough for the first crowd and the retryAt reads below to be over before a hold lapses.
+    const sku = await sys.createProduct({ stock: 4, holdSeconds: 5 });
     const first = await crowd(sku, 40, 20, 'l1');
     t.is(byStatus(first)[201], 4);
     const refused = first.filter((a) => a.status === 409);
@@ -119,8 +120,14 @@ test.serial(
     const second = await crowd(sku, 40, 20, 'l2');
     const winners = second.filter((a) => a.status === 201);
     t.is(winners.length, 4, JSON.stringify(byStatus(second)));
-    for (const w of winners) await sys.pay(await sessionOf(sys.db, w.body.purchaseId), 'succeeded');
-    for (const w of winners) await sys.waitForPurchase(w.body.purchaseId, (p) => p.status === 'confirmed');
+    // Forced: on a loaded machine a winner's hold may lapse before its payment lands, which then
+    // re-takes the unit (late_confirmed). Sold either way.
+    for (const w of winners) {
+      t.is((await sys.pay(await sessionOf(sys.db, w.body.purchaseId), 'succeeded', { force: true })).status, 200);
+    }
+    for (const w of winners) {
+      await sys.waitForPurchase(w.body.purchaseId, (p) => ['confirmed', 'late_confirmed'].includes(p.status));
+    }
 
     // Everything sold, nothing held: sold out for good.
     const last = await sys.buy(sku, 'too-late');

@@ -19,18 +19,38 @@ test.after.always(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Buys the only unit, then pays for it in time while the saga is down and the webhook is held. */
+/**
+ * Long enough to pay and stop the worker before the lapse on a loaded machine: both must be done
+ * before the hold ends (the payment a second before, see `payInTimeReportLate`).
+ */
+const HOLD_SECONDS = 6;
+
+/**
+ * Buys the only unit, then pays for it in time with the webhook held, and stops the saga before its
+ * hold lapses. In time as the saga counts it: Stripe's event times are whole seconds and the saga
+ * takes a payment to be made at the end of its event's second (`paidBy` in vocabulary), so the
+ * second the payment was made in must end before the hold does.
+ */
 async function payInTimeReportLate(sku: string, buyer: string) {
   const res = await sys.buy(sku, buyer);
   if (res.status !== 201) throw new Error(`buy: ${res.status} ${JSON.stringify(res.body)}`);
   const { purchaseId, holdExpiresAt } = res.body;
+  const holdEnd = Date.parse(holdExpiresAt);
   const sessionId = await sessionOf(sys.db, purchaseId);
-  await sys.stopWorker();
   await sys.emulatorCall('POST', '/_emulator/webhooks', { pause: true });
-  if (Date.now() >= Date.parse(holdExpiresAt)) throw new Error('the hold lapsed before the test could pay');
   await sys.pay(sessionId, 'succeeded');
+  const paidBy = Math.floor(Date.now() / 1000) * 1000 + 999;
+  // The saga must not act on the lapse: its worker stops before the hold's timer fires.
+  await sys.stopWorker();
+  const stoppedAt = Date.now();
+  if (paidBy >= holdEnd || stoppedAt >= holdEnd) {
+    throw new Error(
+      `the machine is too slow for a ${HOLD_SECONDS} s hold: paid by ${new Date(paidBy).toISOString()}, ` +
+        `worker stopped at ${new Date(stoppedAt).toISOString()}, hold ended at ${holdExpiresAt}`,
+    );
+  }
   // Past the lapse, as Postgres's clock has it.
-  await sleep(Date.parse(holdExpiresAt) - Date.now() + 1500);
+  await sleep(holdEnd - Date.now() + 1500);
   return purchaseId as string;
 }
 
@@ -48,7 +68,7 @@ async function reportAndResume(purchaseId: string) {
 test.serial(
   'a payment made in time and reported after the lapse is the sale: within the grace no one else gets the unit',
   async (t) => {
-    const sku = await sys.createProduct({ holdSeconds: 3, holdGraceSeconds: 60, stock: 1 });
+    const sku = await sys.createProduct({ holdSeconds: HOLD_SECONDS, holdGraceSeconds: 60, stock: 1 });
     t.is((await sys.stock(sku)).holdGraceSeconds, 60);
     let purchaseId = '';
     try {
@@ -74,7 +94,7 @@ test.serial(
 test.serial(
   'with no grace the next buyer takes the lapsed unit, and the late-reported payment is refunded',
   async (t) => {
-    const sku = await sys.createProduct({ holdSeconds: 3, holdGraceSeconds: 0, stock: 1 });
+    const sku = await sys.createProduct({ holdSeconds: HOLD_SECONDS, holdGraceSeconds: 0, stock: 1 });
     let purchaseId = '';
     try {
       purchaseId = await payInTimeReportLate(sku, 'nograce-gil');

@@ -2,7 +2,8 @@ import test from 'ava';
 import Stripe from 'stripe';
 import { assertInvariants } from '../helpers/db';
 import { foreignSession } from '../helpers/attention';
-import { sessionOf, startSystem, WEBHOOK_SECRET, type System } from '../helpers/system';
+import { sellTo, sessionOf, startSystem, WEBHOOK_SECRET, type System } from '../helpers/system';
+import { until } from '../helpers/poll';
 
 // Only a purchase's own payment pays for it, and no Stripe answer ends a paid saga without an
 // outcome: foreign sessions, forged amounts, refused refunds and an expire endpoint that fails.
@@ -47,7 +48,11 @@ async function postEvent(type: string, object: Record<string, unknown>, livemode
 async function buyAwaiting(sku: string, buyer: string) {
   const res = await sys.buy(sku, buyer);
   if (res.status !== 201) throw new Error(`buy: ${res.status} ${JSON.stringify(res.body)}`);
-  return { purchaseId: res.body.purchaseId as string, sessionId: await sessionOf(sys.db, res.body.purchaseId) };
+  return {
+    purchaseId: res.body.purchaseId as string,
+    sessionId: await sessionOf(sys.db, res.body.purchaseId),
+    holdExpiresAt: res.body.holdExpiresAt as string,
+  };
 }
 
 test('a paid foreign session naming a purchase confirms nothing, is refunded once, and the real session still pays', async (t) => {
@@ -140,9 +145,7 @@ async function lateWithStockGone(buyer: string) {
   const sku = await sys.createProduct({ holdSeconds: 2, stock: 1 });
   const late = await buyAwaiting(sku, buyer);
   await sys.waitForPurchase(late.purchaseId, (r) => r.status === 'expired', 20_000);
-  const winner = await buyAwaiting(sku, `${buyer}-winner`);
-  await sys.pay(winner.sessionId, 'succeeded');
-  await sys.waitForPurchase(winner.purchaseId, (r) => r.status === 'confirmed');
+  await sellTo(sys, sku, `${buyer}-winner`);
   return { sku, ...late };
 }
 
@@ -188,6 +191,14 @@ test.serial(
   },
 );
 
+/** How many expire calls the armed faults refused (their hits). */
+async function expireCalls(): Promise<number> {
+  const { body } = await sys.emulatorCall('GET', '/_emulator/faults');
+  return (body.data as { path: string; hits: number }[])
+    .filter((f) => f.path.endsWith('/expire'))
+    .reduce((n, f) => n + f.hits, 0);
+}
+
 /** Makes every expire call on this session fail with `status` until the faults are cleared. */
 async function expireFails(sessionId: string, status: number) {
   await sys.emulatorCall('POST', '/_emulator/faults', {
@@ -205,7 +216,8 @@ test.serial(
     const { purchaseId, sessionId } = await buyAwaiting(sku, 'jan');
     await expireFails(sessionId, 500);
     try {
-      await sleep(3500); // the hold lapsed; the saga keeps retrying expire
+      // The hold lapsed and the saga tried to expire the session (refused); it keeps retrying.
+      await until('an expire of the lapsed session', async () => ((await expireCalls()) > 0 ? true : undefined));
       t.is((await sys.purchase(purchaseId)).body.status, 'awaiting_payment');
       const paidAt = Date.now();
       await sys.pay(sessionId, 'succeeded');
@@ -231,9 +243,7 @@ test.serial(
       const flagged = await sys.waitForPurchase(first.purchaseId, (r) => r.status === 'needs_attention', 15_000);
       t.regex(flagged.reason, /expiring the Checkout Session: Stripe answered 404/);
       // The lapsed unit is back on sale (expiry is checked on read) and the next buyer takes it.
-      const next = await buyAwaiting(sku, 'kim-next');
-      await sys.pay(next.sessionId, 'succeeded');
-      await sys.waitForPurchase(next.purchaseId, (r) => r.status === 'confirmed');
+      await sellTo(sys, sku, 'kim-next');
       // The first buyer pays on the session Stripe never let us expire.
       const paidAt = Date.now();
       await sys.pay(first.sessionId, 'succeeded');
@@ -252,21 +262,27 @@ test.serial(
 test.serial(
   'a payment made while the hold ran is a sale even when the saga only sees it after the lapse',
   async (t) => {
-    const sku = await sys.createProduct({ holdSeconds: 3, stock: 1 });
-    const { purchaseId, sessionId } = await buyAwaiting(sku, 'lou');
+    // Long enough to stop the worker and pay a second before the lapse on a loaded machine.
+    const sku = await sys.createProduct({ holdSeconds: 6, stock: 1 });
+    const { purchaseId, sessionId, holdExpiresAt } = await buyAwaiting(sku, 'lou');
     await sys.stopWorker();
     try {
       await sys.pay(sessionId, 'succeeded');
-      // The webhook reached the API at once; the saga is down until after the hold's end.
-      for (let i = 0; i < 50; i++) {
+      // In time as the saga counts it: Stripe's event times are whole seconds, and the saga takes the
+      // payment to be made at the end of its second (`paidBy`), which must come before the hold's end.
+      const paidBy = Math.floor(Date.now() / 1000) * 1000 + 999;
+      if (paidBy >= Date.parse(holdExpiresAt))
+        throw new Error(`paid too late for the test: hold ended ${holdExpiresAt}`);
+      // The webhook reached the API at once, which handed the event to the saga's history (`delivered`:
+      // `received` lasts only until then); the saga is down until after the hold's end.
+      await until('the webhook handed to the saga', async () => {
         const { rows } = await sys.db.query(
-          `SELECT 1 FROM webhook_events WHERE purchase_id = $1 AND status = 'received'`,
+          `SELECT 1 FROM webhook_events WHERE purchase_id = $1 AND status = 'delivered'`,
           [purchaseId],
         );
-        if (rows.length) break;
-        await sleep(100);
-      }
-      await sleep(3500);
+        return rows.length ? true : undefined;
+      });
+      await sleep(Date.parse(holdExpiresAt) - Date.now() + 500);
       // The next buyer's take returns lapsed holds to stock first: this one is kept for its payment.
       await sys.db.query('SELECT reclaim_expired($1)', [sku]);
       t.like(await sys.stock(sku), { available: 0, held: 1 });

@@ -11,6 +11,16 @@ test.before(async () => {
 });
 test.after.always(async () => sys?.close());
 
+/**
+ * Waits until every API instance's clock is past `opensAt`: its own reading of Postgres's time is off
+ * by up to its error bound (a few ms; more when it measured on a loaded machine), so a fixed margin
+ * past the opening could still be before it for an API.
+ */
+async function untilOpen(opensAt: Date): Promise<void> {
+  const at = opensAt.getTime() + sys.clockErrorMs() + 50;
+  await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
+}
+
 test('before opensAt a purchase is 403 not-open with the opening and Retry-After, and nothing is written; after it, a purchase', async (t) => {
   const opensAt = new Date(Date.now() + 4_000);
   const sku = await sys.createProduct({ stock: 2, opensAt: opensAt.toISOString() });
@@ -27,7 +37,7 @@ test('before opensAt a purchase is 403 not-open with the opening and Retry-After
   const sagas = await sys.temporal.workflow.count(`Sku = "${sku}"`);
   t.is(sagas.count, 0, 'no saga before the opening');
 
-  await new Promise((r) => setTimeout(r, Math.max(0, opensAt.getTime() - Date.now()) + 100));
+  await untilOpen(opensAt);
   const res = await sys.api(
     'POST',
     '/v1/purchases',
@@ -70,7 +80,7 @@ test('API hosts whose clocks are minutes off refuse before the opening and sell 
     t.true(retryAfter >= 1 && retryAfter <= 5, `${buyerId}: Retry-After ${retryAfter}`);
   }
 
-  await new Promise((r) => setTimeout(r, Math.max(0, opensAt.getTime() - Date.now()) + 100));
+  await untilOpen(opensAt);
   for (const [url, buyerId] of [
     [ahead, 'skew-ahead-ann'],
     [behind, 'skew-behind-bob'],

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { assertInvariants } from '../helpers/db';
-import { sessionOf, startSystem, SUPPORT_TOKEN, type System } from '../helpers/system';
+import { sellTo, sessionOf, startSystem, SUPPORT_TOKEN, type System } from '../helpers/system';
 
 // A refund is followed to its end: the unit goes back on sale only once the refund succeeded, a
 // failed refund is shown to support, and refunds made in the Dashboard and disputes are recorded.
@@ -92,9 +92,7 @@ test.serial('a late refund that fails after Stripe took it moves the purchase to
   const sku = await sys.createProduct({ holdSeconds: 2, stock: 1 });
   const late = await sys.buy(sku, 'ned');
   await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'expired', 20_000);
-  const winner = await sys.buy(sku, 'ned-winner');
-  await sys.pay(await sessionOf(sys.db, winner.body.purchaseId), 'succeeded');
-  await sys.waitForPurchase(winner.body.purchaseId, (r) => r.status === 'confirmed');
+  await sellTo(sys, sku, 'ned-winner');
   await sys.pay(await sessionOf(sys.db, late.body.purchaseId), 'succeeded', { force: true });
   const refunding = await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'refunded');
   t.is(refunding.refund_status, 'pending');
