@@ -31,7 +31,8 @@ const WARN_OFFSET_MS = 1_000;
 /**
  * A measurement whose error bound is worse than this (and than twice the one in use) keeps the one in
  * use: under a crowd every round trip also waits for a pool connection, which would bias the offset
- * by half the wait. After STALE_AFTER_REFRESHES refreshes the newest is taken whatever its error.
+ * by half the wait. After STALE_AFTER_REFRESHES refreshes the newest is taken whatever its error, and
+ * at once when it contradicts the one in use beyond both error bounds (a clock stepped by NTP).
  */
 const ACCEPT_ERROR_MS = 25;
 const STALE_AFTER_REFRESHES = 10;
@@ -102,7 +103,10 @@ export class DbClock implements Clock {
     }
     const was = this.last;
     const stale = this.local() - this.lastAt > STALE_AFTER_REFRESHES * this.refreshMs;
-    if (best!.errorMs > Math.max(ACCEPT_ERROR_MS, 2 * was.errorMs) && !stale) return was;
+    // A noisy measurement still proves the one in use wrong when the two differ by more than both
+    // error bounds (the host's clock was stepped): then the noisy one is nearer the truth.
+    const contradicts = Math.abs(best!.offsetMs - was.offsetMs) > best!.errorMs + was.errorMs;
+    if (best!.errorMs > Math.max(ACCEPT_ERROR_MS, 2 * was.errorMs) && !stale && !contradicts) return was;
     this.last = best!;
     this.lastAt = this.local();
     if (Math.abs(best!.offsetMs) > WARN_OFFSET_MS && Math.abs(best!.offsetMs - was.offsetMs) > WARN_OFFSET_MS / 2) {

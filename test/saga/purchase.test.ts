@@ -233,7 +233,8 @@ test('support refunds a confirmed order once, and with restock the unit is on sa
 
 test('a delayed payment completed in time keeps the unit held past the hold, then confirms', async (t) => {
   // Long enough for the completion's webhook to reach the saga before the hold lapses on a loaded machine.
-  const sku = await product({ holdSeconds: 8, stock: 1 });
+  // No grace: a hold that was not extended would be another buyer's the moment it lapsed.
+  const sku = await product({ holdSeconds: 8, stock: 1, holdGraceSeconds: 0 });
   const res = await sys.buy(sku, 'quinn');
   const sessionId = await sessionOf(sys.db, res.body.purchaseId);
   await sys.pay(sessionId, 'async_pending');

@@ -59,6 +59,47 @@ test('a host clock that jumps is followed at the next measurement', async (t) =>
   clock.close();
 });
 
+/** The pool, each query answered `delayMs` late while it is set (a busy pool under a crowd). */
+function slowPool(delay: { ms: number }): typeof pool {
+  return new Proxy(pool, {
+    get(target, prop, receiver) {
+      const v: unknown = Reflect.get(target, prop, receiver);
+      if (prop === 'query' && typeof v === 'function') {
+        return async (...args: unknown[]) => {
+          const result: unknown = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+          if (delay.ms) await new Promise((r) => setTimeout(r, delay.ms));
+          return result;
+        };
+      }
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+test('a measurement made slow by a busy pool keeps the offset in use, which it does not contradict', async (t) => {
+  const delay = { ms: 0 };
+  const clock = new DbClock(slowPool(delay), { local: () => Date.now() - 60_000 });
+  await clock.start();
+  const good = clock.offset();
+  delay.ms = 120; // every round trip 120 ms longer: an error bound of 60 ms or more, the same true offset
+  const noisy = await clock.measure();
+  t.deepEqual(noisy, good, 'the precise measurement is kept');
+  clock.close();
+});
+
+test('a measurement made slow by a busy pool is taken when the host clock was stepped meanwhile', async (t) => {
+  const delay = { ms: 0 };
+  let skewMs = 0;
+  const clock = new DbClock(slowPool(delay), { local: () => Date.now() + skewMs });
+  await clock.start();
+  delay.ms = 120;
+  skewMs = 120_000; // NTP stepped the host clock by two minutes
+  const taken = await clock.measure();
+  t.true(Math.abs(taken.offsetMs + skewMs) < taken.errorMs + 50, `offset ${taken.offsetMs} ± ${taken.errorMs}`);
+  t.deepEqual(clock.offset(), taken);
+  clock.close();
+});
+
 test('a measurement that fails keeps the last offset', async (t) => {
   let down = false;
   // The pool, with Postgres unreachable while `down`.
