@@ -58,7 +58,8 @@ async function main(): Promise<number> {
     // The workflows are bundled once for every test file, while the stack starts (each file would
     // otherwise run webpack for seconds of CPU); workers the tests start as child processes bundle their own.
     const bundleFile = path.join(dataDir, 'workflow-bundle.js');
-    const bundled = bundleWorkflows().then((code) => fs.writeFileSync(bundleFile, code));
+    const quiet = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} };
+    const bundled = bundleWorkflows(quiet).then((code) => fs.writeFileSync(bundleFile, code));
     try {
       [stack] = await Promise.all([startStack({ dataDir, persistent: false, log, signal: aborter.signal }), bundled]);
     } catch (err) {

@@ -14,6 +14,7 @@ import {
 } from './errors';
 import { expand, expandList, paginate } from './expand';
 import type { FaultInjector } from './faults';
+import type { RateLimiter } from './rate-limit';
 import type { IdempotencyStore } from './idempotency';
 import { newId } from './ids';
 import { readRefundParams, readSessionParams } from './inputs';
@@ -24,6 +25,7 @@ import type { EmulatorStore, RequestRef } from './store';
 export interface ApiDeps {
   store: EmulatorStore;
   faults: FaultInjector;
+  limiter: RateLimiter;
   idempotency: IdempotencyStore;
   apiVersion: string;
   /** Aborted when the emulator closes, cutting injected latency short. */
@@ -42,13 +44,18 @@ type ApiContext = Koa.ParameterizedContext<ApiState>;
 type ApiMiddleware = Koa.Middleware<ApiState>;
 
 /**
- * The Stripe API subset under `/v1`: bearer auth, injected faults, Stripe's form parameters,
+ * The Stripe API subset under `/v1`: bearer auth, Stripe's rate limits, Stripe's form parameters, injected faults,
  * idempotency-key replay, then the routes. Every answer carries `Request-Id` and `Stripe-Version`.
  */
 export function createStripeApi(deps: ApiDeps): Koa<ApiState> {
   const app = new Koa<ApiState>();
   app.use(stripeEnvelope(deps));
   app.use(requireApiKey());
+  // Before anything else looks at the request: a refused one is not processed at all.
+  app.use(async (ctx, next) => {
+    deps.limiter.admit(ctx.method, ctx.path);
+    await next();
+  });
   app.use(readParams());
   app.use(injectFaults(deps));
   app.use(idempotency(deps));
@@ -79,6 +86,7 @@ function respondError(ctx: ApiContext, error: unknown, log: (line: string) => vo
     log(`error ${ctx.method} ${ctx.path}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     stripeError = internalError();
   }
+  for (const [name, value] of Object.entries(stripeError.headers)) ctx.set(name, value);
   sendJson(ctx, stripeError.status, stripeError.toBody());
 }
 

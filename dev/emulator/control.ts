@@ -6,6 +6,7 @@ import { moneyControlRoutes } from './control-money';
 import { Problem } from './errors';
 import type { FaultInjector, FaultSpec } from './faults';
 import type { IdempotencyStore } from './idempotency';
+import type { RateLimiter } from './rate-limit';
 import { CHARGING_OUTCOMES, type PayOptions } from './payments';
 import { type EmulatorStore, PAY_OUTCOMES, type PayOutcome } from './store';
 import type { WebhookDispatcher, WebhookSettings } from './webhooks';
@@ -13,6 +14,7 @@ import type { WebhookDispatcher, WebhookSettings } from './webhooks';
 export interface ControlDeps {
   store: EmulatorStore;
   faults: FaultInjector;
+  limiter: RateLimiter;
   webhooks: WebhookDispatcher;
   idempotency: IdempotencyStore;
   url: () => string;
@@ -125,6 +127,27 @@ export function controlRoutes(deps: ControlDeps): Router {
     ctx.body = { cleared: faults.clear() };
   });
 
+  /** The rate limits in force and, per endpoint, how many calls were served and how many refused with 429. */
+  router.get('/rate-limits', (ctx) => {
+    ctx.body = deps.limiter.report();
+  });
+
+  /** `{accountPerSecond?, endpointPerSecond?, resetCounts?}`: new limits (0: none) from now on. */
+  router.post('/rate-limits', async (ctx) => {
+    const body = await readJson(ctx);
+    const account = optionalInteger(body, 'accountPerSecond', 0, 100_000);
+    const endpoint = optionalInteger(body, 'endpointPerSecond', 0, 100_000);
+    if (account !== undefined || endpoint !== undefined) {
+      const now = deps.limiter.current;
+      deps.limiter.configure({
+        accountPerSecond: account ?? now.accountPerSecond,
+        endpointPerSecond: endpoint ?? now.endpointPerSecond,
+      });
+    }
+    if (optionalBoolean(body, 'resetCounts')) deps.limiter.resetCounts();
+    ctx.body = deps.limiter.report();
+  });
+
   router.get('/webhooks', (ctx) => {
     ctx.body = webhooks.describeSettings();
   });
@@ -174,6 +197,7 @@ export function controlRoutes(deps: ControlDeps): Router {
     store.reset();
     webhooks.reset();
     faults.clear();
+    deps.limiter.resetCounts();
     deps.idempotency.clear();
     ctx.body = { reset: true };
   });

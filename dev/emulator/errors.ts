@@ -33,6 +33,9 @@ export class StripeApiError extends Error {
     this.name = 'StripeApiError';
   }
 
+  /** Headers the answer carries besides the body (a rate limit's `Stripe-Rate-Limited-Reason`). */
+  headers: Record<string, string> = {};
+
   toBody(): StripeErrorBody {
     const { code, param } = this.details;
     return {

@@ -8,6 +8,7 @@ import { createStripeApi } from './api';
 import { controlRoutes, problemDetails } from './control';
 import { Problem } from './errors';
 import { FaultInjector } from './faults';
+import { RateLimiter, SANDBOX_RATE_LIMIT, type RateLimitSettings } from './rate-limit';
 import { IdempotencyStore } from './idempotency';
 import { checkoutPageRoutes } from './page';
 import { StateWriter, readStateFile } from './persist';
@@ -48,6 +49,13 @@ export interface EmulatorOptions {
   stateWriteDelayMs?: number;
   /** Status of a new refund: `succeeded` at once (default) or `pending` until settled; see `/_emulator/settings`. */
   refundStatus?: NewRefundStatus;
+  /**
+   * Stripe's rate limits for the account and per endpoint (requests a second; 0: none). Default: the
+   * sandbox's, 25 and 25 (`STRIPE_EMULATOR_RATE_LIMIT` in main.ts); `/_emulator/rate-limits` changes them.
+   */
+  rateLimit?: RateLimitSettings;
+  /** The rate limiter's clock (default Date.now; not `now`): a test that stops it sees no refill. */
+  rateLimitNow?: () => number;
   log?: (line: string) => void;
 }
 
@@ -98,6 +106,8 @@ export async function startEmulator(opts: EmulatorOptions): Promise<Emulator> {
     refundStatus: opts.refundStatus,
   });
   const faults = new FaultInjector();
+  // Real time, not `now`: tests that move the account's clock forward do not refill the buckets.
+  const limiter = new RateLimiter(opts.rateLimit ?? { ...SANDBOX_RATE_LIMIT }, opts.rateLimitNow);
   const idempotency = new IdempotencyStore(opts.now ?? Date.now);
   if (saved) {
     store.restore(saved.account);
@@ -117,6 +127,7 @@ export async function startEmulator(opts: EmulatorOptions): Promise<Emulator> {
   const api = createStripeApi({
     store,
     faults,
+    limiter,
     idempotency,
     apiVersion: Stripe.API_VERSION,
     signal: shutdown.signal,
@@ -124,7 +135,7 @@ export async function startEmulator(opts: EmulatorOptions): Promise<Emulator> {
   });
   const site = new Koa();
   site.use(problemDetails(log));
-  site.use(controlRoutes({ store, faults, webhooks, idempotency, url: () => baseUrl }).routes());
+  site.use(controlRoutes({ store, faults, limiter, webhooks, idempotency, url: () => baseUrl }).routes());
   site.use(checkoutPageRoutes(store).routes());
   site.use((ctx) => {
     throw new Problem(404, 'not_found', `Nothing at ${ctx.method} ${ctx.path} on the payments emulator.`);

@@ -1,6 +1,7 @@
 import { createLogger, exitOnFailure, type Logger } from '../../config/log';
 import { devOnlyRefusal } from './dev-only';
 import { startEmulator } from './index';
+import { parseRateLimit } from './rate-limit';
 
 let logger: Logger | undefined;
 
@@ -22,6 +23,7 @@ async function main(): Promise<void> {
   const webhookUrl = process.env.STRIPE_EMULATOR_WEBHOOK_URL || `http://127.0.0.1:${appPort}/v1/webhooks/stripe`;
   const publicUrl = process.env.STRIPE_EMULATOR_PUBLIC_URL || undefined;
   const stateFile = process.env.STRIPE_EMULATOR_STATE_FILE || undefined;
+  const rateLimit = parseRateLimit(process.env.STRIPE_EMULATOR_RATE_LIMIT);
 
   const emulator = await startEmulator({
     port,
@@ -30,10 +32,16 @@ async function main(): Promise<void> {
     webhookSecret,
     publicUrl,
     stateFile,
+    rateLimit,
     log: (line) => log.info(line),
   });
   log.info(`Stripe API on ${emulator.url} (stripe-node: host/port of this URL, protocol http)`);
   log.info(`webhooks to ${webhookUrl}`);
+  log.info(
+    rateLimit.accountPerSecond || rateLimit.endpointPerSecond
+      ? `rate limits as Stripe's: ${rateLimit.accountPerSecond || 'no limit'}/s for the account, ${rateLimit.endpointPerSecond || 'no limit'}/s per endpoint (STRIPE_EMULATOR_RATE_LIMIT)`
+      : 'no rate limits (STRIPE_EMULATOR_RATE_LIMIT=0)',
+  );
   log.info(
     emulator.stateFile
       ? `state kept in ${emulator.stateFile}`
