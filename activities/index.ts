@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ProductTerms, PurchaseInput, PurchaseState, Rejection } from '../vocabulary';
 import type { Clock } from '../store/clock';
 import type { Db } from '../store/db';
@@ -8,6 +8,7 @@ import { getProduct, termsOf } from '../store/products';
 import { claimCard, type CardClaim } from '../store/cards';
 import * as payments from '../store/payments';
 import * as purchases from '../store/purchases';
+import { CHECKOUT_ATTEMPTS_ON_FAULTS, sessionExpiry } from './checkout-session';
 import { createStripeSteps, type CheckoutSession, type OpenCheckoutInput, type StripeStepDeps } from './stripe';
 
 export type { CheckoutSession, OpenCheckoutInput, SessionState } from './stripe';
@@ -37,23 +38,16 @@ export type TakeHoldOutput =
  * The saga's side effects, built once per worker from long-lived clients: thin closures over the
  * store and Stripe. Each is idempotent: Postgres writes are guarded state transitions keyed by
  * purchase id, Stripe calls carry an idempotency key derived from the purchase id and the step.
+ * Two kinds, from two task queues: the store's, on the saga's own queue, and Stripe's, every call to
+ * Stripe, on the rate-limited Stripe queue (worker/create-worker.ts), so one budget paces them all.
  */
 export function createActivities(deps: ActivityDeps) {
-  const { db, desk } = deps;
-  // A saga started without its terms (a retried request whose first start did not get through
-  // carries none): read them once per SKU.
-  const terms = new Map<string, ProductTerms>();
-  const termsFor = async (input: PurchaseInput): Promise<ProductTerms | null> => {
-    if (input.terms) return input.terms;
-    const known = terms.get(input.sku);
-    if (known) return known;
-    const p = await getProduct(db, input.sku);
-    if (p) terms.set(input.sku, termsOf(p));
-    return p ? termsOf(p) : null;
-  };
-  const holdOf = (outcome: string, purchaseId: string) =>
-    ApplicationFailure.nonRetryable(`no hold for ${purchaseId} (${outcome})`, 'HoldNotFound');
+  return { ...createStoreActivities(deps), ...createStripeActivities(deps) };
+}
 
+/** Every activity that calls Stripe; only these run on the Stripe task queue, within its budget. */
+export function createStripeActivities(deps: ActivityDeps) {
+  const { db } = deps;
   const stripeSteps = createStripeSteps(deps);
   return {
     ...stripeSteps,
@@ -66,12 +60,32 @@ export function createActivities(deps: ActivityDeps) {
     async openCheckout(
       input: OpenCheckoutInput & { record: { amountCents: number; currency: string; oversold: boolean } },
     ): Promise<CheckoutSession> {
-      // Reached after the hold lapsed (a worker was down meanwhile): a session now would sell a unit
-      // that is no longer this buyer's. The saga gives the hold back; the buyer tries again.
+      // Reached after the hold lapsed (its turn in the Stripe budget came too late, or a worker was
+      // down): a session now would sell a unit that is no longer this buyer's. The saga gives it back.
       if (deps.clock.now() >= Date.parse(input.holdExpiresAt)) {
         throw ApplicationFailure.nonRetryable('the hold lapsed before the Checkout Session could open', 'HoldLapsed');
       }
-      const session = await stripeSteps.openCheckout(input);
+      // The expiry is chosen by the first attempt and kept: a retry sends the same request, whenever it runs.
+      const expiresAt = (await purchases.sessionExpiryOf(
+        db,
+        input.purchaseId,
+        sessionExpiry(input.holdExpiresAt, deps.clock.now()),
+      ))!;
+      const session = await stripeSteps.openCheckout(input, expiresAt).catch((err: unknown) => {
+        // A fault that is not a rate limit, again and again: Stripe is down; give the unit back.
+        const { attempt } = Context.current().info;
+        if (
+          err instanceof ApplicationFailure &&
+          err.type === 'StripeUnavailable' &&
+          attempt >= CHECKOUT_ATTEMPTS_ON_FAULTS
+        )
+          throw ApplicationFailure.nonRetryable(
+            `${err.message} (attempt ${attempt})`,
+            'StripeUnavailable',
+            ...(err.details ?? []),
+          );
+        throw err;
+      });
       // Only over a purchase still opening (or this step's own earlier write): an attempt that
       // outlived its timeout must not reopen one the saga has already failed and compensated.
       await purchases.recordPurchase(
@@ -89,6 +103,32 @@ export function createActivities(deps: ActivityDeps) {
       return session;
     },
 
+    /** See stripe.ts: the same request again, with the expiry an attempt chose; null when none ever did. */
+    async closeUnansweredCheckout(input: OpenCheckoutInput) {
+      const expiresAt = await purchases.sessionExpiryOf(db, input.purchaseId, 'peek');
+      return expiresAt ? stripeSteps.closeUnansweredCheckout(input, expiresAt) : null;
+    },
+  };
+}
+
+/** Every activity that works on the store (Postgres) alone. */
+export function createStoreActivities(deps: ActivityDeps) {
+  const { db, desk } = deps;
+  // A saga started without its terms (a retried request whose first start did not get through
+  // carries none): read them once per SKU.
+  const terms = new Map<string, ProductTerms>();
+  const termsFor = async (input: PurchaseInput): Promise<ProductTerms | null> => {
+    if (input.terms) return input.terms;
+    const known = terms.get(input.sku);
+    if (known) return known;
+    const p = await getProduct(db, input.sku);
+    if (p) terms.set(input.sku, termsOf(p));
+    return p ? termsOf(p) : null;
+  };
+  const holdOf = (outcome: string, purchaseId: string) =>
+    ApplicationFailure.nonRetryable(`no hold for ${purchaseId} (${outcome})`, 'HoldNotFound');
+
+  return {
     /** Takes the stock hold through the hold desk (coalesced per SKU). Keyed by purchaseId; compensation: releaseHold. */
     async takeHold(input: PurchaseInput): Promise<TakeHoldOutput> {
       const result = await desk.take(input);
@@ -186,4 +226,6 @@ export function createActivities(deps: ActivityDeps) {
   };
 }
 
-export type Activities = ReturnType<typeof createActivities>;
+export type StoreActivities = ReturnType<typeof createStoreActivities>;
+export type StripeActivities = ReturnType<typeof createStripeActivities>;
+export type Activities = StoreActivities & StripeActivities;

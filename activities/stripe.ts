@@ -1,20 +1,12 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type Stripe from 'stripe';
+import type { StripeEndpoint, StripeOutcome } from '../vocabulary';
+import { sessionRequest, type OpenCheckoutInput } from './checkout-session';
+
+export type { OpenCheckoutInput } from './checkout-session';
 
 // The saga's Stripe steps: Checkout Sessions and refunds, each with an idempotency key derived from
 // the purchase id and the step, so a retried activity sends the same request and Stripe answers it once.
-
-export interface OpenCheckoutInput {
-  purchaseId: string;
-  sku: string;
-  buyerId: string;
-  quantity: number;
-  productName: string;
-  unitAmountCents: number;
-  currency: string;
-  holdExpiresAt: string;
-  holdSeconds: number;
-}
 
 export interface CheckoutSession {
   sessionId: string;
@@ -54,23 +46,39 @@ export interface StripeStepDeps {
   /** Where Stripe sends the buyer after paying or giving up; `{purchaseId}` is replaced. */
   successUrl: string;
   cancelUrl: string;
+  /** Told of every call to Stripe and how it went (the worker counts them: flashsale_stripe_requests_total). */
+  onStripeCall?: (endpoint: StripeEndpoint, outcome: StripeOutcome) => void;
 }
 
-/** Stripe only accepts a Checkout Session expiry between 30 minutes and 24 hours after creation. */
-const STRIPE_MIN_SESSION_SECONDS = 30 * 60;
-/** Room for creating the session (and retrying it) a while after the hold was taken. */
-const SESSION_MARGIN_SECONDS = 2 * 60;
+/** Backoff of a call Stripe refused with 429: full jitter over 1 s, 2 s, 4 s … up to 20 s. */
+const RATE_LIMIT_BACKOFF = { baseMs: 1_000, capMs: 20_000, floorMs: 250 };
+
+/** How long to wait before the next attempt after the `attempt`th was rate limited (jittered, so callers spread). */
+export function rateLimitDelayMs(attempt: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(RATE_LIMIT_BACKOFF.capMs, RATE_LIMIT_BACKOFF.baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.max(RATE_LIMIT_BACKOFF.floorMs, Math.round(random() * ceiling));
+}
 
 /**
  * Maps a Stripe failure to Temporal's retry rules by status code, never by class name: network
  * errors, 409 (a concurrent request with the same key), 429 and 5xx are retried; other 4xx mean
- * Stripe will never accept this request and are non-retryable with type `StripeRejected`.
+ * Stripe will never accept this request and are non-retryable with type `StripeRejected`. A 429 is
+ * `StripeRateLimited`, retried after a jittered backoff of its own (`attempt`: the activity's), so
+ * the callers Stripe turned away do not all come back in the same instant.
  */
-export function classifyStripeError(err: unknown, what: string): Error {
+export function classifyStripeError(err: unknown, what: string, attempt = 1): Error {
   const e = err as { statusCode?: number; code?: string; message?: string };
   const status = e?.statusCode;
   const details = { status, code: e?.code };
-  if (status && status >= 400 && status < 500 && status !== 409 && status !== 429) {
+  if (status === 429) {
+    return ApplicationFailure.create({
+      message: `${what}: Stripe answered 429 (rate limited): ${e.message}`,
+      type: 'StripeRateLimited',
+      details: [details],
+      nextRetryDelay: rateLimitDelayMs(attempt),
+    });
+  }
+  if (status && status >= 400 && status < 500 && status !== 409) {
     return ApplicationFailure.nonRetryable(
       `${what}: Stripe answered ${status}: ${e.message}`,
       'StripeRejected',
@@ -86,18 +94,48 @@ function statusOf(err: unknown): number | undefined {
   return (err as { statusCode?: number })?.statusCode;
 }
 
-/** Runs one Stripe call, turning its failures into retryable or non-retryable activity failures. */
-async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+/** How a Stripe call went, for the request counter. */
+function outcomeOf(err: unknown): StripeOutcome {
+  const status = statusOf(err);
+  if (status === 429) return 'rate_limited';
+  if (status && status >= 400 && status < 500) return 'refused';
+  return 'failed';
+}
+
+/** The current activity attempt, or 1 outside an activity (the contract test calls the steps directly). */
+function currentAttempt(): number {
   try {
-    return await fn();
-  } catch (err) {
-    throw classifyStripeError(err, what);
+    return Context.current().info.attempt;
+  } catch {
+    return 1;
   }
 }
 
-export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepDeps) {
+export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall }: StripeStepDeps) {
+  /** One call to Stripe: counted, and its failure turned into a retryable or non-retryable one. */
+  const call = async <T>(endpoint: StripeEndpoint, what: string, fn: () => Promise<T>): Promise<T> => {
+    try {
+      const result = await fn();
+      onStripeCall?.(endpoint, 'ok');
+      return result;
+    } catch (err) {
+      onStripeCall?.(endpoint, outcomeOf(err));
+      throw err;
+    }
+  };
+  const failure = (err: unknown, what: string) => classifyStripeError(err, what, currentAttempt());
+  const guarded = async <T>(endpoint: StripeEndpoint, what: string, fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await call(endpoint, what, fn);
+    } catch (err) {
+      throw failure(err, what);
+    }
+  };
+
   const readSession = async (sessionId: string): Promise<SessionState> => {
-    const s = await call('reading the Checkout Session', () => stripe.checkout.sessions.retrieve(sessionId));
+    const s = await guarded('checkout.sessions.retrieve', 'reading the Checkout Session', () =>
+      stripe.checkout.sessions.retrieve(sessionId),
+    );
     const pi = typeof s.payment_intent === 'string' ? s.payment_intent : s.payment_intent?.id;
     return {
       status: (s.status ?? 'open') as SessionState['status'],
@@ -108,55 +146,40 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepD
     };
   };
 
-  /** The session request of a purchase: derived only from the hold, so every call sends the same one. */
-  const createSession = (input: OpenCheckoutInput) => {
-    const holdEnd = Math.ceil(Date.parse(input.holdExpiresAt) / 1000);
-    const holdStart = holdEnd - input.holdSeconds;
-    const expiresAt = Math.max(holdEnd, holdStart + STRIPE_MIN_SESSION_SECONDS + SESSION_MARGIN_SECONDS);
-    const fill = (url: string) => url.replace('{purchaseId}', encodeURIComponent(input.purchaseId));
-    return stripe.checkout.sessions.create(
-      {
-        mode: 'payment',
-        line_items: [
-          {
-            quantity: input.quantity,
-            price_data: {
-              currency: input.currency,
-              unit_amount: input.unitAmountCents,
-              product_data: { name: input.productName },
-            },
-          },
-        ],
-        success_url: fill(successUrl),
-        cancel_url: fill(cancelUrl),
-        expires_at: expiresAt,
-        client_reference_id: input.purchaseId,
-        metadata: { purchase_id: input.purchaseId, sku: input.sku, buyer_id: input.buyerId },
-        payment_intent_data: { metadata: { purchase_id: input.purchaseId, sku: input.sku } },
-      },
-      { idempotencyKey: `checkout-${input.purchaseId}` },
+  /** The session request of a purchase, under its one key: every call with the same expiry sends the same one. */
+  const createSession = (input: OpenCheckoutInput, expiresAt: Date) =>
+    call('checkout.sessions.create', 'opening the Checkout Session', () =>
+      stripe.checkout.sessions.create(sessionRequest(input, expiresAt, { successUrl, cancelUrl }), {
+        idempotencyKey: `checkout-${input.purchaseId}`,
+      }),
     );
-  };
 
   const expireCheckout = async (purchaseId: string, sessionId: string): Promise<SessionState> => {
     try {
-      const s = await stripe.checkout.sessions.expire(sessionId, {}, { idempotencyKey: `expire-${purchaseId}` });
+      const s = await call('checkout.sessions.expire', 'expiring the Checkout Session', () =>
+        stripe.checkout.sessions.expire(sessionId, {}, { idempotencyKey: `expire-${purchaseId}` }),
+      );
       return { status: 'expired', paymentStatus: s.payment_status };
     } catch (err) {
-      if (statusOf(err) !== 400) throw classifyStripeError(err, 'expiring the Checkout Session');
+      if (statusOf(err) !== 400) throw failure(err, 'expiring the Checkout Session');
     }
+    // Not open any more (rare: paid or expired a moment ago): a second call within this step's budget.
     return readSession(sessionId);
   };
 
   return {
     /**
-     * Opens the Stripe Checkout Session. Idempotency key `checkout-<purchaseId>`; its parameters
-     * are derived only from the hold, so a retry sends the same request. The session expires with
-     * the hold, or at Stripe's 30-minute minimum for shorter holds (the workflow then expires it).
-     * Compensation: expireCheckout.
+     * Opens the Stripe Checkout Session, expiring at `expiresAt` (sessionExpiry, chosen once per
+     * purchase). Idempotency key `checkout-<purchaseId>`: with the same expiry every attempt sends the
+     * same request. Compensation: expireCheckout.
      */
-    async openCheckout(input: OpenCheckoutInput): Promise<CheckoutSession> {
-      const session = await call('opening the Checkout Session', () => createSession(input));
+    async openCheckout(input: OpenCheckoutInput, expiresAt: Date): Promise<CheckoutSession> {
+      let session: Stripe.Checkout.Session;
+      try {
+        session = await createSession(input, expiresAt);
+      } catch (err) {
+        throw failure(err, 'opening the Checkout Session');
+      }
       // A session without a URL cannot be paid, and asking again with the same key returns the same one.
       if (!session.url)
         throw ApplicationFailure.nonRetryable('Stripe returned a session without a URL', 'StripeRejected');
@@ -177,20 +200,23 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepD
     /**
      * After the session step failed for good: an attempt whose answer was lost, or that outlived its
      * timeout, may still have opened the session at Stripe, payable until its `expires_at` for a
-     * purchase that failed. Sending the same request under the same key again returns that session
-     * (Stripe keeps a key's answer for 24 hours; one it never saw opens now), and it is expired. A
-     * request Stripe refuses (its refusal replayed) opened nothing: null. `complete`: paid in between
-     * (nobody was given its URL); the purchase never recorded the session, so that payment is
-     * refunded as a stray one.
+     * purchase that failed. Sending the same request (the expiry the first attempt chose) under the
+     * same key again returns that session (Stripe keeps a key's answer for 24 hours; one it never saw
+     * opens now), and it is expired. A request Stripe refuses (its refusal replayed) opened nothing:
+     * null. `complete`: paid in between (nobody was given its URL); the purchase never recorded the
+     * session, so that payment is refunded as a stray one.
      */
-    async closeUnansweredCheckout(input: OpenCheckoutInput): Promise<(SessionState & { sessionId: string }) | null> {
+    async closeUnansweredCheckout(
+      input: OpenCheckoutInput,
+      expiresAt: Date,
+    ): Promise<(SessionState & { sessionId: string }) | null> {
       let session: Stripe.Checkout.Session;
       try {
-        session = await createSession(input);
+        session = await createSession(input, expiresAt);
       } catch (err) {
-        const failure = classifyStripeError(err, 'finding the Checkout Session an attempt may have opened');
-        if (failure instanceof ApplicationFailure && failure.type === 'StripeRejected') return null;
-        throw failure;
+        const refusal = failure(err, 'finding the Checkout Session an attempt may have opened');
+        if (refusal instanceof ApplicationFailure && refusal.type === 'StripeRejected') return null;
+        throw refusal;
       }
       const closed = session.status === 'open' ? await expireCheckout(input.purchaseId, session.id) : null;
       return {
@@ -217,29 +243,31 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepD
       const subject = input.step === 'stray' ? input.sessionId : input.purchaseId;
       const key = `refund-${input.step}-${subject}${input.attempt ? `-${input.attempt}` : ''}`;
       try {
-        const refund = await stripe.refunds.create(
-          {
-            payment_intent: input.paymentIntentId,
-            reason: 'requested_by_customer',
-            metadata: {
-              purchase_id: input.purchaseId,
-              refund_step: input.step,
-              ...(input.sessionId ? { session_id: input.sessionId } : {}),
-              reason: input.reason.slice(0, 450),
+        const refund = await call('refunds.create', 'refunding the payment', () =>
+          stripe.refunds.create(
+            {
+              payment_intent: input.paymentIntentId,
+              reason: 'requested_by_customer',
+              metadata: {
+                purchase_id: input.purchaseId,
+                refund_step: input.step,
+                ...(input.sessionId ? { session_id: input.sessionId } : {}),
+                reason: input.reason.slice(0, 450),
+              },
             },
-          },
-          { idempotencyKey: key },
+            { idempotencyKey: key },
+          ),
         );
         return refundState(refund);
       } catch (err) {
         if ((err as { code?: string })?.code === 'charge_already_refunded') return { status: 'succeeded' };
-        throw classifyStripeError(err, 'refunding the payment');
+        throw failure(err, 'refunding the payment');
       }
     },
 
     /** The fingerprint of the card that paid (Stripe's `payment_method_details.card.fingerprint`), or null. */
     async cardOfPayment(paymentIntentId: string): Promise<string | null> {
-      const pi = await call('reading the payment', () =>
+      const pi = await guarded('payment_intents.retrieve', 'reading the payment', () =>
         stripe.paymentIntents.retrieve(paymentIntentId, { expand: ['latest_charge'] }),
       );
       const charge = typeof pi.latest_charge === 'object' ? pi.latest_charge : null;
@@ -248,7 +276,9 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepD
 
     /** Where a refund stands now (when its webhook is late). */
     async getRefund(refundId: string): Promise<RefundState> {
-      return refundState(await call('reading the refund', () => stripe.refunds.retrieve(refundId)));
+      return refundState(
+        await guarded('refunds.retrieve', 'reading the refund', () => stripe.refunds.retrieve(refundId)),
+      );
     },
   };
 }

@@ -36,6 +36,8 @@ import { createPurchaseWorker } from '../worker/create-worker';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const ADMIN = 'bench-admin';
+/** At the emulator's full speed (no rate limit there), the budget must not be what limits either. */
+const STRIPE_BUDGET = 10_000;
 const BUYER_SECRET = 'bench-buyer-token-secret-0123456789abcdef';
 
 function percentile(sorted: number[], p: number): number {
@@ -80,7 +82,11 @@ async function main(): Promise<void> {
   const db = new pg.Pool({ connectionString: stack.databaseUrl, max: 40 });
   let closing = false;
   db.on('error', (err) => closing || console.error('postgres connection error:', err.message));
-  const emulator = await startEmulator({ port: 0, webhookSecret: 'whsec_bench' });
+  const emulator = await startEmulator({
+    port: 0,
+    webhookSecret: 'whsec_bench',
+    rateLimit: { accountPerSecond: 0, endpointPerSecond: 0 },
+  });
   const stripe = createStripe({ stripeSecretKey: 'sk_test_bench', stripeApiUrl: emulator.url });
   const connection = await Connection.connect({ address: stack.temporalAddress });
   const temporal = new Client({ connection, namespace: stack.temporalNamespace });
@@ -114,6 +120,7 @@ async function main(): Promise<void> {
   emulator.setWebhookUrl(`${api}/v1/webhooks/stripe`);
   const nativeConnection = await NativeConnection.connect({ address: stack.temporalAddress });
   const sagaWorker = await createPurchaseWorker({
+    stripeRequestsPerSecond: STRIPE_BUDGET,
     connection: nativeConnection,
     namespace: stack.temporalNamespace,
     taskQueue,

@@ -49,7 +49,7 @@ export function createPool(
 export const STRIPE_API_VERSION: Stripe.LatestApiVersion = '2026-10-28.endive';
 
 /** stripe-node against api.stripe.com, or against the payments emulator when `stripeApiUrl` is given. */
-export function createStripe(config: StripeConfig): Stripe {
+export function createStripe(config: Pick<StripeConfig, 'stripeSecretKey' | 'stripeApiUrl'>): Stripe {
   // Temporal retries activities with the same idempotency key; stripe-node need not retry too.
   const common = { apiVersion: STRIPE_API_VERSION, maxNetworkRetries: 0, timeout: 15_000 };
   if (!config.stripeApiUrl) return new Stripe(config.stripeSecretKey, common);

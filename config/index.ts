@@ -24,7 +24,19 @@ export interface StripeConfig {
   stripeSecretKey: string;
   /** Set for the local payments emulator (`http://127.0.0.1:12111`); unset means api.stripe.com. */
   stripeApiUrl?: string;
+  /**
+   * The deployment's Stripe budget, requests a second for every process together
+   * (STRIPE_MAX_REQUESTS_PER_SECOND): the Stripe task queue's rate limit, and the pace new checkouts
+   * are let in at. Default 80 % of Stripe's limit for the key's mode (live 100/s, sandbox 25/s).
+   */
+  stripeMaxRequestsPerSecond: number;
 }
+
+/**
+ * Stripe's account limits (docs.stripe.com/rate-limits), and the share the budget leaves for calls
+ * the service does not make (the Dashboard, other integrations of the account, Stripe's own slack).
+ */
+export const STRIPE_ACCOUNT_LIMITS = { live: 100, sandbox: 25, headroom: 0.2 } as const;
 
 export interface ApiConfig extends CommonConfig, StripeConfig {
   stripeWebhookSecret: string;
@@ -70,9 +82,10 @@ export interface WorkerConfig extends CommonConfig, StripeConfig {
   sweepIntervalMs: number;
   /** Timeouts of the worker's Postgres pool: a query gives up before its activity's attempt does. */
   pool: PoolTimeouts;
-  /** Activities and local activities (the hold) one worker runs at once; the pool has a connection for each. */
+  /** Activities, local activities (the hold) and Stripe calls one worker runs at once; the pool has a connection for each. */
   maxActivities: number;
   maxLocalActivities: number;
+  maxStripeCalls: number;
   /** Where the worker serves /healthz and /metrics (WORKER_METRICS_PORT; 0: a free port, logged). */
   metrics: { port: number; host: string };
 }
@@ -207,7 +220,13 @@ function stripe(r: Reader): StripeConfig {
   if (isLiveKey(stripeSecretKey) && isDevelopment(r.env)) {
     r.problems.push('STRIPE_EMULATOR=1 (development) cannot run with a live Stripe key');
   }
-  return { stripeSecretKey, stripeApiUrl };
+  const limit = isLiveKey(stripeSecretKey) ? STRIPE_ACCOUNT_LIMITS.live : STRIPE_ACCOUNT_LIMITS.sandbox;
+  const stripeMaxRequestsPerSecond = r.int(
+    'STRIPE_MAX_REQUESTS_PER_SECOND',
+    Math.floor(limit * (1 - STRIPE_ACCOUNT_LIMITS.headroom)),
+    1,
+  );
+  return { stripeSecretKey, stripeApiUrl, stripeMaxRequestsPerSecond };
 }
 
 /** A bearer token for operators: required, and outside development at least MIN_TOKEN_LENGTH characters. */
@@ -314,6 +333,7 @@ export function loadWorkerConfig(env: Env): WorkerConfig {
     pool: workerPool(r),
     maxActivities: r.int('WORKER_MAX_ACTIVITIES', 50, 1),
     maxLocalActivities: r.int('WORKER_MAX_LOCAL_ACTIVITIES', 30, 1),
+    maxStripeCalls: r.int('WORKER_MAX_STRIPE_CALLS', 20, 1),
     metrics: { port: r.int('WORKER_METRICS_PORT', 9464, 0), host: r.text('WORKER_METRICS_HOST', '127.0.0.1') },
   });
 }

@@ -335,3 +335,24 @@ export async function listNeedingAttention(db: Db, o: { sku?: string; limit: num
   );
   return rows.map(toRecord);
 }
+
+/**
+ * The expiry of the purchase's Checkout Session: the one already chosen, else `proposed`, kept from
+ * now on (the first attempt to open the session chooses it; every later one sends the same request).
+ * `peek`: only read it (null when no attempt ever chose one, so none can have opened a session).
+ */
+export async function sessionExpiryOf(db: Db, purchaseId: string, proposed: Date | 'peek'): Promise<Date | null> {
+  const { rows } =
+    proposed === 'peek'
+      ? await db.query<{ at: Date | null }>('SELECT session_expires_at AS at FROM purchases WHERE purchase_id = $1', [
+          purchaseId,
+        ])
+      : await db.query<{ at: Date | null }>(
+          `UPDATE purchases SET session_expires_at = coalesce(session_expires_at, $2)
+            WHERE purchase_id = $1 RETURNING session_expires_at AS at`,
+          [purchaseId, proposed],
+        );
+  // No record (a saga started without one): the proposal stands for this attempt alone.
+  if (!rows[0]) return proposed === 'peek' ? null : proposed;
+  return rows[0].at;
+}

@@ -323,3 +323,25 @@ export type SupportAction =
   | { action: 'retry'; actor: string }
   /** The step was done by hand (say, a refund by bank transfer): stop trying and record it. */
   | { action: 'settled'; actor: string; note: string };
+
+/** The Stripe endpoints the saga calls, as the worker counts them (`flashsale_stripe_requests_total{endpoint}`). */
+export const STRIPE_ENDPOINTS = [
+  'checkout.sessions.create',
+  'checkout.sessions.expire',
+  'checkout.sessions.retrieve',
+  'payment_intents.retrieve',
+  'refunds.create',
+  'refunds.retrieve',
+] as const;
+export type StripeEndpoint = (typeof STRIPE_ENDPOINTS)[number];
+/** How a call to Stripe went: answered, 429 (rate limited), another 4xx (refused), or 5xx / no answer. */
+export const STRIPE_OUTCOMES = ['ok', 'rate_limited', 'refused', 'failed'] as const;
+export type StripeOutcome = (typeof STRIPE_OUTCOMES)[number];
+
+/**
+ * The task queue every call to Stripe runs on, beside the saga's own: its workers set the
+ * deployment's Stripe budget as the queue's rate limit, which the Temporal server enforces across them all.
+ */
+export function stripeTaskQueue(taskQueue: string): string {
+  return `${taskQueue}-stripe`;
+}

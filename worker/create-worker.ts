@@ -7,7 +7,8 @@ import {
   type NativeConnection,
   type WorkerOptions,
 } from '@temporalio/worker';
-import { createActivities, type ActivityDeps } from '../activities';
+import { createStoreActivities, createStripeActivities, type ActivityDeps } from '../activities';
+import { stripeTaskQueue } from '../vocabulary';
 import { activityInterceptors } from './interceptors';
 
 /**
@@ -20,6 +21,11 @@ export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('../workflows/inter
 export const MAX_CONCURRENT_ACTIVITIES = 50;
 /** Local activities (the hold, through the hold desk) one worker runs at once (WORKER_MAX_LOCAL_ACTIVITIES). */
 export const MAX_CONCURRENT_LOCAL_ACTIVITIES = 30;
+/**
+ * Stripe calls one worker has in flight at once (WORKER_MAX_STRIPE_CALLS): the budget's pace times
+ * Stripe's answer time (80/s × 250 ms = 20), so one worker alone can use a live account's budget.
+ */
+export const MAX_CONCURRENT_STRIPE_CALLS = 20;
 
 /**
  * The Postgres connections a worker needs so that no activity ever waits for one: each activity and
@@ -27,8 +33,8 @@ export const MAX_CONCURRENT_LOCAL_ACTIVITIES = 30;
  * the sweeper one more. A pool smaller than this makes activities queue for a connection under load,
  * and an attempt that Temporal times out would still be running, or waiting, when its retry starts.
  */
-export function workerPoolSize(limits: { activities: number; localActivities: number }): number {
-  return limits.activities + limits.localActivities + 1;
+export function workerPoolSize(limits: { activities: number; localActivities: number; stripeCalls?: number }): number {
+  return limits.activities + limits.localActivities + (limits.stripeCalls ?? MAX_CONCURRENT_STRIPE_CALLS) + 1;
 }
 
 export interface PurchaseWorkerOptions {
@@ -36,11 +42,18 @@ export interface PurchaseWorkerOptions {
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
+  /**
+   * The deployment's Stripe budget, requests a second (STRIPE_MAX_REQUESTS_PER_SECOND): the rate limit
+   * of the Stripe task queue, which the Temporal server enforces across every worker polling it.
+   * Every worker of a deployment must say the same (the last poller's value wins).
+   */
+  stripeRequestsPerSecond: number;
   /** A prebuilt bundle (tests build one per file); else the image's (WORKFLOW_BUNDLE_FILE), else bundled at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
-  /** Defaults: MAX_CONCURRENT_ACTIVITIES, MAX_CONCURRENT_LOCAL_ACTIVITIES; size `deps.db` with workerPoolSize. */
+  /** Defaults: MAX_CONCURRENT_ACTIVITIES, MAX_CONCURRENT_LOCAL_ACTIVITIES, MAX_CONCURRENT_STRIPE_CALLS; size `deps.db` with workerPoolSize. */
   maxConcurrentActivities?: number;
   maxConcurrentLocalActivities?: number;
+  maxConcurrentStripeCalls?: number;
   /** Workflow tasks one worker runs at once (the SDK's default unless given). */
   maxConcurrentWorkflowTasks?: number;
 }
@@ -69,22 +82,63 @@ function prebuilt(): WorkerOptions['workflowBundle'] {
   return fs.existsSync(WORKFLOW_BUNDLE_FILE) ? { codePath: WORKFLOW_BUNDLE_FILE } : undefined;
 }
 
-/** A worker for the purchase and support-refund workflows and their activities. */
-export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise<Worker> {
+/**
+ * One worker process's two Temporal workers: the sagas' (the workflows, their store activities and
+ * local activities, on the saga's task queue) and Stripe's (every activity that calls Stripe, on the
+ * Stripe task queue at the budget's pace). They run, stop and fail together.
+ */
+export class PurchaseWorker {
+  constructor(
+    readonly sagas: Worker,
+    readonly stripe: Worker,
+  ) {}
+
+  /** Until both have stopped (SIGINT/SIGTERM, or shutdown()); the first failure is thrown once both have. */
+  async run(): Promise<void> {
+    const results = await Promise.allSettled([this.sagas.run(), this.stripe.run()]);
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  shutdown(): void {
+    for (const w of [this.sagas, this.stripe]) if (w.getState() === 'RUNNING') w.shutdown();
+  }
+
+  /** RUNNING while both run; otherwise the state of the one that is not. */
+  getState(): ReturnType<Worker['getState']> {
+    const states = [this.sagas.getState(), this.stripe.getState()];
+    return states.find((s) => s !== 'RUNNING') ?? 'RUNNING';
+  }
+}
+
+/** The workers of the purchase, stray-payment and support-refund workflows and their activities. */
+export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise<PurchaseWorker> {
   const bundle = opts.workflowBundle ?? prebuilt();
-  return Worker.create({
+  const common = {
     connection: opts.connection,
     namespace: opts.namespace,
-    taskQueue: opts.taskQueue,
-    activities: createActivities(opts.deps),
-    ...(bundle ? { workflowBundle: bundle } : { workflowsPath: require.resolve('../workflows') }),
     interceptors: { activity: [activityInterceptors], workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
     // In-flight activities get this long to finish when the worker is told to stop.
     shutdownGraceTime: '10 seconds',
+  };
+  const sagas = await Worker.create({
+    ...common,
+    taskQueue: opts.taskQueue,
+    activities: createStoreActivities(opts.deps),
+    ...(bundle ? { workflowBundle: bundle } : { workflowsPath: require.resolve('../workflows') }),
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? MAX_CONCURRENT_ACTIVITIES,
     maxConcurrentLocalActivityExecutions: opts.maxConcurrentLocalActivities ?? MAX_CONCURRENT_LOCAL_ACTIVITIES,
     ...(opts.maxConcurrentWorkflowTasks
       ? { maxConcurrentWorkflowTaskExecutions: opts.maxConcurrentWorkflowTasks }
       : {}),
   });
+  const stripe = await Worker.create({
+    ...common,
+    taskQueue: stripeTaskQueue(opts.taskQueue),
+    activities: createStripeActivities(opts.deps),
+    maxConcurrentActivityTaskExecutions: opts.maxConcurrentStripeCalls ?? MAX_CONCURRENT_STRIPE_CALLS,
+    // The budget, enforced by the Temporal server for the whole queue (all workers together).
+    maxTaskQueueActivitiesPerSecond: opts.stripeRequestsPerSecond,
+  });
+  return new PurchaseWorker(sagas, stripe);
 }

@@ -9,7 +9,8 @@ import { HoldDesk } from '../store/hold-desk';
 import { sweepExpired } from '../store/holds';
 import { migrate } from '../store/migrate';
 import { createPurchaseWorker, workerPoolSize } from './create-worker';
-import { installRuntime, serveTelemetry } from './telemetry';
+import { createWorkerMetrics, installRuntime, serveTelemetry } from './telemetry';
+import { stripeTaskQueue } from '../vocabulary';
 import { outboxMetrics } from './outbox-metrics';
 import { startOutboxSender } from './outbox-sender';
 import { configuredChannelNames } from './outbox-channels';
@@ -26,7 +27,11 @@ async function main(): Promise<void> {
   const sdkMetricsUrl = await installRuntime(log);
   // Several processes may boot at once: migrate() serialises them on an advisory lock.
   await migrate(config.databaseUrl, (line) => log.info(line));
-  const limits = { activities: config.maxActivities, localActivities: config.maxLocalActivities };
+  const limits = {
+    activities: config.maxActivities,
+    localActivities: config.maxLocalActivities,
+    stripeCalls: config.maxStripeCalls,
+  };
   // A connection for every activity that may run at once: none of them waits for the pool.
   // One connection more than the activities need: the outbox sender's.
   const db = createPool(config.databaseUrl, workerPoolSize(limits) + 1, (line) => log.warn(line), config.pool);
@@ -34,6 +39,7 @@ async function main(): Promise<void> {
   const clock = new DbClock(db, { log: (line) => log.warn(line) });
   await clock.start();
   const connection = await NativeConnection.connect(nativeConnectionOptions(config.temporal));
+  const metrics = createWorkerMetrics();
   const worker = await createPurchaseWorker({
     connection,
     namespace: config.temporalNamespace,
@@ -45,11 +51,15 @@ async function main(): Promise<void> {
       clock,
       successUrl: config.checkoutSuccessUrl,
       cancelUrl: config.checkoutCancelUrl,
+      onStripeCall: (endpoint, outcome) => metrics.stripeRequests.inc({ endpoint, outcome }),
     },
+    stripeRequestsPerSecond: config.stripeMaxRequestsPerSecond,
     maxConcurrentActivities: limits.activities,
     maxConcurrentLocalActivities: limits.localActivities,
+    maxConcurrentStripeCalls: limits.stripeCalls,
   });
   const telemetry = await serveTelemetry({
+    metrics,
     ...config.metrics,
     sdkMetricsUrl,
     state: () => worker.getState(),
@@ -68,8 +78,15 @@ async function main(): Promise<void> {
   const countOutcome = outboxMetrics(telemetry.registry, db, configuredChannelNames(notify));
   const outbox = startOutboxSender(db, notify, (line) => log.info(line), countOutcome);
   log.info(
-    { taskQueue: config.taskQueue, metrics: telemetry.url, ...limits, postgresConnections: workerPoolSize(limits) },
-    `polling task queue "${config.taskQueue}" on ${describeTemporal(config.temporal)}; /healthz and /metrics on ${telemetry.url}`,
+    {
+      taskQueue: config.taskQueue,
+      stripeTaskQueue: stripeTaskQueue(config.taskQueue),
+      stripeBudget: config.stripeMaxRequestsPerSecond,
+      metrics: telemetry.url,
+      ...limits,
+      postgresConnections: workerPoolSize(limits),
+    },
+    `polling task queues "${config.taskQueue}" and "${stripeTaskQueue(config.taskQueue)}" (Stripe, at most ${config.stripeMaxRequestsPerSecond} calls/s for the deployment) on ${describeTemporal(config.temporal)}; /healthz and /metrics on ${telemetry.url}`,
   );
   try {
     // Resolves after SIGINT/SIGTERM (installed by the Temporal runtime) and the grace time.

@@ -39,9 +39,34 @@ export async function installRuntime(logger: Logger): Promise<string> {
   return `http://${address}/metrics`;
 }
 
-export interface WorkerTelemetry {
+/** The worker's own counters, made before anything that counts starts (the Stripe steps count their calls). */
+export interface WorkerMetrics {
   registry: client.Registry;
   sweptHolds: client.Counter;
+  /** Every call to Stripe by endpoint and outcome (`ok`, `rate_limited`, `refused`, `failed`). */
+  stripeRequests: client.Counter<'endpoint' | 'outcome'>;
+}
+
+export function createWorkerMetrics(): WorkerMetrics {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    sweptHolds: new client.Counter({
+      name: 'flashsale_sweeper_returned_holds_total',
+      help: 'Lapsed holds the sweeper returned to stock',
+      registers: [registry],
+    }),
+    stripeRequests: new client.Counter({
+      name: 'flashsale_stripe_requests_total',
+      help: 'Calls to Stripe by endpoint and outcome (rate_limited: answered 429)',
+      labelNames: ['endpoint', 'outcome'],
+      registers: [registry],
+    }),
+  };
+}
+
+export interface WorkerTelemetry extends WorkerMetrics {
   /** The address /healthz and /metrics are served on (the real port when 0 was asked for). */
   url: string;
   close(): Promise<void>;
@@ -58,14 +83,11 @@ export async function serveTelemetry(opts: {
   /** The Temporal worker's state (`RUNNING`, `STOPPING`, `FAILED`, …). */
   state: () => string;
   logger: Logger;
+  /** The counters to serve (createWorkerMetrics); new ones by default. */
+  metrics?: WorkerMetrics;
 }): Promise<WorkerTelemetry> {
-  const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry });
-  const sweptHolds = new client.Counter({
-    name: 'flashsale_sweeper_returned_holds_total',
-    help: 'Lapsed holds the sweeper returned to stock',
-    registers: [registry],
-  });
+  const metrics = opts.metrics ?? createWorkerMetrics();
+  const { registry } = metrics;
   const sdkMetrics = async (): Promise<string> => {
     try {
       const res = await fetch(opts.sdkMetricsUrl, { signal: AbortSignal.timeout(2_000) });
@@ -102,8 +124,7 @@ export async function serveTelemetry(opts: {
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(opts.port, opts.host, resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    registry,
-    sweptHolds,
+    ...metrics,
     url: `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}`,
     close: () =>
       new Promise((resolve) => {

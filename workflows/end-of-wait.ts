@@ -92,7 +92,7 @@ async function closeSession(saga: PurchaseSaga, sessionId: string): Promise<Sess
   if (saga.fold.sessionExpired) return expired;
   const answer = await saga.attend(
     'expiring the Checkout Session',
-    () => stripeActs.expireCheckout(saga.input.purchaseId, sessionId),
+    () => stripeActs().expireCheckout(saga.input.purchaseId, sessionId),
     () => saga.payment !== 'none' || saga.fold.sessionExpired,
   );
   if (answer.outcome === 'done') return answer.value;

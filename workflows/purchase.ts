@@ -12,7 +12,7 @@ import type { OpenCheckoutInput, SessionState, TakeHoldOutput } from '../activit
 import { cancelUpdate, checkoutReadyUpdate, paymentEventSignal, purchaseStateQuery } from './definitions';
 import { settle, settleStragglers } from './end-of-wait';
 import { followUp } from './follow-up';
-import { acts, checkoutActs, localActs, localCheckoutActs, stripeActs } from './proxies';
+import { acts, checkoutActs, localActs, stripeActs } from './proxies';
 import { PurchaseSaga } from './saga';
 
 type Hold = Extract<TakeHoldOutput, { outcome: 'held' }>;
@@ -78,7 +78,7 @@ function listen(saga: PurchaseSaga): void {
   });
 }
 
-/** 1. The hold, a local activity so that it and the session run in the saga's first workflow task. Null: refused. */
+/** 1. The hold, a local activity in the saga's first workflow task (the hold desk batches it with others). Null: refused. */
 async function takeHold(saga: PurchaseSaga): Promise<Hold | null> {
   const { purchaseId, sku, buyerId, quantity, unitId, terms } = saga.input;
   const hold = await localActs.takeHold({ purchaseId, sku, buyerId, quantity, unitId, terms });
@@ -100,9 +100,11 @@ async function takeHold(saga: PurchaseSaga): Promise<Hold | null> {
 }
 
 /**
- * 2. The Checkout Session, expiring with the hold (or at Stripe's 30-minute minimum, and the saga
- * expires it at the lapse). The activity writes `awaiting_payment` to the record itself, so the
- * buyer's checkout URL costs no further step. Null: it could not open, the hold was released.
+ * 2. The Checkout Session, opened on the Stripe queue when the budget gives it a turn (new checkouts
+ * go after money already in play), for as long as the hold lasts. It expires with the hold (or at
+ * Stripe's 30-minute minimum, and the saga expires it at the lapse), chosen when it is created. The
+ * activity writes `awaiting_payment` to the record itself, so the checkout URL is readable at once.
+ * Null: it could not open, the hold was released.
  */
 async function openSession(saga: PurchaseSaga, hold: Hold): Promise<string | null> {
   const { purchaseId, sku, buyerId, quantity } = saga.input;
@@ -119,7 +121,7 @@ async function openSession(saga: PurchaseSaga, hold: Hold): Promise<string | nul
   };
   const opened = { amountCents: hold.amountCents, currency: hold.currency, oversold: hold.oversold };
   try {
-    const session = await localCheckoutActs.openCheckout({ ...order, record: opened });
+    const session = await checkoutActs(Date.parse(hold.holdExpiresAt)).openCheckout({ ...order, record: opened });
     saga.markStatus('awaiting_payment', {
       ...opened,
       sessionId: session.sessionId,
@@ -130,8 +132,11 @@ async function openSession(saga: PurchaseSaga, hold: Hold): Promise<string | nul
   } catch (err) {
     if (!(err instanceof TemporalFailure) || isCancellation(err)) throw err;
     const cause = err instanceof ActivityFailure ? (err.cause ?? err) : err;
+    // Its turn (or Stripe) did not come before the hold's end: the step's schedule-to-close.
+    const lapsed = err instanceof ActivityFailure && err.retryState === 'TIMEOUT';
+    const reason = lapsed ? 'the hold lapsed before the Checkout Session could open' : cause.message;
     await acts.releaseHold(purchaseId, 'release');
-    await saga.setStatus('failed', { reason: `could not open the Checkout Session: ${cause.message}` });
+    await saga.setStatus('failed', { reason: `could not open the Checkout Session: ${reason}` });
     // An attempt whose answer was lost may have opened the session anyway: close it, so no one pays
     // for a purchase that failed. The purchase never recorded that session, so a payment that beat
     // this is foreign to it and refunded as a stray payment.
@@ -144,7 +149,7 @@ async function openSession(saga: PurchaseSaga, hold: Hold): Promise<string | nul
 /** Expires the session a failed session step may have opened after all; gives up (logged) if Stripe keeps failing. */
 async function closeUnansweredCheckout(order: OpenCheckoutInput): Promise<void> {
   try {
-    const found = await checkoutActs.closeUnansweredCheckout(order);
+    const found = await stripeActs().closeUnansweredCheckout(order);
     if (found)
       log.warn('closed a Checkout Session a failed attempt had opened', { purchaseId: order.purchaseId, ...found });
   } catch (err) {
@@ -184,7 +189,7 @@ async function compensateOperatorCancel(saga: PurchaseSaga): Promise<void> {
   if (state.sessionId) {
     const sessionId = state.sessionId;
     const answer = await saga.attend('expiring the Checkout Session', () =>
-      stripeActs.expireCheckout(input.purchaseId, sessionId),
+      stripeActs().expireCheckout(input.purchaseId, sessionId),
     );
     const closed: SessionState =
       answer.outcome === 'done' ? answer.value : { status: 'expired', paymentStatus: 'unpaid' };

@@ -88,7 +88,7 @@ async function follow(desk: SupportDesk, first: RefundState): Promise<RefundStat
       continue;
     }
     try {
-      refund = await stripeActs.getRefund(refundId);
+      refund = await stripeActs().getRefund(refundId);
     } catch (err) {
       if (!refusalOf(err)) throw err; // a refused read changes nothing: wait for the webhook
     }

@@ -76,7 +76,7 @@ export class PurchaseSaga {
     const { state } = this;
     if (state.paymentIntentId || !state.sessionId) return;
     const sessionId = state.sessionId;
-    const read = await this.attend('reading the paid session', () => acts.getSessionPayment(sessionId));
+    const read = await this.attend('reading the paid session', () => stripeActs().getSessionPayment(sessionId));
     if (read.outcome === 'done') state.paymentIntentId = read.value.paymentIntentId;
   }
 
@@ -90,7 +90,7 @@ export class PurchaseSaga {
     await this.learnPaymentIntent();
     const paymentIntentId = this.state.paymentIntentId;
     if (!paymentIntentId) return true;
-    const card = await this.attend('reading the payment card', () => stripeActs.cardOfPayment(paymentIntentId));
+    const card = await this.attend('reading the payment card', () => stripeActs().cardOfPayment(paymentIntentId));
     if (card.outcome !== 'done' || !card.value) return true;
     const { purchaseId, sku, quantity } = this.input;
     return (await acts.claimCard({ purchaseId, sku, quantity, maxPerCard, fingerprint: card.value })) === 'claimed';
@@ -137,7 +137,7 @@ export class PurchaseSaga {
     await refundToTheEnd({
       desk: this.desk,
       create: (attempt) =>
-        stripeActs.refundPayment({ purchaseId: state.purchaseId, paymentIntentId, reason, step: 'late', attempt }),
+        stripeActs().refundPayment({ purchaseId: state.purchaseId, paymentIntentId, reason, step: 'late', attempt }),
       record: (news) => this.recordRefund(reason, kind, news),
     });
   }
@@ -215,7 +215,7 @@ export class PurchaseSaga {
       // The webhook may have been lost: Stripe's word decides before the buyer's unit is given back.
       const sessionId = this.state.sessionId;
       const read = await this.attend('reading the session of the delayed payment', () =>
-        acts.getSessionPayment(sessionId),
+        stripeActs().getSessionPayment(sessionId),
       );
       if (read.outcome === 'done' && this.ownSession(read.value) && read.value.paymentStatus === 'paid') {
         this.fold.payment = 'paid';

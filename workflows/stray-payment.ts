@@ -27,7 +27,7 @@ export async function strayPaymentWorkflow(input: StrayPaymentInput): Promise<St
   const ended = await refundToTheEnd({
     desk,
     create: (attempt) =>
-      stripeActs.refundPayment({
+      stripeActs().refundPayment({
         purchaseId: input.claimedPurchase,
         paymentIntentId: pi,
         reason,
@@ -51,7 +51,10 @@ async function attendRead(
   sessionId: string,
   flag: (detail: string) => Promise<void>,
 ): Promise<string | null> {
-  const read = await attended('reading the stray session', () => acts.getSessionPayment(sessionId), { desk, flag });
+  const read = await attended('reading the stray session', () => stripeActs().getSessionPayment(sessionId), {
+    desk,
+    flag,
+  });
   return read.outcome === 'done' ? (read.value.paymentIntentId ?? null) : null;
 }
 

@@ -1,6 +1,6 @@
 import { isRefundable, type SupportRefundInput, type SupportRefundResult } from '../vocabulary';
 import { SupportDesk } from './attended';
-import { acts } from './proxies';
+import { acts, stripeActs } from './proxies';
 import { refundToTheEnd, type RefundNews } from './refunds';
 
 /**
@@ -33,7 +33,7 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
   const ended = await refundToTheEnd({
     desk,
     create: (attempt) =>
-      acts.refundPayment({
+      stripeActs().refundPayment({
         purchaseId: input.purchaseId,
         paymentIntentId,
         reason: input.reason,

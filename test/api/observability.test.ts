@@ -69,7 +69,7 @@ test.serial(
       // The workflow's own line and its activities' lines carry the id.
       const sagaLines = await until('the saga lines of the request', () => {
         const of = worker.lines.filter((l) => l.requestId === requestId);
-        // The status line follows the checkout's (both local activities of the first workflow task): wait for both.
+        // The status line follows the checkout's (an activity on the Stripe queue): wait for both.
         return of.some((l) => l.msg === 'purchase saga started') &&
           of.some((l) => l.msg === 'activity done' && l.activityType === 'openCheckout') &&
           of.some((l) => l.msg === 'purchase status changed' && l.to === 'awaiting_payment')
@@ -96,8 +96,21 @@ test.serial(
       t.regex(metrics, /^nodejs_eventloop_lag_seconds /m);
       t.regex(
         metrics,
-        /^temporal_local_activity_execution_latency_(bucket|count|sum)\{.*activity_type="openCheckout"/m,
-        'SDK metrics: the session, a local activity',
+        /^temporal_local_activity_execution_latency_(bucket|count|sum)\{.*activity_type="takeHold"/m,
+        'SDK metrics: the hold, a local activity',
+      );
+      t.regex(
+        metrics,
+        new RegExp(
+          `^temporal_activity_execution_latency_(bucket|count|sum)\\{.*activity_type="openCheckout".*task_queue="${sys.taskQueue}-stripe"`,
+          'm',
+        ),
+        'SDK metrics: the session, an activity of the Stripe queue',
+      );
+      t.regex(
+        metrics,
+        /^flashsale_stripe_requests_total\{endpoint="checkout\.sessions\.create",outcome="ok"\} [1-9]/m,
+        'every call to Stripe is counted by endpoint and outcome',
       );
       t.regex(
         metrics,

@@ -6,6 +6,7 @@
 import test from 'ava';
 import type Stripe from 'stripe';
 
+import { sessionExpiry } from '../../activities/checkout-session';
 import { classifyStripeError, createStripeSteps, type OpenCheckoutInput } from '../../activities/stripe';
 import { signWebhookPayload } from '../../dev/emulator/index';
 import { type StripeMock, startStripeMock } from '../../dev/stripe-mock';
@@ -62,27 +63,56 @@ function assertWithinStripeWindow(t: { true(v: boolean, m?: string): void }, exp
 
 test('openCheckout for a 10-minute hold sends a session Stripe accepts, expiring at the 30-minute minimum', async (t) => {
   const input = checkoutInput('contract-hold-600', 600);
-  const session = await activities.openCheckout(input);
+  const now = Date.now();
+  const expiresAt = sessionExpiry(input.holdExpiresAt, now);
+  const session = await activities.openCheckout(input, expiresAt);
 
   t.regex(session.sessionId, /^cs_/);
   t.regex(session.url, /^https:\/\//);
-  // stripe-mock echoes the request's expires_at: the hold's start plus 30 minutes and the 2-minute margin.
-  const holdStart = input.holdEnd - input.holdSeconds;
-  t.is(session.sessionExpiresAt, new Date((holdStart + 32 * MINUTE) * 1000).toISOString());
+  // stripe-mock echoes the request's expires_at: 30 minutes and the 5-minute margin from when it was chosen.
+  t.is(session.sessionExpiresAt, new Date((Math.ceil(now / 1000) + 35 * MINUTE) * 1000).toISOString());
   assertWithinStripeWindow(t, session.sessionExpiresAt);
 });
 
 test('openCheckout for a one-hour hold sends a session Stripe accepts, expiring with the hold', async (t) => {
   const input = checkoutInput('contract-hold-3600', 3600);
-  const session = await activities.openCheckout(input);
+  const session = await activities.openCheckout(input, sessionExpiry(input.holdExpiresAt, Date.now()));
 
   t.regex(session.sessionId, /^cs_/);
   t.is(session.sessionExpiresAt, input.holdExpiresAt);
   assertWithinStripeWindow(t, session.sessionExpiresAt);
 });
 
+test('a one-hour hold whose session waited 40 minutes for the budget still gets an expiry Stripe accepts', async (t) => {
+  const input = checkoutInput('contract-hold-waited', 3600);
+  // The session is created 40 minutes into the hold: its end is only 20 minutes away.
+  const later = Date.now() + 40 * MINUTE * 1000;
+  const expiresAt = sessionExpiry(input.holdExpiresAt, later);
+  const fromThen = expiresAt.getTime() / 1000 - later / 1000;
+  t.true(fromThen >= 30 * MINUTE && fromThen <= 24 * 60 * MINUTE, `expires_at is ${fromThen} s after the create`);
+  t.is(expiresAt.getTime(), (Math.ceil(later / 1000) + 35 * MINUTE) * 1000, "Stripe's minimum from then");
+});
+
+test('a 429 becomes a retryable StripeRateLimited failure with a jittered delay of its own', (t) => {
+  const rateLimited = { statusCode: 429, code: 'rate_limit', message: 'Request rate limit exceeded.' };
+  const delays = new Set<number>();
+  for (let i = 0; i < 20; i++) {
+    const failure = classifyStripeError(rateLimited, 'opening the Checkout Session', 3) as {
+      type?: string;
+      nonRetryable?: boolean;
+      nextRetryDelay?: number;
+    };
+    t.is(failure.type, 'StripeRateLimited');
+    t.false(failure.nonRetryable);
+    t.true(failure.nextRetryDelay! >= 250 && failure.nextRetryDelay! <= 4_000, `${failure.nextRetryDelay} ms`);
+    delays.add(failure.nextRetryDelay!);
+  }
+  t.true(delays.size > 1, 'callers turned away together come back apart');
+});
+
 test('expireCheckout sends an expire request Stripe accepts', async (t) => {
-  const { sessionId } = await activities.openCheckout(checkoutInput('contract-expire', 600));
+  const input = checkoutInput('contract-expire', 600);
+  const { sessionId } = await activities.openCheckout(input, sessionExpiry(input.holdExpiresAt, Date.now()));
   const state = await activities.expireCheckout('contract-expire', sessionId);
 
   // Stateless stripe-mock answers 200 with a session for any id, so this is the expire path, not the fallback.

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, type Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, type WorkflowBundleOption } from '@temporalio/worker';
 import pg from 'pg';
 import { HoldDesk } from '../../store/hold-desk';
 import { Admissions } from '../../store/admission';
@@ -20,7 +20,7 @@ import { Admitter } from '../../store/admitter';
 import { RoomCache } from '../../store/room-cache';
 import { createStripe } from '../../config/clients';
 import { createLogger, type Logger } from '../../config/log';
-import { bundleWorkflows, createPurchaseWorker } from '../../worker/create-worker';
+import { bundleWorkflows, createPurchaseWorker, type PurchaseWorker } from '../../worker/create-worker';
 import { migrate } from '../../store/migrate';
 import { testDb, uniqueSku } from './db';
 
@@ -111,7 +111,10 @@ export interface System {
   startWorker(limits?: {
     maxConcurrentActivities?: number;
     maxConcurrentLocalActivities?: number;
+    maxConcurrentStripeCalls?: number;
     maxConcurrentWorkflowTasks?: number;
+    /** The Stripe budget (requests/s); default 20, a sandbox key's default. */
+    stripeRequestsPerSecond?: number;
   }): Promise<void>;
   stopWorker(): Promise<void>;
   /** An HTTP call to the API (`path` may be a full URL, for another API instance). */
@@ -234,7 +237,7 @@ export async function startSystem(
   const others: { server: Server; gate: Gate }[] = [];
   emulator.setWebhookUrl(`${apiUrl}/v1/webhooks/stripe`);
 
-  let worker: Worker | undefined;
+  let worker: PurchaseWorker | undefined;
   let running: Promise<void> | undefined;
   let workerConnection: NativeConnection | undefined;
 
@@ -264,6 +267,7 @@ export async function startSystem(
     async startWorker(limits = {}) {
       workerConnection ??= await NativeConnection.connect({ address: temporalAddress() });
       worker = await createPurchaseWorker({
+        stripeRequestsPerSecond: 20,
         ...limits,
         connection: workerConnection,
         namespace: 'default',
