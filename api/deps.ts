@@ -23,6 +23,9 @@ export interface PageOptions {
 }
 
 /** Everything the routes use, built by the entry point (api/main.ts) or a test. */
+/** A sandbox key's default Stripe budget (config/index.ts), for deps that do not say. */
+export const DEFAULT_CHECKOUTS_PER_SECOND = 20;
+
 export interface ApiDeps {
   db: Db;
   temporal: Client;
@@ -51,8 +54,13 @@ export interface ApiDeps {
   lifecycle: { draining: boolean };
   /** The process's logger; within a request, log through `requestLog(ctx)` (api/access-log.ts) instead. */
   logger: Logger;
-  /** How long POST /v1/purchases waits for the hold and the Checkout Session before answering 503. */
+  /**
+   * How long POST /v1/purchases waits for the hold and the Checkout Session: past it, a purchase that
+   * holds its unit is answered 202 (its session waits for the Stripe budget), one that does not 503.
+   */
   purchaseTimeoutMs: number;
+  /** The pace Checkout Sessions open at: the Stripe budget (STRIPE_MAX_REQUESTS_PER_SECOND); default 20. */
+  checkoutsPerSecond?: number;
   /** The buyer's HTML pages; absent: no dev sign-in, cookies without `Secure`. */
   pages?: PageOptions;
 }

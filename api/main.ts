@@ -45,7 +45,11 @@ async function main(): Promise<void> {
   });
   await gate.start();
   // Every process may become the rooms' one admitter (an advisory lock decides which).
-  const admitter = new Admitter(config.databaseUrl, { tickMs: config.roomAdmitTickMs, log });
+  const admitter = new Admitter(config.databaseUrl, {
+    tickMs: config.roomAdmitTickMs,
+    checkoutsPerSecond: config.stripeMaxRequestsPerSecond,
+    log,
+  });
   admitter.start();
   const connection = await connectTemporal(config.temporal, { callTimeoutMs: config.temporalCallTimeoutMs });
   const deps: ApiDeps = {
@@ -59,6 +63,7 @@ async function main(): Promise<void> {
       createRoomTokens(config.roomTokenSecret, clock),
       new RoomCache(db, { clock, refreshMs: config.roomRefreshMs }),
       clock,
+      config.stripeMaxRequestsPerSecond,
     ),
     stripe: createStripe(config),
     webhookSecret: config.stripeWebhookSecret,
@@ -71,6 +76,7 @@ async function main(): Promise<void> {
     lifecycle: { draining: false },
     logger: root,
     purchaseTimeoutMs: config.purchaseTimeoutMs,
+    checkoutsPerSecond: config.stripeMaxRequestsPerSecond,
     pages: {
       ...(config.devSignIn ? { devSignInSecret: config.buyerTokens.secret } : {}),
       publicOrigin: new URL(config.publicUrl).origin,

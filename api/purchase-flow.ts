@@ -1,9 +1,10 @@
 import { beginPurchase, startPurchase } from '../client/purchases';
 import type { Logger } from '../config/log';
 import type { Admission } from '../store/admission';
-import { getPurchase, type PurchaseRecord } from '../store/purchases';
+import { takeCheckoutSlot } from '../store/checkout-pace';
+import { checkoutQueueOf, getPurchase, type PurchaseRecord } from '../store/purchases';
 import { isFinal, type PurchaseRequest, type PurchaseState } from '../vocabulary';
-import type { ApiDeps } from './deps';
+import { DEFAULT_CHECKOUTS_PER_SECOND, type ApiDeps } from './deps';
 import { invalid, Problem } from './problem';
 import { validator } from './validate';
 
@@ -27,18 +28,48 @@ const purchaseBody = validator<Omit<PurchaseRequest, 'buyerId'> & { buyerId?: st
   },
 });
 
+/** A checkout slot this close is the purchase's now: its saga starts at once and the buyer waits for the URL. */
+const START_NOW_WITHIN_MS = 1_000;
+
 export const unavailable = (detail: string, extra: Record<string, unknown> = {}, retryAfter = '2') =>
   new Problem(503, 'unavailable', detail, extra, { 'Retry-After': retryAfter });
 
+/** A purchase whose Checkout Session waits for its turn in the Stripe budget (GET's `checkoutQueue`). */
+export interface CheckoutQueueView {
+  /** Purchases that wait ahead of it (of every product: the budget is the deployment's). */
+  ahead: number;
+  /** When its session should open: its slot in the budget's pace, or its place behind those still waiting. */
+  estimatedWaitSeconds: number;
+  holdExpiresAt?: string;
+}
+
+/** Where a `holding` purchase stands in the line for Checkout Sessions; undefined when it has no place in it. */
+export async function checkoutQueueView(
+  deps: Pick<ApiDeps, 'db' | 'checkoutsPerSecond' | 'clock'>,
+  p: Pick<PurchaseState, 'purchaseId' | 'status'>,
+): Promise<CheckoutQueueView | undefined> {
+  if (p.status !== 'holding') return undefined;
+  const place = await checkoutQueueOf(deps.db, p.purchaseId);
+  if (!place) return undefined;
+  const pace = deps.checkoutsPerSecond ?? DEFAULT_CHECKOUTS_PER_SECOND;
+  const untilSlot = (Date.parse(place.checkoutAt) - deps.clock.now()) / 1000;
+  return {
+    ahead: place.ahead,
+    estimatedWaitSeconds: Math.max(1, Math.ceil(Math.max(untilSlot, (place.ahead + 1) / pace))),
+    ...(place.holdExpiresAt ? { holdExpiresAt: place.holdExpiresAt } : {}),
+  };
+}
+
 /** The public view of a purchase (GET /v1/purchases/:id and the POST answers). */
-export function purchaseView(p: PurchaseState) {
+export function purchaseView(p: PurchaseState, queue?: CheckoutQueueView) {
   return {
     purchaseId: p.purchaseId,
     sku: p.sku,
     buyerId: p.buyerId,
     quantity: p.quantity,
     status: p.status === 'rejected' ? 'failed' : p.status,
-    holdExpiresAt: p.holdExpiresAt ?? null,
+    holdExpiresAt: p.holdExpiresAt ?? queue?.holdExpiresAt ?? null,
+    ...(queue ? { checkoutQueue: { ahead: queue.ahead, estimatedWaitSeconds: queue.estimatedWaitSeconds } } : {}),
     ...(p.checkoutUrl && (p.status === 'awaiting_payment' || p.status === 'holding')
       ? { checkoutUrl: p.checkoutUrl }
       : {}),
@@ -219,9 +250,16 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
   const permit = created ? admission.permit : undefined;
   if (created) deps.metrics.sagasStarted.inc();
 
-  if (respondAsync && !isFinal(record.status)) {
+  // Its turn in the Stripe budget's pace (a new purchase takes a slot, a retry finds its own): a saga
+  // whose turn is later starts then, and the buyer is told at once how long the checkout will take.
+  const pace = deps.checkoutsPerSecond ?? DEFAULT_CHECKOUTS_PER_SECOND;
+  const slot = record.status === 'holding' ? await takeCheckoutSlot(deps.db, record.purchaseId, pace) : undefined;
+  const startDelayMs = slot ? Math.max(0, slot.getTime() - deps.clock.now()) : 0;
+  const later = startDelayMs > START_NOW_WITHIN_MS;
+  if ((respondAsync || later) && !isFinal(record.status)) {
+    if (later) permit?.delay(startDelayMs);
     try {
-      await beginPurchase(sagas, input);
+      await beginPurchase(sagas, input, later ? startDelayMs : 0);
     } catch (err) {
       // The permit is not given back: a start that timed out may have started the saga after all.
       // It stays bound to the purchase until a view sees its hold step answered, or its shorter TTL ends.
@@ -234,6 +272,8 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
     }
     // The permit stays bound to this purchase until a view of the gate sees its hold step answered
     // (its hold row, or its refusal): no second call to the saga, whose server is the crowd's bottleneck.
+    const queue = later ? await checkoutQueueView(deps, record) : undefined;
+    if (queue) return waitingForCheckout(record.purchaseId, record, queue);
     return {
       status: 202,
       location: `/v1/purchases/${record.purchaseId}`,
@@ -262,6 +302,9 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
       // A closed saga (REJECT_DUPLICATE) has its outcome in the record.
       if (!(err instanceof Problem)) permit?.doubt();
       const now = await getPurchase(deps.db, record.purchaseId);
+      // The unit is this buyer's and the session waits for its turn in the Stripe budget: accepted.
+      const queue = err instanceof Problem && now ? await checkoutQueueView(deps, now) : undefined;
+      if (queue) return waitingForCheckout(record.purchaseId, now!, queue);
       if (now && isFinal(now.status)) state = now;
       else if (err instanceof Problem) throw err;
       else {
@@ -273,6 +316,16 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
   const answer = sagaAnswer(state, created, deps.clock.now());
   if (created) deps.metrics.checkoutSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
   return answer;
+}
+
+/** 202: the hold is taken, the checkout URL appears on GET /v1/purchases/:id once its session opens. */
+function waitingForCheckout(purchaseId: string, state: PurchaseState, queue: CheckoutQueueView): PlacedPurchase {
+  const { purchaseId: id, status, holdExpiresAt, checkoutQueue } = purchaseView(state, queue);
+  return {
+    status: 202,
+    location: `/v1/purchases/${purchaseId}`,
+    body: { purchaseId: id, status, holdExpiresAt, checkoutQueue },
+  };
 }
 
 /** A purchase as its buyer (or support) sees it; anyone else is told it does not exist (404). */

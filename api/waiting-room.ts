@@ -1,3 +1,4 @@
+import { DEFAULT_CHECKOUTS_PER_SECOND } from './deps';
 import { randomBytes } from 'node:crypto';
 import type { RoomTokens } from '../config/room-tokens';
 import type { Clock } from '../store/clock';
@@ -45,6 +46,8 @@ export class WaitingRoom {
     private readonly cache: RoomCache,
     /** Postgres's (store/clock.ts): the opening and the sessions' ends are its instants. */
     private readonly clock: Clock,
+    /** The Stripe budget's pace: the admission rate of a room without its own (until one is measured). */
+    private readonly checkoutsPerSecond = DEFAULT_CHECKOUTS_PER_SECOND,
   ) {
     this.desk = new JoinDesk(db);
   }
@@ -168,7 +171,7 @@ export class WaitingRoom {
 
   /** Seconds until `ahead` buyers are let in at the measured rate (the configured one until there is a measure). */
   private wait(s: RoomSnapshot, ahead: number): number {
-    const rate = measuredRate(s, this.clock.now()) ?? s.room.admitPerSecond;
+    const rate = measuredRate(s, this.clock.now()) ?? s.room.admitPerSecond ?? this.checkoutsPerSecond;
     return Math.ceil((ahead + 1) / Math.max(rate, 1e-6));
   }
 }

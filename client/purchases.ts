@@ -61,9 +61,16 @@ export async function startPurchase(
   );
 }
 
-/** Starts the purchase saga (or finds it) without waiting for its hold: the answer of `Prefer: respond-async`. */
-export async function beginPurchase(c: SagaClient, input: PurchaseInput): Promise<void> {
-  await c.temporal.workflow.start<typeof purchaseWorkflow>('purchaseWorkflow', startOptions(c, input));
+/**
+ * Starts the purchase saga (or finds it) without waiting for its hold: the answer of `Prefer:
+ * respond-async`, and of a purchase whose turn in the Stripe budget's pace is later (`startDelayMs`:
+ * the saga, and so its hold, starts then; Temporal keeps the start, whatever becomes of this process).
+ */
+export async function beginPurchase(c: SagaClient, input: PurchaseInput, startDelayMs = 0): Promise<void> {
+  await c.temporal.workflow.start<typeof purchaseWorkflow>('purchaseWorkflow', {
+    ...startOptions(c, input),
+    ...(startDelayMs > 0 ? { startDelay: startDelayMs } : {}),
+  });
 }
 
 /** Asks the saga to give the hold back; resolves with its state once it has (or once money is on its way). */

@@ -14,8 +14,17 @@ const STATEMENT_TIMEOUT_MS = 5_000;
 export interface AdmitterOptions {
   tickMs?: number;
   retryMs?: number;
+  /**
+   * The Stripe budget's pace (STRIPE_MAX_REQUESTS_PER_SECOND): a room without its own
+   * `admitPerSecond` admits at it, and never more than the checkouts already waiting leave room for.
+   * Default 20, a sandbox key's budget.
+   */
+  checkoutsPerSecond?: number;
   log?: (line: string) => void;
 }
+
+/** A room that follows the budget keeps at most this many seconds of checkouts waiting for their sessions. */
+const BUDGET_BACKLOG_SECONDS = 2;
 
 /**
  * The waiting room's admitter. Every API process runs one; the one that holds a Postgres advisory
@@ -33,6 +42,7 @@ export class Admitter {
   private readonly tickMs: number;
   private readonly retryMs: number;
   private readonly log: (line: string) => void;
+  private readonly checkoutsPerSecond: number;
 
   constructor(
     private readonly databaseUrl: string,
@@ -40,6 +50,7 @@ export class Admitter {
   ) {
     this.tickMs = opts.tickMs ?? DEFAULT_TICK_MS;
     this.retryMs = opts.retryMs ?? DEFAULT_RETRY_MS;
+    this.checkoutsPerSecond = opts.checkoutsPerSecond ?? 20;
     this.log = opts.log ?? (() => {});
   }
 
@@ -70,7 +81,7 @@ export class Admitter {
   private async run(): Promise<void> {
     try {
       if (!this.leader) await this.campaign();
-      if (this.leader && this.client) await stepAllRooms(this.client);
+      if (this.leader && this.client) await stepAllRooms(this.client, this.checkoutsPerSecond);
     } catch (err) {
       if (!this.closed) this.log(`room admitter: ${(err as Error).message}; trying again`);
       this.drop();
@@ -100,18 +111,19 @@ export class Admitter {
 }
 
 /** One step of every room that may have work: not closed, or closed with buyers still inside. */
-export async function stepAllRooms(client: pg.Client): Promise<void> {
+export async function stepAllRooms(client: pg.Client, checkoutsPerSecond: number): Promise<void> {
   const { rows } = await client.query<{ sku: string }>(
     `SELECT sku FROM rooms r WHERE state <> 'closed'
         OR EXISTS (SELECT 1 FROM room_tickets t WHERE t.sku = r.sku AND t.admitted_at IS NOT NULL AND t.left_at IS NULL)`,
   );
-  for (const { sku } of rows) await stepRoom(client, sku);
+  for (const { sku } of rows) await stepRoom(client, sku, checkoutsPerSecond);
 }
 
 interface LockedRoom {
   state: string;
   sold_out: boolean;
-  admit_per_second: number;
+  /** Null: the room follows the Stripe budget. */
+  admit_per_second: number | null;
   max_active: number;
   session_seconds: number;
   shuffled: boolean;
@@ -122,7 +134,7 @@ interface LockedRoom {
   elapsed: number;
 }
 
-async function stepRoom(client: pg.Client, sku: string): Promise<void> {
+async function stepRoom(client: pg.Client, sku: string, checkoutsPerSecond: number): Promise<void> {
   await client.query('BEGIN');
   try {
     const { rows } = await client.query<LockedRoom>(
@@ -133,7 +145,7 @@ async function stepRoom(client: pg.Client, sku: string): Promise<void> {
       [sku],
     );
     const r = rows[0];
-    if (r && !r.not_open) await advance(client, sku, r);
+    if (r && !r.not_open) await advance(client, sku, r, checkoutsPerSecond);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
@@ -141,7 +153,7 @@ async function stepRoom(client: pg.Client, sku: string): Promise<void> {
   }
 }
 
-async function advance(client: pg.Client, sku: string, r: LockedRoom): Promise<void> {
+async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsPerSecond: number): Promise<void> {
   if (!r.shuffled) {
     // The opening: the pre-queue is shuffled once into places 1..n, so arriving first buys nothing.
     // Joins wait on the room row meanwhile, then line up behind at n+1, n+2, ...
@@ -198,11 +210,17 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom): Promise<v
     return;
   }
   // The rate is a credit that grows with time, at most one second's worth (a burst after a pause).
-  const credit = Math.min(r.credit + r.admit_per_second * r.elapsed, Math.max(1, r.admit_per_second));
+  const rate = r.admit_per_second ?? checkoutsPerSecond;
+  const credit = Math.min(r.credit + rate * r.elapsed, Math.max(1, rate));
   const serving = Number(r.serving);
+  // Following the budget: what is left of it once the checkouts already waiting for a session (of
+  // every room and product: the budget is the deployment's) have had theirs.
+  const budgetRoom = r.admit_per_second === null ? await checkoutRoom(client, checkoutsPerSecond) : Infinity;
   const k = Math.max(
     0,
-    Math.floor(Math.min(credit, r.max_active - inside, Number(r.next_place) - serving, obtainable - inside)),
+    Math.floor(
+      Math.min(credit, budgetRoom, r.max_active - inside, Number(r.next_place) - serving, obtainable - inside),
+    ),
   );
   if (k > 0) {
     await client.query(
@@ -219,4 +237,17 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom): Promise<v
     k,
     credit - k,
   ]);
+}
+
+/**
+ * How many more checkouts the budget can open within BUDGET_BACKLOG_SECONDS, beside those waiting
+ * now: purchases still `holding` whose turn came in the last minute (one older is stuck, not waiting:
+ * `sagas stuck` lists it, and it must not close the room).
+ */
+async function checkoutRoom(client: pg.Client, checkoutsPerSecond: number): Promise<number> {
+  const { rows } = await client.query<{ waiting: number }>(
+    `SELECT count(*)::int AS waiting FROM purchases
+      WHERE status = 'holding' AND checkout_at > now() - interval '1 minute'`,
+  );
+  return Math.max(0, checkoutsPerSecond * BUDGET_BACKLOG_SECONDS - rows[0].waiting);
 }

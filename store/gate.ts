@@ -39,6 +39,8 @@ export interface Permit {
   settle(): void;
   /** Its saga's start call failed: kept only DOUBTFUL_PERMIT_TTL_MS, in case the start went through after all. */
   doubt(): void;
+  /** Its saga starts `ms` from now (its turn in the Stripe budget's pace): kept that much longer. */
+  delay(ms: number): void;
 }
 
 export type GateAnswer =
@@ -136,6 +138,9 @@ export class Gate {
         },
         doubt: () => {
           flight.ttlMs = Math.min(flight.ttlMs, DOUBTFUL_PERMIT_TTL_MS);
+        },
+        delay: (ms) => {
+          flight.ttlMs += Math.max(0, ms);
         },
       };
       return { outcome: 'permit', permit };

@@ -356,3 +356,31 @@ export async function sessionExpiryOf(db: Db, purchaseId: string, proposed: Date
   if (!rows[0]) return proposed === 'peek' ? null : proposed;
   return rows[0].at;
 }
+
+/** A purchase whose Checkout Session waits for its turn in the Stripe budget (its saga may not have started). */
+export interface CheckoutQueuePlace {
+  /** Purchases (of any SKU: the budget is the deployment's) whose turn comes before this one's and wait too. */
+  ahead: number;
+  /** Its slot in the budget's pace (store/checkout-pace.ts). */
+  checkoutAt: string;
+  /** Its hold's end, once the hold is taken. */
+  holdExpiresAt?: string;
+}
+
+/** Where a `holding` purchase stands in the line for Checkout Sessions; null for any other, or one with no slot. */
+export async function checkoutQueueOf(db: Db, purchaseId: string): Promise<CheckoutQueuePlace | null> {
+  const { rows } = await db.query<{ ahead: number; checkout_at: Date; expires_at: Date | null }>(
+    `SELECT p.checkout_at, h.expires_at,
+            (SELECT count(*) FROM purchases q WHERE q.status = 'holding' AND q.checkout_at < p.checkout_at)::int AS ahead
+       FROM purchases p LEFT JOIN holds h ON h.purchase_id = p.purchase_id AND h.status = 'active'
+      WHERE p.purchase_id = $1 AND p.status = 'holding' AND p.checkout_at IS NOT NULL`,
+    [purchaseId],
+  );
+  const r = rows[0];
+  if (!r) return null;
+  return {
+    ahead: r.ahead,
+    checkoutAt: r.checkout_at.toISOString(),
+    ...(r.expires_at ? { holdExpiresAt: r.expires_at.toISOString() } : {}),
+  };
+}

@@ -8,7 +8,8 @@ export type RoomState = 'open' | 'paused' | 'closed';
 
 /** A room's settings as the catalogue takes them. */
 export interface RoomSettings {
-  admitPerSecond: number;
+  /** Left out or null: the room follows the Stripe budget (store/admitter.ts). */
+  admitPerSecond?: number | null;
   maxActive: number;
   /** How long an admitted buyer has to start a purchase; 300 when left out. */
   sessionSeconds?: number;
@@ -35,7 +36,8 @@ export interface RoomRow {
   sku: string;
   state: RoomState;
   soldOut: boolean;
-  admitPerSecond: number;
+  /** Null: the room follows the Stripe budget (store/admitter.ts). */
+  admitPerSecond: number | null;
   maxActive: number;
   sessionSeconds: number;
   opensAt: Date | null;
@@ -64,7 +66,8 @@ export interface RoomStats {
   admitted: number;
   /** Admitted buyers inside now: neither bought (purchase ended) nor expired. */
   active: number;
-  admitPerSecond: number;
+  /** Null: the room follows the Stripe budget (store/admitter.ts). */
+  admitPerSecond: number | null;
   maxActive: number;
   sessionSeconds: number;
 }
@@ -73,7 +76,7 @@ interface RoomDbRow {
   sku: string;
   state: RoomState;
   sold_out: boolean;
-  admit_per_second: number;
+  admit_per_second: number | null;
   max_active: number;
   session_seconds: number;
   opens_at: Date | null;
@@ -103,7 +106,7 @@ export async function createRoom(tx: Tx, sku: string, s: RoomSettings, opensAt: 
   await tx.query(
     `INSERT INTO rooms (sku, admit_per_second, max_active, session_seconds, opens_at, shuffled)
      VALUES ($1, $2, $3, $4, $5, $5::timestamptz IS NULL)`,
-    [sku, s.admitPerSecond, s.maxActive, s.sessionSeconds ?? DEFAULT_SESSION_SECONDS, opensAt],
+    [sku, s.admitPerSecond ?? null, s.maxActive, s.sessionSeconds ?? DEFAULT_SESSION_SECONDS, opensAt],
   );
 }
 

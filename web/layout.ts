@@ -12,6 +12,8 @@ export interface Frame {
   signInHref?: string;
   /** Reload the page after this many seconds (waiting for a payment, a queue place, an opening). */
   refreshSeconds?: number;
+  /** With refreshSeconds: go to this URL instead of reloading (on to the checkout once it is ready). */
+  refreshTo?: string;
   /** Extra markup at the end of <body> (the countdown script). */
   tail?: Html;
 }
@@ -43,7 +45,10 @@ export function layout(f: Frame): string {
     : f.signInHref
       ? html`<p><a href="${f.signInHref}">Sign in</a></p>`
       : html``;
-  const refresh = f.refreshSeconds ? html`<meta http-equiv="refresh" content="${f.refreshSeconds}" />` : html``;
+  const target = f.refreshTo ? `; url=${f.refreshTo}` : '';
+  const refresh = f.refreshSeconds
+    ? html`<meta http-equiv="refresh" content="${`${f.refreshSeconds}${target}`}" />`
+    : html``;
   return html`<!doctype html>
     <html lang="en">
       <head>

@@ -20,6 +20,8 @@ export interface PurchaseModel {
   currency: string | null;
   reason?: string;
   refund?: { status: string; reason: string };
+  /** The unit is held and the checkout waits for its turn (GET /v1/purchases/:id's `checkoutQueue`). */
+  checkoutQueue?: { ahead: number; estimatedWaitSeconds: number };
 }
 
 /** How often a page still waiting for news reloads itself, in seconds. */
@@ -38,13 +40,27 @@ const when = (iso: string | null) =>
 
 function outcomeOf(p: PurchaseModel, left: boolean): Outcome {
   switch (p.status) {
-    case 'holding':
+    case 'holding': {
+      const q = p.checkoutQueue;
+      if (!q) {
+        return {
+          heading: 'Reserving your item',
+          tone: 'wait',
+          words: html`Your item is being reserved and the checkout prepared. This page updates by itself.`,
+          pending: true,
+        };
+      }
+      const ahead =
+        q.ahead === 0 ? 'You are next' : `${q.ahead} ${q.ahead === 1 ? 'buyer is' : 'buyers are'} ahead of you`;
       return {
-        heading: 'Reserving your item',
+        heading: 'Preparing your checkout',
         tone: 'wait',
-        words: html`Your item is being reserved and the checkout prepared. This page updates by itself.`,
+        words: html`Your item is reserved for you until ${when(p.holdExpiresAt)}. Checkouts open one after the other at
+        the pace our payment provider allows: ${ahead}, about ${q.estimatedWaitSeconds} s. This page updates by itself
+        and takes you on to pay.`,
         pending: true,
       };
+    }
     case 'awaiting_payment': {
       const pay = p.checkoutUrl ? html` <a href="${p.checkoutUrl}" id="pay">Go to the checkout</a>.` : html``;
       const declined = p.reason?.includes('declined')
@@ -124,8 +140,13 @@ function refundLine(p: PurchaseModel): Html {
   return html`<p id="refund">A refund ${state}. Why: ${p.refund.reason}.</p>`;
 }
 
-export function purchasePage(p: PurchaseModel, viewer: Viewer, o: { left: boolean }): string {
+/**
+ * `payNext`: the buyer pressed Buy and was sent here while the checkout was being prepared: once it
+ * is ready, the page takes them on to it (they did not leave it: they never saw it).
+ */
+export function purchasePage(p: PurchaseModel, viewer: Viewer, o: { left: boolean; payNext?: boolean }): string {
   const out = outcomeOf(p, o.left);
+  const onToPay = o.payNext && !o.left && p.status === 'awaiting_payment' && p.checkoutUrl;
   const amount = p.amountCents !== null && p.currency ? html`, ${formatMoney(p.amountCents, p.currency)}` : html``;
   const product = p.productName ?? p.sku;
   const main = html`<h1>${out.heading}</h1>
@@ -139,6 +160,10 @@ export function purchasePage(p: PurchaseModel, viewer: Viewer, o: { left: boolea
     title: out.heading,
     main,
     ...viewer,
-    ...(out.pending ? { refreshSeconds: PENDING_REFRESH_SECONDS } : {}),
+    ...(onToPay
+      ? { refreshSeconds: 1, refreshTo: p.checkoutUrl }
+      : out.pending
+        ? { refreshSeconds: PENDING_REFRESH_SECONDS }
+        : {}),
   });
 }

@@ -36,9 +36,10 @@ const newProduct = validator<NewProduct>({
       type: 'object',
       nullable: true,
       additionalProperties: false,
-      required: ['admitPerSecond', 'maxActive'],
+      required: ['maxActive'],
       properties: {
-        admitPerSecond: { type: 'number', exclusiveMinimum: 0, maximum: 100_000 },
+        // Left out (or null): the room admits at the Stripe budget's pace, less what waits for it.
+        admitPerSecond: { type: 'number', exclusiveMinimum: 0, maximum: 100_000, nullable: true },
         maxActive: { type: 'integer', minimum: 1, maximum: 10_000_000 },
         // An admission outlives no Stripe session (24 h); a second is the shortest that can buy.
         sessionSeconds: { type: 'integer', minimum: 1, maximum: 24 * 3600, nullable: true },

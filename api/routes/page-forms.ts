@@ -82,7 +82,9 @@ export function pageFormRoutes(deps: ApiDeps): Router {
     const { purchaseId, checkoutUrl } = placed.body as { purchaseId: string; checkoutUrl?: string };
     // To Stripe's page while there is something to pay; a purchase already over has its outcome page.
     ctx.status = 303;
-    ctx.redirect(checkoutUrl ?? `/purchases/${encodeURIComponent(purchaseId)}`);
+    // No URL yet (202: the session waits for its turn in the Stripe budget): the purchase's page says
+    // so and takes the buyer on to the checkout once it opens.
+    ctx.redirect(checkoutUrl ?? `/purchases/${encodeURIComponent(purchaseId)}?then=pay`);
   });
 
   router.post('/p/:sku/queue', sameOrigin, formBody, async (ctx) => {

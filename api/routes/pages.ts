@@ -8,7 +8,7 @@ import { queuePage } from '../../web/queue';
 import { pageBuyer } from '../buyer-session';
 import type { ApiDeps } from '../deps';
 import { Problem } from '../problem';
-import { purchaseView, visiblePurchase } from '../purchase-flow';
+import { checkoutQueueView, purchaseView, visiblePurchase } from '../purchase-flow';
 import { productView } from './catalogue';
 
 // The buyer's pages (GET): what is on sale, a product, a purchase's outcome, a place in a queue.
@@ -66,11 +66,16 @@ export function pageRoutes(deps: ApiDeps): Router {
   router.get('/purchases/:id', async (ctx) => {
     const buyer = await pageBuyer(ctx, deps);
     if (!buyer) throw new Problem(401, 'unauthorized', 'sign in to see your purchase');
-    const view = purchaseView(await visiblePurchase(deps, ctx.params.id, { support: false, buyerId: buyer }));
+    const record = await visiblePurchase(deps, ctx.params.id, { support: false, buyerId: buyer });
+    const view = purchaseView(record, await checkoutQueueView(deps, record));
     const product = await productModel(deps, view.sku).catch(() => undefined);
     send(
       ctx,
-      purchasePage({ ...view, productName: product?.name }, { buyer }, { left: ctx.query.result === 'cancel' }),
+      purchasePage(
+        { ...view, productName: product?.name },
+        { buyer },
+        { left: ctx.query.result === 'cancel', payNext: ctx.query.then === 'pay' },
+      ),
     );
   });
 

@@ -7,7 +7,14 @@ import { requestId, requestLog } from '../access-log';
 import { buyerOf, readerOf } from '../auth';
 import type { ApiDeps } from '../deps';
 import { Problem } from '../problem';
-import { deadline, placePurchase, purchaseView, unavailable, visiblePurchase } from '../purchase-flow';
+import {
+  checkoutQueueView,
+  deadline,
+  placePurchase,
+  purchaseView,
+  unavailable,
+  visiblePurchase,
+} from '../purchase-flow';
 
 /** How long a cancel waits for the saga to give the hold back before answering with what it knows. */
 const CANCEL_TIMEOUT_MS = 5_000;
@@ -38,7 +45,8 @@ export function purchaseRoutes(deps: ApiDeps): Router {
   });
 
   router.get('/v1/purchases/:id', async (ctx) => {
-    ctx.body = purchaseView(await visiblePurchase(deps, ctx.params.id, await readerOf(ctx, deps)));
+    const record = await visiblePurchase(deps, ctx.params.id, await readerOf(ctx, deps));
+    ctx.body = purchaseView(record, await checkoutQueueView(deps, record));
   });
 
   /** The buyer gives up: the saga releases the hold and expires the session (a cancel update). 409 once paid. */

@@ -55,7 +55,7 @@ export function supportRoutes(deps: ApiDeps): Router {
   const router = new Router();
   router.get('/v1/support/purchases', requireBearer(deps.supportToken, 'support'), async (ctx) => {
     const found = await findPurchases(deps.db, lookupOf(ctx.query));
-    ctx.body = { data: found.map(purchaseView) };
+    ctx.body = { data: found.map((p) => purchaseView(p)) };
   });
   router.post('/v1/support/purchases/:id/refund', requireBearer(deps.supportToken, 'support'), async (ctx) => {
     const body = refundBody(ctx.request.body);

@@ -112,12 +112,24 @@ export function readSessionParams(params: ParamReader): SessionInput {
     metadata: params.metadata(),
     clientReferenceId: params.string('client_reference_id', { maxLength: 200 }),
     customerEmail: params.string('customer_email', { maxLength: 800 }),
+    submitMessage: readSubmitMessage(params),
     paymentIntentData: {
       metadata: intentData?.metadata() ?? {},
       description: intentData?.string('description', { maxLength: 1000 }) ?? null,
       receiptEmail: intentData?.string('receipt_email', { maxLength: 800 }) ?? null,
     },
   };
+}
+
+/** `custom_text[submit][message]`, up to Stripe's 1,200 characters (the other custom texts are not kept). */
+function readSubmitMessage(params: ParamReader): string | null {
+  const custom = params.object('custom_text');
+  if (!custom) return null;
+  custom.allowOnly(['after_submit', 'shipping_address', 'submit', 'terms_of_service_acceptance']);
+  const submit = custom.object('submit');
+  if (!submit) return null;
+  submit.allowOnly(['message']);
+  return submit.string('message', { maxLength: 1200 });
 }
 
 function readLineItem(item: ParamReader): LineItemInput {

@@ -48,7 +48,12 @@ export interface CheckoutSession {
   created: number;
   currency: string;
   custom_fields: [];
-  custom_text: { after_submit: null; shipping_address: null; submit: null; terms_of_service_acceptance: null };
+  custom_text: {
+    after_submit: null;
+    shipping_address: null;
+    submit: { message: string } | null;
+    terms_of_service_acceptance: null;
+  };
   customer: null;
   customer_creation: 'if_required';
   customer_details: { email: string | null; name: string | null; phone: null; tax_exempt: 'none'; tax_ids: [] } | null;

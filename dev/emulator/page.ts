@@ -119,6 +119,7 @@ function payPanel(store: EmulatorStore, session: CheckoutSession, total: string,
     <form method="post" action="${action}">
       <label>Email<input type="email" value="${escapeHtml(session.customer_email ?? 'buyer@example.com')}" readonly></label>
       <label>Card information<input value="4242 4242 4242 4242   12 / 34   123" readonly></label>
+      ${session.custom_text.submit ? `<p id="submit-message">${escapeHtml(session.custom_text.submit.message)}</p>` : ''}
       <button type="submit" name="outcome" value="succeeded" id="pay" class="primary">Pay ${escapeHtml(total)}</button>
       <button type="submit" name="outcome" value="declined" id="decline" class="secondary">Decline (card declined)</button>
       <button type="submit" name="outcome" value="async_pending" id="pay-async" class="secondary">Pay by bank debit (settles later)</button>

@@ -20,6 +20,8 @@ export interface SessionInput {
   metadata: Metadata;
   clientReferenceId: string | null;
   customerEmail: string | null;
+  /** `custom_text.submit.message`: shown above the Pay button. */
+  submitMessage: string | null;
   paymentIntentData: PendingIntentData;
 }
 
@@ -99,7 +101,12 @@ export class Sessions {
       created,
       currency,
       custom_fields: [],
-      custom_text: { after_submit: null, shipping_address: null, submit: null, terms_of_service_acceptance: null },
+      custom_text: {
+        after_submit: null,
+        shipping_address: null,
+        submit: input.submitMessage === null ? null : { message: input.submitMessage },
+        terms_of_service_acceptance: null,
+      },
       customer: null,
       customer_creation: 'if_required',
       customer_details: null,

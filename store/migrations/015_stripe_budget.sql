@@ -3,3 +3,17 @@
 -- here: every retry of the create, and the saga's closing of a session a lost answer opened, must send
 -- the very same request under the purchase's idempotency key.
 ALTER TABLE purchases ADD COLUMN session_expires_at timestamptz;
+
+-- The pace new Checkout Sessions are let in at, shared by every API process: each new purchase takes
+-- the next slot (at most the Stripe budget's number a second); one whose slot is later starts its
+-- saga then (a delayed start), so holds are not taken long before their sessions can open.
+CREATE TABLE checkout_pace (
+  pace_id smallint PRIMARY KEY CHECK (pace_id = 1),
+  next_at timestamptz NOT NULL
+);
+INSERT INTO checkout_pace (pace_id, next_at) VALUES (1, now());
+-- The slot each new purchase took: its place in the line for Checkout Sessions (GET answers it).
+ALTER TABLE purchases ADD COLUMN checkout_at timestamptz;
+
+-- A waiting room without its own admission rate follows the Stripe budget (store/admitter.ts).
+ALTER TABLE rooms ALTER COLUMN admit_per_second DROP NOT NULL;
