@@ -302,9 +302,10 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
       // A closed saga (REJECT_DUPLICATE) has its outcome in the record.
       if (!(err instanceof Problem)) permit?.doubt();
       const now = await getPurchase(deps.db, record.purchaseId);
-      // The unit is this buyer's and the session waits for its turn in the Stripe budget: accepted.
+      // The hold is taken and the session waits for its turn in the Stripe budget: accepted. (A hold
+      // that was never taken, with no worker to take it, is still a 503: the buyer has no unit yet.)
       const queue = err instanceof Problem && now ? await checkoutQueueView(deps, now) : undefined;
-      if (queue) return waitingForCheckout(record.purchaseId, now!, queue);
+      if (queue?.holdExpiresAt) return waitingForCheckout(record.purchaseId, now!, queue);
       if (now && isFinal(now.status)) state = now;
       else if (err instanceof Problem) throw err;
       else {

@@ -118,9 +118,10 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
       continue; // the same key joins the purchase, if there is one
     }
     const type = str(a.body.type);
-    if ((a.status === 201 || a.status === 200) && typeof a.body.purchaseId === 'string') {
+    if ((a.status === 201 || a.status === 200 || a.status === 202) && typeof a.body.purchaseId === 'string') {
       b.purchaseId = a.body.purchaseId;
-      checkout = a.body;
+      // 202: the unit is this buyer's, the session waits for its turn in the Stripe budget.
+      checkout = a.status === 202 ? await checkoutOf(ctx, b, authorization, jitter) : a.body;
     } else if (a.status === 409 && type.endsWith('sold-out')) {
       if (a.body.final === true) return finish(b, 'sold_out');
       if (++soldOutTries >= MAX_SOLD_OUT_TRIES) return finish(b, 'sold_out_gave_up');
@@ -150,6 +151,27 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
   if (b.sessionId) await act(ctx, b, plan);
   b.phase = 'settling';
   await watchPurchase(ctx, b, authorization, plan);
+}
+
+/** A purchase answered 202: its page is read again until its checkout opens (or it ended without one). */
+async function checkoutOf(
+  ctx: SaleContext,
+  b: BuyerRecord,
+  authorization: string,
+  jitter: (lo: number, hi: number) => number,
+): Promise<{ holdExpiresAt?: unknown; checkoutUrl?: unknown; status?: unknown }> {
+  for (;;) {
+    await sleep(jitter(300, 700));
+    try {
+      const r = await ctx.api.call('GET', `/v1/purchases/${b.purchaseId}`, '/v1/purchases/:id', {
+        headers: { authorization },
+      });
+      if (r.status === 200 && (typeof r.body.checkoutUrl === 'string' || r.body.status !== 'holding')) return r.body;
+    } catch {
+      // the next read may get through
+    }
+    if (ctx.recorder.now() > ctx.saleDeadline) return {};
+  }
 }
 
 function finish(b: BuyerRecord, outcome: string, note?: string): void {

@@ -79,12 +79,17 @@ export function pageFormRoutes(deps: ApiDeps): Router {
       requestId: requestId(ctx),
       log: requestLog(ctx),
     });
-    const { purchaseId, checkoutUrl } = placed.body as { purchaseId: string; checkoutUrl?: string };
+    const { purchaseId, checkoutUrl, status } = placed.body as {
+      purchaseId: string;
+      checkoutUrl?: string;
+      status?: string;
+    };
     // To Stripe's page while there is something to pay; a purchase already over has its outcome page.
-    ctx.status = 303;
     // No URL yet (202: the session waits for its turn in the Stripe budget): the purchase's page says
     // so and takes the buyer on to the checkout once it opens.
-    ctx.redirect(checkoutUrl ?? `/purchases/${encodeURIComponent(purchaseId)}?then=pay`);
+    const page = `/purchases/${encodeURIComponent(purchaseId)}`;
+    ctx.status = 303;
+    ctx.redirect(checkoutUrl ?? (status === 'holding' ? `${page}?then=pay` : page));
   });
 
   router.post('/p/:sku/queue', sameOrigin, formBody, async (ctx) => {

@@ -1,7 +1,7 @@
 import test from 'ava';
 import Stripe from 'stripe';
 
-import { sessionParams, startHarness } from './harness';
+import { NO_RATE_LIMIT, sessionParams, startHarness } from './harness';
 
 test('an injected 500 fails the next count matching calls, then calls succeed', async (t) => {
   const { stripe, control } = await startHarness(t);
@@ -126,7 +126,7 @@ test('a malformed fault is refused with a problem response', async (t) => {
 });
 
 test('a rate fault fails about that share of matching calls, stays armed, and repeats with a seed', async (t) => {
-  const { stripe, control } = await startHarness(t);
+  const { stripe, control } = await startHarness(t, NO_RATE_LIMIT);
   const run = async (seed: number): Promise<boolean[]> => {
     await control('DELETE', '/_emulator/faults');
     const armed = await control<{ rate: number; remaining: number | null }>('POST', '/_emulator/faults', {
@@ -164,7 +164,7 @@ test('a rate fault fails about that share of matching calls, stays armed, and re
 });
 
 test('a rate fault with a count stops after that many failures', async (t) => {
-  const { stripe, control } = await startHarness(t);
+  const { stripe, control } = await startHarness(t, NO_RATE_LIMIT);
   await control('POST', '/_emulator/faults', { path: '/v1/checkout/sessions', rate: 0.5, count: 3, seed: 1 });
   let failures = 0;
   for (let i = 0; i < 60; i += 1) {

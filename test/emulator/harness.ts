@@ -109,6 +109,9 @@ export interface EmulatorEvents {
 }
 
 /** A fresh emulator on a random port, a webhook receiver and a real stripe-node client; torn down after the test. */
+/** For tests that make more calls a second than Stripe's sandbox allows, about something else than its limits. */
+export const NO_RATE_LIMIT = { rateLimit: { accountPerSecond: 0, endpointPerSecond: 0 } };
+
 export async function startHarness(
   t: ExecutionContext,
   options: Partial<EmulatorOptions> & { connectWebhooks?: boolean } = {},

@@ -1,7 +1,7 @@
 import test from 'ava';
 import type Stripe from 'stripe';
 
-import { type EmulatorEvents, WEBHOOK_SECRET, pay, sessionParams, startHarness, waitFor } from './harness';
+import { type EmulatorEvents, NO_RATE_LIMIT, WEBHOOK_SECRET, pay, sessionParams, startHarness, waitFor } from './harness';
 
 test('a delivery answered with 500 is redelivered, re-signed, until it is accepted', async (t) => {
   const harness = await startHarness(t, { retryBaseMs: 40 });
@@ -124,7 +124,7 @@ test('paused deliveries are held and released when unpaused', async (t) => {
 });
 
 test('with shuffle on, held deliveries are released out of order', async (t) => {
-  const harness = await startHarness(t);
+  const harness = await startHarness(t, NO_RATE_LIMIT);
   const { stripe, receiver, control } = harness;
   await control('POST', '/_emulator/webhooks', { pause: true, shuffle: true });
   const expiredIds: string[] = [];

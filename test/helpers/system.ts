@@ -13,6 +13,7 @@ import type { ApiDeps } from '../../api/deps';
 import { createMetrics } from '../../api/metrics';
 import { createRateLimits, type RateLimitConfig } from '../../api/rate-limits';
 import { startEmulator, type Emulator } from '../../dev/emulator';
+import type { RateLimitSettings } from '../../dev/emulator/rate-limit';
 import { createBuyerVerifier, signBuyerToken } from '../../config/buyer-tokens';
 import { createRoomTokens } from '../../config/room-tokens';
 import { WaitingRoom } from '../../api/waiting-room';
@@ -167,6 +168,13 @@ export async function startSystem(
     ownDatabase?: boolean;
     /** The development sign-in of the buyer's pages (DEV_SIGN_IN=1, as `npm start` runs them); off by default, as in production. */
     devSignIn?: boolean;
+    /**
+     * The Stripe budget as the API paces checkouts and rooms by it (STRIPE_MAX_REQUESTS_PER_SECOND);
+     * the worker's is startWorker's `stripeRequestsPerSecond`. Default 20, a sandbox key's.
+     */
+    checkoutsPerSecond?: number;
+    /** The emulator's rate limits (default: Stripe's sandbox figures, 25/s). */
+    emulatorRateLimit?: RateLimitSettings;
   } = {},
 ): Promise<System> {
   const databaseUrl = opts.ownDatabase ? await createOwnDatabase() : process.env.DATABASE_URL!;
@@ -189,9 +197,14 @@ export async function startSystem(
       createRoomTokens(ROOM_TOKEN_SECRET, c),
       new RoomCache(db, { clock: c, refreshMs: opts.roomRefreshMs }),
       c,
+      opts.checkoutsPerSecond,
     );
   const newAdmitter = () => {
-    const a = new Admitter(databaseUrl, { tickMs: opts.roomTickMs, log: (l) => console.error(l) });
+    const a = new Admitter(databaseUrl, {
+      tickMs: opts.roomTickMs,
+      checkoutsPerSecond: opts.checkoutsPerSecond,
+      log: (l) => console.error(l),
+    });
     a.start();
     admitters.push(a);
     return a;
@@ -202,6 +215,7 @@ export async function startSystem(
     port: 0,
     webhookSecret: WEBHOOK_SECRET,
     retryBaseMs: opts.retryBaseMs ?? 100,
+    ...(opts.emulatorRateLimit ? { rateLimit: opts.emulatorRateLimit } : {}),
   });
   const stripe = createStripe({ stripeSecretKey: 'sk_test_emulator', stripeApiUrl: emulator.url });
   const connection = await Connection.connect({ address: temporalAddress() });
@@ -222,6 +236,7 @@ export async function startSystem(
     logger: opts.logger ?? createLogger('api', { LOG_LEVEL: 'silent' }),
     room: roomOf(clock),
     purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
+    ...(opts.checkoutsPerSecond ? { checkoutsPerSecond: opts.checkoutsPerSecond } : {}),
     admissions: new Admissions(db, gate, clock),
     clock,
     pages: { ...(opts.devSignIn ? { devSignInSecret: BUYER_TOKEN_SECRET } : {}), secureCookies: false },
