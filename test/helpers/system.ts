@@ -170,7 +170,9 @@ export async function startSystem(
     devSignIn?: boolean;
     /**
      * The Stripe budget as the API paces checkouts and rooms by it (STRIPE_MAX_REQUESTS_PER_SECOND);
-     * the worker's is startWorker's `stripeRequestsPerSecond`. Default 20, a sandbox key's.
+     * the worker's is startWorker's `stripeRequestsPerSecond` (default 20). Default 1000: no pacing
+     * to speak of. The pace is one row of the database, shared by every test file on it: a test
+     * that sets a slow one uses `ownDatabase`, so no other file's purchases wait behind its line.
      */
     checkoutsPerSecond?: number;
     /** The emulator's rate limits (default: Stripe's sandbox figures, 25/s). */
@@ -188,6 +190,7 @@ export async function startSystem(
     return c;
   };
   const clock = await clockOf();
+  const checkoutsPerSecond = opts.checkoutsPerSecond ?? 1000;
   const gate = new Gate(db, databaseUrl, { clock, resyncMs: opts.gateResyncMs });
   await gate.start();
   const taskQueue = `test-${randomUUID()}`;
@@ -197,12 +200,12 @@ export async function startSystem(
       createRoomTokens(ROOM_TOKEN_SECRET, c),
       new RoomCache(db, { clock: c, refreshMs: opts.roomRefreshMs }),
       c,
-      opts.checkoutsPerSecond,
+      checkoutsPerSecond,
     );
   const newAdmitter = () => {
     const a = new Admitter(databaseUrl, {
       tickMs: opts.roomTickMs,
-      checkoutsPerSecond: opts.checkoutsPerSecond,
+      checkoutsPerSecond,
       log: (l) => console.error(l),
     });
     a.start();
@@ -236,7 +239,7 @@ export async function startSystem(
     logger: opts.logger ?? createLogger('api', { LOG_LEVEL: 'silent' }),
     room: roomOf(clock),
     purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
-    ...(opts.checkoutsPerSecond ? { checkoutsPerSecond: opts.checkoutsPerSecond } : {}),
+    checkoutsPerSecond,
     admissions: new Admissions(db, gate, clock),
     clock,
     pages: { ...(opts.devSignIn ? { devSignInSecret: BUYER_TOKEN_SECRET } : {}), secureCookies: false },
