@@ -1,7 +1,7 @@
 import type { Db } from './db';
 
 // The pace new Checkout Sessions are let in at: the Stripe budget (STRIPE_MAX_REQUESTS_PER_SECOND),
-// shared by every API process through one row (`checkout_pace`, migration 015). Each new purchase
+// shared by every API process through one row (`checkout_pace`, migration 016). Each new purchase
 // takes the next slot, one budget interval after the last; a purchase whose slot is later than now
 // starts its saga at that slot, so a crowd's holds are taken at the pace their sessions can open
 // (and a hold is not spent waiting for Stripe). The Stripe task queue's rate limit is the budget's
