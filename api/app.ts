@@ -8,6 +8,7 @@ import { answerOutages } from './outage';
 import { isPagePath, pageErrors } from './page-errors';
 import { problemMiddleware } from './problem';
 import { KNOWN_METHODS, requestGuard } from './request-guard';
+import { botCheckRoutes } from './routes/bot-check';
 import { catalogueRoutes } from './routes/catalogue';
 import { opsRoutes } from './routes/ops';
 import { pageFormRoutes } from './routes/page-forms';
@@ -30,6 +31,7 @@ export function createApp(deps: ApiDeps): Koa {
     // Early: a waiting room's polls are the most frequent request of a drop.
     queueRoutes(deps),
     catalogueRoutes(deps),
+    botCheckRoutes(deps),
     purchaseRoutes(deps),
     webhookRoutes(deps),
     supportRoutes(deps),
