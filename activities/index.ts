@@ -5,9 +5,11 @@ import type { Db } from '../store/db';
 import type { HoldDesk } from '../store/hold-desk';
 import * as holds from '../store/holds';
 import { getProduct, termsOf } from '../store/products';
+import { claimAddress } from '../store/addresses';
 import { claimCard, type CardClaim } from '../store/cards';
 import * as payments from '../store/payments';
 import * as purchases from '../store/purchases';
+import { createShippingSteps } from './shipping';
 import { createStripeSteps, type CheckoutSession, type OpenCheckoutInput, type StripeStepDeps } from './stripe';
 
 export type { CheckoutSession, OpenCheckoutInput, SessionState } from './stripe';
@@ -30,6 +32,8 @@ export type TakeHoldOutput =
       currency: string;
       productName: string;
       oversold: boolean;
+      /** Where Checkout lets the buyer ship: the session collects the address (the product's `shippingCountries`). */
+      shippingCountries?: string[];
     }
   | { outcome: 'rejected'; rejection: Rejection; heldBy?: string };
 
@@ -57,6 +61,7 @@ export function createActivities(deps: ActivityDeps) {
   const stripeSteps = createStripeSteps(deps);
   return {
     ...stripeSteps,
+    ...createShippingSteps(deps),
 
     /**
      * Opens the Checkout Session (key `checkout-<purchaseId>`, see stripe.ts) and writes the record
@@ -109,6 +114,7 @@ export function createActivities(deps: ActivityDeps) {
         currency: t.currency,
         productName: t.name,
         oversold: result.hold.oversold > 0,
+        ...(t.shippingCountries ? { shippingCountries: t.shippingCountries } : {}),
       };
     },
 
@@ -156,6 +162,17 @@ export function createActivities(deps: ActivityDeps) {
       maxPerCard: number;
     }): Promise<CardClaim> {
       return claimCard(db, c);
+    },
+
+    /** Counts a paid purchase against its shipping address's limit for the SKU, once (`address_claims`). */
+    async claimAddress(c: {
+      purchaseId: string;
+      sku: string;
+      addressKey: string;
+      quantity: number;
+      maxPerAddress: number;
+    }): Promise<CardClaim> {
+      return claimAddress(db, c);
     },
 
     /** Where the refund of a stray payment stands (`stray_payments`). */

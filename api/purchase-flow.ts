@@ -222,10 +222,12 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
   if (admission.outcome !== 'new' && admission.outcome !== 'known') throw admissionProblem(admission, deps.clock.now());
   const { record } = admission;
   const created = admission.outcome === 'new';
+  // A retry whose first start never reached Temporal starts the saga now: with the terms too (cached per SKU).
+  const terms = created ? admission.terms : (await deps.admissions.rulesOf(req.sku))?.terms;
   const input = {
     purchaseId: record.purchaseId,
     ...req,
-    ...(created ? { terms: admission.terms } : {}),
+    ...(terms ? { terms } : {}),
     ...(order.requestId ? { requestId: order.requestId } : {}),
   };
   const permit = created ? admission.permit : undefined;

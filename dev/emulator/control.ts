@@ -7,6 +7,7 @@ import { Problem } from './errors';
 import type { FaultInjector, FaultSpec } from './faults';
 import type { IdempotencyStore } from './idempotency';
 import { CHARGING_OUTCOMES, type PayOptions } from './payments';
+import { readShipping } from './shipping';
 import { type EmulatorStore, PAY_OUTCOMES, type PayOutcome } from './store';
 import type { WebhookDispatcher, WebhookSettings } from './webhooks';
 
@@ -72,6 +73,12 @@ export function controlRoutes(deps: ControlDeps): Router {
         throw new Problem(400, 'invalid_card', `card applies only to outcomes ${CHARGING_OUTCOMES.join(', ')}.`);
       }
       options.card = readCard(body.card);
+    }
+    if (body.shipping !== undefined) {
+      if (outcome !== 'succeeded' && outcome !== 'async_pending') {
+        throw new Problem(400, 'invalid_shipping', 'shipping applies only to outcomes succeeded and async_pending.');
+      }
+      options.shipping = readShipping(body.shipping);
     }
     ctx.body = store.pay(ctx.params.id, outcome as PayOutcome, options);
   });

@@ -31,6 +31,19 @@ export interface LineItem {
 export type SessionStatus = 'open' | 'complete' | 'expired';
 export type SessionPaymentStatus = 'paid' | 'unpaid' | 'no_payment_required';
 
+/** A shipping address and the name on it, as Stripe reports them (`collected_information.shipping_details`). */
+export interface ShippingDetails {
+  name: string;
+  address: {
+    line1: string | null;
+    line2: string | null;
+    city: string | null;
+    postal_code: string | null;
+    state: string | null;
+    country: string | null;
+  };
+}
+
 export interface CheckoutSession {
   id: string;
   object: 'checkout.session';
@@ -43,6 +56,12 @@ export interface CheckoutSession {
   cancel_url: string | null;
   client_reference_id: string | null;
   client_secret: null;
+  /** What the buyer entered in Checkout; the shipping address of a session that collects one, once paid. */
+  collected_information: {
+    business_name: null;
+    individual_name: null;
+    shipping_details: ShippingDetails | null;
+  } | null;
   consent: null;
   consent_collection: null;
   created: number;
@@ -68,7 +87,7 @@ export interface CheckoutSession {
   payment_status: SessionPaymentStatus;
   recovered_from: null;
   setup_intent: null;
-  shipping_address_collection: null;
+  shipping_address_collection: { allowed_countries: string[] } | null;
   shipping_cost: null;
   shipping_options: [];
   status: SessionStatus;

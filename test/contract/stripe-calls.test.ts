@@ -6,6 +6,7 @@
 import test from 'ava';
 import type Stripe from 'stripe';
 
+import { createShippingSteps } from '../../activities/shipping';
 import { classifyStripeError, createStripeSteps, type OpenCheckoutInput } from '../../activities/stripe';
 import { signWebhookPayload } from '../../dev/emulator/index';
 import { type StripeMock, startStripeMock } from '../../dev/stripe-mock';
@@ -79,6 +80,24 @@ test('openCheckout for a one-hour hold sends a session Stripe accepts, expiring 
   t.regex(session.sessionId, /^cs_/);
   t.is(session.sessionExpiresAt, input.holdExpiresAt);
   assertWithinStripeWindow(t, session.sessionExpiresAt);
+});
+
+test('openCheckout for a product with shippingCountries sends shipping_address_collection Stripe accepts', async (t) => {
+  const input = { ...checkoutInput('contract-shipping', 600), shippingCountries: ['DE', 'FR', 'US'] };
+  const session = await activities.openCheckout(input);
+
+  t.regex(session.sessionId, /^cs_/);
+  // An unknown or misspelt country is refused by Stripe's spec: the parameter is validated, not ignored.
+  const wrong = await t.throwsAsync(
+    activities.openCheckout({ ...checkoutInput('contract-shipping-bad', 600), shippingCountries: ['XX'] }),
+  );
+  t.regex(wrong!.message, /Stripe answered 400/);
+});
+
+test('shippingAddressKey sends a session retrieve Stripe accepts and reads collected_information', async (t) => {
+  const key = await createShippingSteps({ stripe }).shippingAddressKey('cs_test_contract_shipping');
+  // stripe-mock's fixture session may or may not carry an address: a key is a SHA-256, or nothing collected.
+  t.true(key === null || /^[0-9a-f]{64}$/.test(key), String(key));
 });
 
 test('expireCheckout sends an expire request Stripe accepts', async (t) => {

@@ -1,0 +1,26 @@
+import type Stripe from 'stripe';
+import { addressKey } from '../store/addresses';
+import { classifyStripeError } from './stripe';
+
+// The Stripe read of the per-address limit (`maxPerAddress`): where the buyer asked Checkout to ship.
+
+/**
+ * The key of the shipping address Checkout collected on the session (Stripe's
+ * `collected_information.shipping_details.address` in the pinned API version), normalised and hashed
+ * (store/addresses.ts) so no address reaches the workflow's history; null when none was collected.
+ * A read: no idempotency key; retried like every Stripe call.
+ */
+export function createShippingSteps({ stripe }: { stripe: Stripe }) {
+  return {
+    async shippingAddressKey(sessionId: string): Promise<string | null> {
+      let session: Stripe.Checkout.Session;
+      try {
+        session = await stripe.checkout.sessions.retrieve(sessionId);
+      } catch (err) {
+        throw classifyStripeError(err, 'reading the shipping address');
+      }
+      const address = session.collected_information?.shipping_details?.address;
+      return address ? addressKey(address) : null;
+    },
+  };
+}
