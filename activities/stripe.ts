@@ -136,12 +136,7 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl }: StripeStepD
         metadata: { purchase_id: input.purchaseId, sku: input.sku, buyer_id: input.buyerId },
         payment_intent_data: { metadata: { purchase_id: input.purchaseId, sku: input.sku } },
         ...(input.shippingCountries?.length
-          ? {
-              shipping_address_collection: {
-                allowed_countries:
-                  input.shippingCountries as Stripe.Checkout.SessionCreateParams.ShippingAddressCollection.AllowedCountry[],
-              },
-            }
+          ? { shipping_address_collection: { allowed_countries: input.shippingCountries } }
           : {}),
       },
       { idempotencyKey: `checkout-${input.purchaseId}` },

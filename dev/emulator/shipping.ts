@@ -77,7 +77,9 @@ export function readShippingForm(form: URLSearchParams): ShippingDetails | null 
   const field = (k: string) => form.get(`shipping[${k}]`) ?? undefined;
   return readShipping({
     name: field('name'),
-    address: Object.fromEntries(ADDRESS_FIELDS.map((k) => [k, field(k)]).filter(([, v]) => v !== undefined)),
+    address: Object.fromEntries(
+      ADDRESS_FIELDS.map((k): [string, string | undefined] => [k, field(k)]).filter(([, v]) => v !== undefined),
+    ),
   });
 }
 
