@@ -71,7 +71,7 @@ ${table(
     .sort()
     .map((k) => [k, s.rules!.bots[k] ?? 0, s.rules!.humans[k] ?? 0]),
 )}
-<p class="muted">${s.rules.humansSolved} challenges solved by the simulated humans, ${s.rules.humanSolveCpuMs} ms of CPU in all.</p>`
+<p class="muted">${s.rules.humansSolved} challenges solved by the simulated humans, ${s.rules.humanSolveAttempts} attempts (PBKDF2 derivations) in all.</p>`
     : '';
   const verdict = h.invariantsHeld
     ? '<p class="ok">Every invariant held.</p>'

@@ -35,9 +35,9 @@ export const STOPPED_BY_BOT_CHECK = 'stopped_bot_check_';
 export class SaleRules {
   /** Solutions humans have spent: what a farm's account replays. */
   private readonly spent: string[] = [];
-  /** CPU the humans' solving cost this process (ms), and how many solutions. */
-  solveMs = 0;
+  /** How many challenges the humans solved, and the attempts (PBKDF2 derivations) that took in all. */
   solved = 0;
+  attempts = 0;
 
   constructor(
     /** The product has the rules (the crowd has bots). */
@@ -56,10 +56,8 @@ export class SaleRules {
     }
     const r = await this.http.call('GET', '/v1/bot-check/challenge', '/v1/bot-check/challenge');
     const challenge = r.body as unknown as Challenge;
-    const cpu = process.cpuUsage();
     const solution = await solveChallenge({ challenge, deriveKey });
-    const used = process.cpuUsage(cpu);
-    this.solveMs += (used.user + used.system) / 1000;
+    this.attempts += (solution?.counter ?? 0) + 1;
     this.solved++;
     return Buffer.from(JSON.stringify({ challenge, solution })).toString('base64');
   }

@@ -82,7 +82,7 @@ export interface Summary {
    * With bots in the crowd: what each rule stopped (`bot check: missing`, `bot check: reused`,
    * `address limit`, `not stopped`), bots and humans apart, and what solving cost the humans here.
    */
-  rules?: ReturnType<typeof ruleCounts> & { humansSolved: number; humanSolveCpuMs: number };
+  rules?: ReturnType<typeof ruleCounts> & { humansSolved: number; humanSolveAttempts: number };
   invariants: Check[];
   latency: Array<{ answer: string } & Percentiles>;
   purchaseLatencyPerSecond: Array<{ second: number; answers: number; p50: number; p99: number }>;
@@ -176,7 +176,7 @@ export function summarise(o: {
           rules: {
             ...ruleCounts(buyers),
             humansSolved: o.rules.solved,
-            humanSolveCpuMs: Math.round(o.rules.solveMs),
+            humanSolveAttempts: o.rules.attempts,
           },
         }
       : {}),
@@ -216,6 +216,6 @@ export function describeRules(r: NonNullable<Summary['rules']>): string {
     Object.entries(by)
       .map(([k, v]) => `${k} ${v}`)
       .join(', ');
-  const perSolve = r.humansSolved ? (r.humanSolveCpuMs / r.humansSolved).toFixed(1) : '0';
-  return `bots: ${part(r.bots) || 'none'}; humans: ${part(r.humans) || 'none'} (${r.humansSolved} challenges solved, ${perSolve} ms CPU each)`;
+  const perSolve = r.humansSolved ? Math.round(r.humanSolveAttempts / r.humansSolved) : 0;
+  return `bots: ${part(r.bots) || 'none'}; humans: ${part(r.humans) || 'none'} (${r.humansSolved} challenges solved, ${perSolve} attempts each)`;
 }

@@ -40,10 +40,12 @@ test('three purchases paid with one address written three ways where maxPerAddre
   const bought = [await sys.buy(sku, 'addr-ann'), await sys.buy(sku, 'addr-ben'), await sys.buy(sku, 'addr-cat')];
   const sessions = await Promise.all(bought.map((b) => sessionOf(sys.db, b.body.purchaseId)));
   // The session asks Checkout for the address, in the product's countries.
-  const read = async (id: string) =>
-    (await fetch(`${sys.emulator.url}/v1/checkout/sessions/${id}`, {
+  const read = async (id: string): Promise<any> => {
+    const res = await fetch(`${sys.emulator.url}/v1/checkout/sessions/${id}`, {
       headers: { authorization: 'Bearer sk_test_emulator' },
-    }).then((r) => r.json())) as any;
+    });
+    return res.json();
+  };
   t.deepEqual((await read(sessions[0])).shipping_address_collection, { allowed_countries: ['FR', 'BE'] });
   // A session that collects an address cannot be paid without one.
   t.is((await sys.pay(sessions[0], 'succeeded')).status, 400);
