@@ -1,3 +1,5 @@
+import type { ShippingDetails } from './shipping';
+
 /**
  * The Stripe objects the emulator serves, typed as the subset of fields it fills in. Field names and
  * nullability follow stripe-node's declarations (`Stripe.Checkout.Session`, `Stripe.PaymentIntent`, ...).
@@ -30,19 +32,6 @@ export interface LineItem {
 
 export type SessionStatus = 'open' | 'complete' | 'expired';
 export type SessionPaymentStatus = 'paid' | 'unpaid' | 'no_payment_required';
-
-/** A shipping address and the name on it, as Stripe reports them (`collected_information.shipping_details`). */
-export interface ShippingDetails {
-  name: string;
-  address: {
-    line1: string | null;
-    line2: string | null;
-    city: string | null;
-    postal_code: string | null;
-    state: string | null;
-    country: string | null;
-  };
-}
 
 export interface CheckoutSession {
   id: string;

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 
 import { Problem } from './errors';
 import { newId } from './ids';
-import type { CardDetails, Charge, CheckoutSession, PaymentIntent, ShippingDetails } from './objects';
+import type { CardDetails, Charge, CheckoutSession, PaymentIntent } from './objects';
 import type { Sessions } from './sessions';
-import { collectShipping, requireShipping } from './shipping';
+import { collectShipping, requireShipping, type ShippingDetails } from './shipping';
 import { type Account, NO_REQUEST } from './state';
 
 export const PAY_OUTCOMES = ['succeeded', 'declined', 'async_pending', 'async_succeeded', 'async_failed'] as const;
