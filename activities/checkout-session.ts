@@ -15,6 +15,8 @@ export interface OpenCheckoutInput {
   currency: string;
   holdExpiresAt: string;
   holdSeconds: number;
+  /** Where the buyer may ship (ISO codes): Checkout collects the address (`shipping_address_collection`). */
+  shippingCountries?: string[];
 }
 
 /**
@@ -81,5 +83,13 @@ export function sessionRequest(
     client_reference_id: input.purchaseId,
     metadata: { purchase_id: input.purchaseId, sku: input.sku, buyer_id: input.buyerId },
     payment_intent_data: { metadata: { purchase_id: input.purchaseId, sku: input.sku } },
+    ...(input.shippingCountries?.length
+      ? {
+          shipping_address_collection: {
+            allowed_countries:
+              input.shippingCountries as Stripe.Checkout.SessionCreateParams.ShippingAddressCollection.AllowedCountry[],
+          },
+        }
+      : {}),
   };
 }

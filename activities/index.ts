@@ -5,10 +5,12 @@ import type { Db } from '../store/db';
 import type { HoldDesk } from '../store/hold-desk';
 import * as holds from '../store/holds';
 import { getProduct, termsOf } from '../store/products';
+import { claimAddress } from '../store/addresses';
 import { claimCard, type CardClaim } from '../store/cards';
 import * as payments from '../store/payments';
 import * as purchases from '../store/purchases';
 import { CHECKOUT_ATTEMPTS_ON_FAULTS, sessionExpiry } from './checkout-session';
+import { createShippingSteps } from './shipping';
 import { createStripeSteps, type CheckoutSession, type OpenCheckoutInput, type StripeStepDeps } from './stripe';
 
 export type { CheckoutSession, OpenCheckoutInput, SessionState } from './stripe';
@@ -31,6 +33,8 @@ export type TakeHoldOutput =
       currency: string;
       productName: string;
       oversold: boolean;
+      /** Where Checkout lets the buyer ship: the session collects the address (the product's `shippingCountries`). */
+      shippingCountries?: string[];
     }
   | { outcome: 'rejected'; rejection: Rejection; heldBy?: string };
 
@@ -51,6 +55,7 @@ export function createStripeActivities(deps: ActivityDeps) {
   const stripeSteps = createStripeSteps(deps);
   return {
     ...stripeSteps,
+    ...createShippingSteps(deps),
 
     /**
      * Opens the Checkout Session (key `checkout-<purchaseId>`, see stripe.ts) and writes the record
@@ -149,6 +154,7 @@ export function createStoreActivities(deps: ActivityDeps) {
         currency: t.currency,
         productName: t.name,
         oversold: result.hold.oversold > 0,
+        ...(t.shippingCountries ? { shippingCountries: t.shippingCountries } : {}),
       };
     },
 
@@ -196,6 +202,17 @@ export function createStoreActivities(deps: ActivityDeps) {
       maxPerCard: number;
     }): Promise<CardClaim> {
       return claimCard(db, c);
+    },
+
+    /** Counts a paid purchase against its shipping address's limit for the SKU, once (`address_claims`). */
+    async claimAddress(c: {
+      purchaseId: string;
+      sku: string;
+      addressKey: string;
+      quantity: number;
+      maxPerAddress: number;
+    }): Promise<CardClaim> {
+      return claimAddress(db, c);
     },
 
     /** Where the refund of a stray payment stands (`stray_payments`). */

@@ -111,9 +111,12 @@ function currentAttempt(): number {
   }
 }
 
-export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall }: StripeStepDeps) {
-  /** One call to Stripe: counted, and its failure turned into a retryable or non-retryable one. */
-  const call = async <T>(endpoint: StripeEndpoint, what: string, fn: () => Promise<T>): Promise<T> => {
+/**
+ * How every Stripe step calls Stripe: `call` counts the call (onStripeCall) and rethrows Stripe's
+ * error; `failure` maps one to a retryable or non-retryable activity failure; `guarded` does both.
+ */
+export function stripeCaller(onStripeCall?: StripeStepDeps['onStripeCall']) {
+  const call = async <T>(endpoint: StripeEndpoint, fn: () => Promise<T>): Promise<T> => {
     try {
       const result = await fn();
       onStripeCall?.(endpoint, 'ok');
@@ -126,11 +129,16 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall 
   const failure = (err: unknown, what: string) => classifyStripeError(err, what, currentAttempt());
   const guarded = async <T>(endpoint: StripeEndpoint, what: string, fn: () => Promise<T>): Promise<T> => {
     try {
-      return await call(endpoint, what, fn);
+      return await call(endpoint, fn);
     } catch (err) {
       throw failure(err, what);
     }
   };
+  return { call, failure, guarded };
+}
+
+export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall }: StripeStepDeps) {
+  const { call, failure, guarded } = stripeCaller(onStripeCall);
 
   const readSession = async (sessionId: string): Promise<SessionState> => {
     const s = await guarded('checkout.sessions.retrieve', 'reading the Checkout Session', () =>
@@ -148,7 +156,7 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall 
 
   /** The session request of a purchase, under its one key: every call with the same expiry sends the same one. */
   const createSession = (input: OpenCheckoutInput, expiresAt: Date) =>
-    call('checkout.sessions.create', 'opening the Checkout Session', () =>
+    call('checkout.sessions.create', () =>
       stripe.checkout.sessions.create(sessionRequest(input, expiresAt, { successUrl, cancelUrl }), {
         idempotencyKey: `checkout-${input.purchaseId}`,
       }),
@@ -156,7 +164,7 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall 
 
   const expireCheckout = async (purchaseId: string, sessionId: string): Promise<SessionState> => {
     try {
-      const s = await call('checkout.sessions.expire', 'expiring the Checkout Session', () =>
+      const s = await call('checkout.sessions.expire', () =>
         stripe.checkout.sessions.expire(sessionId, {}, { idempotencyKey: `expire-${purchaseId}` }),
       );
       return { status: 'expired', paymentStatus: s.payment_status };
@@ -243,7 +251,7 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall 
       const subject = input.step === 'stray' ? input.sessionId : input.purchaseId;
       const key = `refund-${input.step}-${subject}${input.attempt ? `-${input.attempt}` : ''}`;
       try {
-        const refund = await call('refunds.create', 'refunding the payment', () =>
+        const refund = await call('refunds.create', () =>
           stripe.refunds.create(
             {
               payment_intent: input.paymentIntentId,

@@ -7,7 +7,8 @@ import type { ApiDeps } from './deps';
 import { answerOutages } from './outage';
 import { isPagePath, pageErrors } from './page-errors';
 import { problemMiddleware } from './problem';
-import { requestGuard } from './request-guard';
+import { KNOWN_METHODS, requestGuard } from './request-guard';
+import { botCheckRoutes } from './routes/bot-check';
 import { catalogueRoutes } from './routes/catalogue';
 import { opsRoutes } from './routes/ops';
 import { pageFormRoutes } from './routes/page-forms';
@@ -30,6 +31,7 @@ export function createApp(deps: ApiDeps): Koa {
     // Early: a waiting room's polls are the most frequent request of a drop.
     queueRoutes(deps),
     catalogueRoutes(deps),
+    botCheckRoutes(deps),
     purchaseRoutes(deps),
     webhookRoutes(deps),
     supportRoutes(deps),
@@ -54,6 +56,9 @@ export function createApp(deps: ApiDeps): Koa {
     }),
   );
   for (const router of routers) {
+    // Every method Node knows is one the router knows: on a route that does not serve it (TRACE,
+    // PROPFIND, ...) allowedMethods answers 405 with `Allow`, not its 501 for methods outside its list.
+    router.methods = [...KNOWN_METHODS];
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

@@ -29,13 +29,20 @@ function writeProblem(socket: Duplex, p: Problem): void {
   socket.end(
     `HTTP/1.1 ${p.status} ${STATUS_CODES[p.status] ?? 'Error'}\r\n` +
       'Content-Type: application/problem+json\r\n' +
+      Object.entries(p.headers)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('') +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       'Connection: close\r\n\r\n' +
       body,
   );
 }
 
-/** Answers what Node's parser refuses, and CONNECT (no route tunnels), as problems. Returns `server`. */
+/**
+ * Answers what Node's parser refuses, and CONNECT, as problems. Returns `server`. CONNECT is a method
+ * Node knows and no route serves (nothing tunnels here): 405 with an empty `Allow`, as for any known
+ * method a route does not serve; 501 stays for methods the server does not recognise.
+ */
 export function answerClientErrors<S extends Server>(server: S): S {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     // A response already under way on this connection cannot be followed by another.
@@ -47,7 +54,10 @@ export function answerClientErrors<S extends Server>(server: S): S {
     writeProblem(socket, problemFor(err.code));
   });
   server.on('connect', (_req, socket: Duplex) => {
-    writeProblem(socket, new Problem(501, 'not-implemented', 'CONNECT is not implemented by this server'));
+    writeProblem(
+      socket,
+      new Problem(405, 'method-not-allowed', 'CONNECT is not allowed: this server tunnels nothing', {}, { Allow: '' }),
+    );
   });
   return server;
 }

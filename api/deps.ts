@@ -5,6 +5,7 @@ import type { Logger } from '../config/log';
 import type { Admissions } from '../store/admission';
 import type { Clock } from '../store/clock';
 import type { Db } from '../store/db';
+import type { BotCheck } from './bot-check';
 import type { Metrics } from './metrics';
 import type { WaitingRoom } from './waiting-room';
 import type { RateLimits } from './rate-limits';
@@ -38,6 +39,8 @@ export interface ApiDeps {
   clock: Clock;
   /** The waiting rooms: join, poll, and the admission a purchase of a product with a room needs. */
   room: WaitingRoom;
+  /** The bot check of products with `botCheck`: challenges, and solutions spent once (api/bot-check.ts). */
+  botCheck: BotCheck;
   /** Used only to verify webhook signatures. */
   stripe: Stripe;
   webhookSecret: string;

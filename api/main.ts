@@ -12,6 +12,7 @@ import { Admissions } from '../store/admission';
 import { Gate } from '../store/gate';
 import { migrate } from '../store/migrate';
 import { createApp } from './app';
+import { BotCheck } from './bot-check';
 import type { ApiDeps } from './deps';
 import { createMetrics } from './metrics';
 import { createRateLimits } from './rate-limits';
@@ -58,6 +59,7 @@ async function main(): Promise<void> {
     taskQueue: config.taskQueue,
     admissions: new Admissions(db, gate, clock),
     clock,
+    botCheck: new BotCheck(db, clock, config.botCheck),
     room: new WaitingRoom(
       db,
       createRoomTokens(config.roomTokenSecret, clock),

@@ -74,6 +74,15 @@ export function noticeOf(p: Problem, signInHref?: string): Notice {
         title: 'Wait for your turn',
         message: 'This sale has a waiting room: join the queue and buy when it is your turn.',
       };
+    case 'bot-check-failed':
+      return {
+        ...base,
+        title: 'The check that you are not a bot did not pass',
+        message:
+          (p.extra as { reason?: string }).reason === 'missing'
+            ? 'This sale checks that each buyer is a person: your browser solves a small puzzle before Buy or Join the queue, which needs JavaScript. Turn JavaScript on for this site, go back and try again.'
+            : `This sale checks that each buyer is a person, and that check did not pass (${p.message}). Go back, let the check finish, and try again.`,
+      };
     case 'invalid-request':
       return {
         ...base,

@@ -15,6 +15,7 @@ export type ProblemType =
   | 'limit-exceeded'
   | 'not-admitted'
   | 'not-open'
+  | 'bot-check-failed'
   | 'ticket-not-found'
   | 'not-cancellable'
   | 'not-refundable'
@@ -39,6 +40,7 @@ const TITLES: Record<ProblemType, string> = {
   'limit-exceeded': 'Per-buyer limit exceeded',
   'not-admitted': 'Not admitted by the waiting room',
   'not-open': 'The sale has not opened yet',
+  'bot-check-failed': 'The bot check was not passed',
   'ticket-not-found': 'No such waiting-room ticket',
   'not-cancellable': 'This purchase can no longer be cancelled',
   'not-refundable': 'This purchase cannot be refunded',

@@ -1,8 +1,9 @@
 import { beginPurchase, startPurchase } from '../client/purchases';
 import type { Logger } from '../config/log';
+import { checkForBots } from './bot-check';
 import type { Admission } from '../store/admission';
 import { takeCheckoutSlot } from '../store/checkout-pace';
-import { checkoutQueueOf, getPurchase, type PurchaseRecord } from '../store/purchases';
+import { checkoutQueueOf, getPurchase, purchaseIdFor, type PurchaseRecord } from '../store/purchases';
 import { isFinal, type PurchaseRequest, type PurchaseState } from '../vocabulary';
 import { DEFAULT_CHECKOUTS_PER_SECOND, type ApiDeps } from './deps';
 import { invalid, Problem } from './problem';
@@ -199,6 +200,11 @@ export interface PurchaseOrder {
    * needs one bound to this buyer and SKU, good for one purchase (403 `not-admitted` otherwise).
    */
   admissionToken?: string;
+  /**
+   * The bot check's solution (header `Altcha`, or the widget's form field): a product with `botCheck`
+   * and no waiting room needs one, good once (403 `bot-check-failed` otherwise).
+   */
+  altcha?: string;
   /** The request's id, carried into the saga's log lines. */
   requestId?: string;
   /** The request's logger (its lines carry the request id). */
@@ -233,6 +239,12 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
     throw new Problem(403, 'forbidden', 'buyerId must be the buyer of the token (or be left out)');
   }
   const req: PurchaseRequest = { ...body, buyerId };
+  // Spent for this purchase id: a retry of the same key with the same solution passes again.
+  await checkForBots(deps, 'purchase', {
+    sku: req.sku,
+    payload: order.altcha,
+    spentBy: purchaseIdFor(key, buyerId),
+  });
 
   // Verified here, without a read: whether it was already spent is decided as the purchase is recorded.
   const ticket = await deps.room.admissionOf(order.admissionToken, buyerId, req.sku);
@@ -241,10 +253,12 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
   if (admission.outcome !== 'new' && admission.outcome !== 'known') throw admissionProblem(admission, deps.clock.now());
   const { record } = admission;
   const created = admission.outcome === 'new';
+  // A retry whose first start never reached Temporal starts the saga now: with the terms too (cached per SKU).
+  const terms = created ? admission.terms : (await deps.admissions.rulesOf(req.sku))?.terms;
   const input = {
     purchaseId: record.purchaseId,
     ...req,
-    ...(created ? { terms: admission.terms } : {}),
+    ...(terms ? { terms } : {}),
     ...(order.requestId ? { requestId: order.requestId } : {}),
   };
   const permit = created ? admission.permit : undefined;

@@ -1,3 +1,4 @@
+import { METHODS } from 'node:http';
 import type Koa from 'koa';
 import { isBadText, TEXT_MESSAGE, type FieldError } from './json-guard';
 import { invalid, Problem } from './problem';
@@ -7,8 +8,13 @@ import { invalid, Problem } from './problem';
 // parameter reaches a query as text; Postgres refuses NUL in it (and a percent-encoding that is not
 // UTF-8 would reach the route undecoded), so both are refused here with 400 naming the parameter.
 
-/** The methods the routers implement (koa-router's list); anything else is 501 before routing. */
-export const IMPLEMENTED_METHODS = ['GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+/**
+ * The methods this server recognises: every one Node's HTTP parser accepts (TRACE, PROPFIND, QUERY,
+ * ...). A route that does not serve one answers 405 with `Allow` (the routers are told they know
+ * them all, api/app.ts); 501 is only for a method outside this list (Node refuses most of those
+ * before Koa sees them, api/client-errors.ts).
+ */
+export const KNOWN_METHODS: readonly string[] = METHODS;
 
 /** The longest path parameter taken (a SKU is at most 64 characters, a purchase id 28). */
 export const MAX_PARAM_LENGTH = 256;
@@ -72,7 +78,7 @@ function checkHeaders(ctx: Koa.Context): FieldError[] {
 }
 
 /**
- * The request guard: 501 `not-implemented` for a method no router implements (TRACE, QUERY, …),
+ * The request guard: 501 `not-implemented` for a method the server does not recognise,
  * 400 `invalid-request` for a path segment that is not percent-encoded UTF-8 or decodes to a
  * control character or a lone surrogate, or a parameter longer than MAX_PARAM_LENGTH (the field is
  * the parameter's name from `routes`, else `path`), and for an Idempotency-Key with control
@@ -81,7 +87,7 @@ function checkHeaders(ctx: Koa.Context): FieldError[] {
 export function requestGuard(routes: string[]): Koa.Middleware {
   const templates = [...new Set(routes)].map(templateOf);
   return async (ctx, next) => {
-    if (!(IMPLEMENTED_METHODS as readonly string[]).includes(ctx.method)) {
+    if (!KNOWN_METHODS.includes(ctx.method)) {
       throw new Problem(501, 'not-implemented', `${ctx.method} is not implemented by this server`);
     }
     const errors = [...checkPath(templates, ctx.path), ...checkHeaders(ctx)];

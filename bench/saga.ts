@@ -15,6 +15,7 @@ import { WaitingRoom } from '../api/waiting-room';
 import { createRoomTokens } from '../config/room-tokens';
 import { HoldDesk } from '../store/hold-desk';
 import { createApp } from '../api/app';
+import { BotCheck } from '../api/bot-check';
 import { createMetrics } from '../api/metrics';
 import { startEmulator } from '../dev/emulator';
 import { startStack } from '../dev/stack';
@@ -99,6 +100,7 @@ async function main(): Promise<void> {
     db,
     temporal,
     taskQueue,
+    botCheck: new BotCheck(db, clock, { secret: `bench-bot-check-${randomUUID()}`, maxNumber: 1000 }),
     stripe,
     webhookSecret: 'whsec_bench',
     livemode: false,

@@ -1,5 +1,5 @@
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
-import type { PaymentEvent, PurchaseInput, PurchaseState, PurchaseStatus } from '../vocabulary';
+import type { PaymentEvent, ProductTerms, PurchaseInput, PurchaseState, PurchaseStatus } from '../vocabulary';
 import { purchaseWorkflowId } from '../vocabulary';
 import {
   BuyerIdKey,
@@ -82,7 +82,8 @@ export async function cancelPurchase(c: SagaClient, purchaseId: string, waitMs =
 
 /**
  * Hands a verified Stripe event to its purchase's saga with signal-with-start: a running saga gets
- * the signal; a closed one is followed up by a new run that settles the payment from the record.
+ * the signal; a closed one is followed up by a new run that settles the payment from the record,
+ * under the product's `terms` (its limits per card and per address are checked on that path too).
  */
 export async function deliverPaymentEvent(
   c: SagaClient,
@@ -90,6 +91,8 @@ export async function deliverPaymentEvent(
   event: PaymentEvent,
   /** The webhook request's id, on the log lines of a follow-up run this starts. */
   requestId?: string,
+  /** The product's terms, for a follow-up run (a running saga has its own). */
+  terms?: ProductTerms,
 ): Promise<void> {
   await c.temporal.workflow.signalWithStart<typeof purchaseWorkflow, [PaymentEvent]>('purchaseWorkflow', {
     workflowId: purchaseWorkflowId(purchase.purchaseId),
@@ -101,6 +104,7 @@ export async function deliverPaymentEvent(
         buyerId: purchase.buyerId,
         quantity: purchase.quantity,
         followUp: true,
+        ...(terms ? { terms } : {}),
         ...(requestId ? { requestId } : {}),
       },
     ],

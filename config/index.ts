@@ -71,6 +71,12 @@ export interface ApiConfig extends CommonConfig, StripeConfig {
   roomRefreshMs: number;
   /** How often the admitter (one process of all) steps every room. */
   roomAdmitTickMs: number;
+  /**
+   * The bot check of products with `botCheck` (api/bot-check.ts): the HMAC secret that signs its
+   * challenges (BOT_CHECK_SECRET, the same on every API process) and their cost, the largest counter
+   * a solver may have to reach (BOT_CHECK_MAX_NUMBER).
+   */
+  botCheck: { secret: string; maxNumber: number };
 }
 
 export interface WorkerConfig extends CommonConfig, StripeConfig {
@@ -277,6 +283,18 @@ function roomTokenSecret(r: Reader, buyers: BuyerTokenConfig): string {
   return '';
 }
 
+/** The bot check's default cost: the largest counter a solver may have to reach (see docs/architecture.md). */
+export const DEFAULT_BOT_CHECK_MAX_NUMBER = 1000;
+
+/** BOT_CHECK_SECRET: signs the bot check's challenges; every API process needs the same one. */
+function botCheckSecret(r: Reader): string {
+  const secret = r.need('BOT_CHECK_SECRET', 'the HMAC secret that signs bot-check challenges');
+  if (secret && secret.length < MIN_SECRET_LENGTH) {
+    r.problems.push(`BOT_CHECK_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
+  }
+  return secret;
+}
+
 /**
  * DEV_SIGN_IN=1: anyone may become any buyer by typing a name, so it is asked for by name (npm start
  * does), and refused where it would be a hole: beside a live key, or without the HS256 secret it signs with.
@@ -312,6 +330,10 @@ export function loadApiConfig(env: Env): ApiConfig {
     roomTokenSecret: roomTokenSecret(r, buyers),
     roomRefreshMs: r.int('ROOM_REFRESH_MS', 200, 10),
     roomAdmitTickMs: r.int('ROOM_ADMIT_TICK_MS', 100, 10),
+    botCheck: {
+      secret: botCheckSecret(r),
+      maxNumber: r.int('BOT_CHECK_MAX_NUMBER', DEFAULT_BOT_CHECK_MAX_NUMBER, 1),
+    },
     rateLimits: {
       perBuyerPerMinute: r.int('RATE_LIMIT_PER_BUYER_PER_MINUTE', 30, 0),
       perIpPerSecond: r.int('RATE_LIMIT_PER_IP_PER_SECOND', 100, 0),

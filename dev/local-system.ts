@@ -124,6 +124,7 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
       ADMIN_TOKEN: secrets.admin,
       SUPPORT_TOKEN: `${opts.name}-support`,
       BUYER_TOKEN_SECRET: secrets.buyer,
+      BOT_CHECK_SECRET: `${opts.name}-bot-check-secret-${randomUUID()}`,
       HOST: '127.0.0.1',
       PORT: String(apiPort),
       PUBLIC_URL: base,

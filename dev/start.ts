@@ -27,6 +27,7 @@ const useEmulator = !env.STRIPE_SECRET_KEY;
 const local = {
   ADMIN_TOKEN: env.ADMIN_TOKEN || 'dev-admin-token',
   SUPPORT_TOKEN: env.SUPPORT_TOKEN || 'dev-support-token',
+  BOT_CHECK_SECRET: env.BOT_CHECK_SECRET || 'dev-bot-check-secret-not-for-production',
   STRIPE_SECRET_KEY: env.STRIPE_SECRET_KEY || 'sk_test_emulator',
   STRIPE_WEBHOOK_SECRET: env.STRIPE_WEBHOOK_SECRET || 'whsec_emulator_local',
 };
@@ -52,7 +53,7 @@ async function main(): Promise<void> {
     // With a real key, webhooks come from Stripe and must verify with that endpoint's secret.
     throw new Error('STRIPE_SECRET_KEY is set, so Stripe is real: set STRIPE_WEBHOOK_SECRET (whsec_...) too');
   }
-  const devDefaults = ['ADMIN_TOKEN', 'SUPPORT_TOKEN'].filter((name) => !env[name]);
+  const devDefaults = ['ADMIN_TOKEN', 'SUPPORT_TOKEN', 'BOT_CHECK_SECRET'].filter((name) => !env[name]);
   if (!env.BUYER_TOKEN_SECRET && !env.BUYER_JWKS_URL) devDefaults.push('BUYER_TOKEN_SECRET');
   if (isLiveKey(local.STRIPE_SECRET_KEY) && devDefaults.length) {
     // Real money: no token anyone can read in this file or in a log.

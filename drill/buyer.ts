@@ -11,6 +11,7 @@ import { sleep, str, type DrillHttp } from './http';
 import { BEHAVIOURS, type Behaviour, type DrillOptions } from './options';
 import type { BuyerRecord, Paid, Recorder } from './recorder';
 import { waitInRoom } from './room';
+import { STOPPED_BY_BOT_CHECK, type SaleRules } from './rules';
 
 /** What one buyer will do, drawn before the drill starts. */
 export interface BuyerPlan {
@@ -65,6 +66,8 @@ export interface SaleContext {
   recorder: Recorder;
   sku: string;
   room: boolean;
+  /** The bot check and the address limit, when the crowd has bots (drill/rules.ts). */
+  rules: SaleRules;
   /** ms since the opening after which nobody tries to get a unit any more. */
   saleDeadline: number;
   /** ms since the opening after which nobody waits for a purchase to settle (set once everyone acted). */
@@ -80,7 +83,10 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
   let admission: string | undefined;
   if (ctx.room) {
     b.phase = 'queued';
+    // With a room, the bot check is at the join.
+    const altcha = await ctx.rules.payloadFor(b, plan.rand);
     const r = await waitInRoom(ctx.api, ctx.poll, {
+      altcha,
       sku: ctx.sku,
       authorization,
       buyer: b,
@@ -89,13 +95,17 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
       rand: plan.rand,
       onAdmitted: () => (b.admittedAt = recorder.now()),
     });
+    if (r.state === 'bot_check') return finish(b, STOPPED_BY_BOT_CHECK + r.note);
     if (r.state !== 'admitted') return finish(b, r.state === 'gave_up' ? 'gave_up' : `room_${r.state}`, r.note);
+    ctx.rules.accepted(b, altcha);
     admission = r.admissionToken;
     b.phase = 'admitted';
   }
 
   // Buy: a sold-out that may change is tried again (a new press of Buy, a new key); a 503 with the same key.
   let key = randomUUID();
+  // Without a room, the bot check is at the purchase: a solution per key (a retry of one key sends it again).
+  let altcha = ctx.room ? undefined : await ctx.rules.payloadFor(b, plan.rand);
   let soldOutTries = 0;
   let checkout: { holdExpiresAt?: unknown; checkoutUrl?: unknown; status?: unknown } | undefined;
   while (!checkout) {
@@ -109,6 +119,7 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
           authorization,
           'idempotency-key': key,
           ...(admission ? { 'admission-token': admission } : {}),
+          ...(altcha ? { altcha } : {}),
         },
         body: { sku: ctx.sku },
       });
@@ -119,6 +130,7 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
     }
     const type = str(a.body.type);
     if ((a.status === 201 || a.status === 200 || a.status === 202) && typeof a.body.purchaseId === 'string') {
+      ctx.rules.accepted(b, altcha);
       b.purchaseId = a.body.purchaseId;
       // 202: the unit is this buyer's, the session waits for its turn in the Stripe budget.
       checkout = a.status === 202 ? await checkoutOf(ctx, b, authorization, jitter) : a.body;
@@ -130,6 +142,9 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
       const wait = Number.isFinite(retryAt) ? retryAt - recorder.now() : 1000;
       await sleep(Math.min(Math.max(wait, 500), 10_000) + jitter(0, 1000));
       key = randomUUID();
+      if (!ctx.room) altcha = await ctx.rules.payloadFor(b, plan.rand);
+    } else if (a.status === 403 && type.endsWith('bot-check-failed')) {
+      return finish(b, STOPPED_BY_BOT_CHECK + str(a.body.reason));
     } else if (a.status === 403 && type.endsWith('not-admitted') && admission) {
       // The admission's session ended (or was spent) before a checkout: the ticket says expired.
       return finish(b, 'room_expired', `admission lapsed before a checkout: ${str(a.body.detail)}`);
@@ -182,11 +197,14 @@ function finish(b: BuyerRecord, outcome: string, note?: string): void {
 
 /** The buyer at the payment page, through the emulator's buyer controls. */
 async function act(ctx: SaleContext, b: BuyerRecord, plan: BuyerPlan): Promise<void> {
+  // A session that collects an address is completed with one (drill/rules.ts).
+  const shipping = ctx.rules.shippingFor(b, Number(b.buyerId.split('-').pop()));
   const pay = async (outcome: string, extra: Record<string, unknown> = {}): Promise<boolean> => {
+    const where = shipping && (outcome === 'succeeded' || outcome === 'async_pending') ? { shipping } : {};
     for (let attempt = 0; ; attempt++) {
       try {
         const r = await ctx.emulator.call('POST', `/_emulator/sessions/${b.sessionId}/pay`, `pay ${outcome}`, {
-          body: { outcome, ...extra },
+          body: { outcome, ...where, ...extra },
         });
         return r.status === 200;
       } catch (err) {
@@ -204,6 +222,8 @@ async function act(ctx: SaleContext, b: BuyerRecord, plan: BuyerPlan): Promise<v
   };
   const holdEnd = b.holdExpiresAt ?? ctx.recorder.now();
   switch (plan.behaviour) {
+    // A bot that got this far pays at once, to the farm's address: the address limit is what is left.
+    case 'bot':
     case 'pay':
       await sleep(plan.thinkMs);
       if (await pay('succeeded')) paid('card');

@@ -7,6 +7,7 @@ import { scanStuckSagas } from '../ops/stuck-sagas';
 import type { Db } from '../store/db';
 import { reconcile } from '../store/reconcile';
 import type { BuyerRecord } from './recorder';
+import { ruleCounts } from './rules';
 
 export interface Check {
   name: string;
@@ -51,6 +52,7 @@ export const CHECK_NAMES = {
   refundReasons: 'every refund has a reason',
   failed: 'no saga failed',
   stuck: 'no saga stuck or unsettled',
+  bots: 'every bot stopped by a named rule, no human stopped by one',
 } as const;
 
 export async function checkInvariants(i: CheckInputs): Promise<Check[]> {
@@ -62,7 +64,18 @@ export async function checkInvariants(i: CheckInputs): Promise<Check[]> {
     refundReasons(i.buyers),
     await failedSagas(i),
     await stuckSagas(i),
+    ...(i.buyers.some((b) => b.behaviour === 'bot') ? [botsStopped(i.buyers)] : []),
   ];
+}
+
+/** With bots in the crowd: each ended stopped by the bot check or refunded by the address limit; no human was. */
+function botsStopped(buyers: BuyerRecord[]): Check {
+  const name = CHECK_NAMES.bots;
+  const { bots, humans } = ruleCounts(buyers);
+  const through = bots['not stopped'] ?? 0;
+  const humansStopped = Object.entries(humans).filter(([k]) => k !== 'not stopped');
+  const detail = `bots: ${JSON.stringify(bots)}; humans: ${JSON.stringify(humans)}`;
+  return through || humansStopped.length ? fail(name, detail) : pass(name, detail);
 }
 
 function outcomes(buyers: BuyerRecord[]): Check {

@@ -9,12 +9,13 @@ import { signBuyerToken } from '../config/buyer-tokens';
 import { planBuyers, runBuyer, type SaleContext } from './buyer';
 import { DrillHttp, sleep } from './http';
 import { checkInvariants, type ProductCounts } from './invariants';
+import { RULES_PRODUCT, SaleRules } from './rules';
 import { BEHAVIOUR_MEANING, BEHAVIOURS, readOptions, stamp, USAGE, UsageError, type DrillOptions } from './options';
 import { Progress, type ProgressRow } from './progress';
 import { Recorder, type BuyerRecord } from './recorder';
 import { reportHtml } from './report';
 import { roomView, type RoomView } from './room';
-import { headlineTable, summarise, type Sample } from './summary';
+import { describeRules, headlineTable, summarise, type Sample } from './summary';
 import { openTarget, type Target } from './target';
 
 const READY_TIMEOUT_MS = 90_000;
@@ -109,6 +110,8 @@ async function main(opts: DrillOptions): Promise<number> {
       ),
     );
     const plans = planBuyers(opts);
+    // With bots in the crowd the product has the drop's rules: the bot check and the address limit.
+    const rules = new SaleRules(opts.mix.bot > 0, api);
     const leadMs = opts.room ? opts.opensInSeconds * 1000 : NO_ROOM_LEAD_MS;
     const opening = Date.now() + leadMs;
     const created = await api.call('POST', '/v1/products', '/v1/products', {
@@ -123,6 +126,7 @@ async function main(opts: DrillOptions): Promise<number> {
         maxPerBuyer: 1,
         buckets: Math.min(8, opts.units),
         ...(opts.room ? { opensAt: new Date(opening).toISOString(), waitingRoom: { ...opts.room } } : {}),
+        ...(rules.on ? RULES_PRODUCT : {}),
       },
     });
     if (created.status !== 201) throw new Error(`POST /v1/products: ${created.status} ${JSON.stringify(created.body)}`);
@@ -148,6 +152,7 @@ async function main(opts: DrillOptions): Promise<number> {
       recorder,
       sku,
       room: !!opts.room,
+      rules,
       saleDeadline,
       settleDeadline: () => settleAt,
     };
@@ -260,6 +265,7 @@ async function main(opts: DrillOptions): Promise<number> {
       checks,
       product: counts,
       endedAt,
+      rules,
     });
     fs.writeFileSync(path.join(opts.out, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
     fs.writeFileSync(path.join(opts.out, 'buyers.json'), `${JSON.stringify(recorder.buyers)}\n`);
@@ -276,6 +282,7 @@ async function main(opts: DrillOptions): Promise<number> {
         .map(([k, v]) => `${k} ${v}`)
         .join(', ')}`,
     );
+    if (summary.rules) console.log(`rules: ${describeRules(summary.rules)}`);
     console.log(`report: ${report}\nsummary: ${path.join(opts.out, 'summary.json')}`);
     const failed = checks.filter((c) => c.result === 'fail');
     if (failed.length) {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 
 /** What a buyer who got a checkout does with it. */
-export const BEHAVIOURS = ['pay', 'late', 'decline', 'delayed', 'delayed_fail', 'abandon'] as const;
+export const BEHAVIOURS = ['pay', 'late', 'decline', 'delayed', 'delayed_fail', 'abandon', 'bot'] as const;
 export type Behaviour = (typeof BEHAVIOURS)[number];
 
 export const BEHAVIOUR_MEANING: Record<Behaviour, string> = {
@@ -14,6 +14,7 @@ export const BEHAVIOUR_MEANING: Record<Behaviour, string> = {
   delayed: 'pays by bank debit, which succeeds',
   delayed_fail: 'pays by bank debit, which fails',
   abandon: 'never pays',
+  bot: "a bot farm's account: no bot-check solution or a reused one, ships to the farm's one address",
 };
 
 export const DEFAULT_MIX: Record<Behaviour, number> = {
@@ -23,6 +24,8 @@ export const DEFAULT_MIX: Record<Behaviour, number> = {
   delayed: 0.1,
   delayed_fail: 0.05,
   abandon: 0.1,
+  // Last, and 0 unless asked for: a drill without bots draws the same crowd from a seed as before.
+  bot: 0,
 };
 
 export interface Room {
@@ -44,6 +47,8 @@ export interface DrillOptions {
   seed: number;
   /** HTTP sockets to the API (requests beyond wait for one). */
   concurrency: number;
+  /** The local stack's BOT_CHECK_MAX_NUMBER: the cost of the challenge the simulated humans solve. */
+  botCheckMaxNumber: number;
   /** After the last buyer acted, how long to wait at most for every saga to settle. */
   settleSeconds: number;
   out: string;
@@ -76,6 +81,10 @@ nothing was oversold or lost, and writes report.html and summary.json.
     .join(',')}); shares are normalised
   --seed N                the random seed: the same seed, the same crowd (default: the time)
   --concurrency C         HTTP sockets to the API (default 256)
+  --bot-check-max N       the local stack's BOT_CHECK_MAX_NUMBER (default 50: the simulated humans solve
+                          on this machine too); with bot=<share> in --mix the product has the bot check,
+                          maxPerAddress 1 and ships to FR, every human solves and ships to an address of
+                          its own, and the report counts what each rule stopped
   --settle S              how long to wait at most for the sagas to settle (default 60 + hold)
   --out DIR               where the report goes (default .data/drills/<time>/)
   --base URL              drill a running deployment instead of starting the local stack; needs
@@ -152,6 +161,7 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv, cwd = proces
         mix: { type: 'string' },
         seed: { type: 'string' },
         concurrency: { type: 'string' },
+        'bot-check-max': { type: 'string' },
         settle: { type: 'string' },
         out: { type: 'string' },
         base: { type: 'string' },
@@ -180,6 +190,7 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv, cwd = proces
     mix: parseMix(values.mix),
     seed: num('--seed', values.seed, Date.now() % 2 ** 31, { int: true, min: 0, max: 2 ** 32 - 1 }),
     concurrency: num('--concurrency', values.concurrency, 256, { int: true, min: 1, max: 10_000 }),
+    botCheckMaxNumber: num('--bot-check-max', values['bot-check-max'], 50, { int: true, min: 1, max: 10_000_000 }),
     settleSeconds: num('--settle', values.settle, 60 + holdSeconds, { min: 1, max: 86_400 }),
     out: path.resolve(cwd, values.out ?? path.join('.data', 'drills', stamp())),
     base: values.base?.replace(/\/+$/, ''),

@@ -63,6 +63,16 @@ export function reportHtml(s: Summary): string {
       ...outcomeNames.map((o) => row[o] ?? 0),
     ]),
   );
+  const rules = s.rules
+    ? `<h2>The drop's rules</h2>
+${table(
+  ['rule', 'bots', 'humans'],
+  [...new Set([...Object.keys(s.rules.bots), ...Object.keys(s.rules.humans)])]
+    .sort()
+    .map((k) => [k, s.rules!.bots[k] ?? 0, s.rules!.humans[k] ?? 0]),
+)}
+<p class="muted">${s.rules.humansSolved} challenges solved by the simulated humans, ${s.rules.humanSolveAttempts} attempts (PBKDF2 derivations) in all.</p>`
+    : '';
   const verdict = h.invariantsHeld
     ? '<p class="ok">Every invariant held.</p>'
     : `<p class="bad">Failed: ${escapeHtml(
@@ -103,6 +113,7 @@ ${headline}
 </div>
 <h2>Invariants</h2>
 ${invariants}
+${rules}
 <h2>Outcomes by behaviour</h2>
 ${byBehaviour}
 <h2>Latency of each answer</h2>

@@ -4,7 +4,10 @@ import { sleep, str, type DrillHttp } from './http';
 import type { BuyerRecord } from './recorder';
 
 export type RoomResult =
-  { state: 'admitted'; admissionToken: string } | { state: 'sold_out' | 'expired' | 'gave_up'; note?: string };
+  | { state: 'admitted'; admissionToken: string }
+  | { state: 'sold_out' | 'expired' | 'gave_up'; note?: string }
+  /** The join was refused by the product's bot check (403 `bot-check-failed`): `note` is its reason. */
+  | { state: 'bot_check'; note: string };
 
 const MIN_POLL_MS = 1000;
 const MAX_POLL_MS = 10_000;
@@ -24,9 +27,12 @@ export async function waitInRoom(
     deadline: () => number;
     rand: () => number;
     onAdmitted: () => void;
+    /** The bot check's solution for the join (header `Altcha`), when the product has one. */
+    altcha?: string;
   },
 ): Promise<RoomResult> {
   const headers = { authorization: o.authorization };
+  const joinHeaders = { ...headers, ...(o.altcha ? { altcha: o.altcha } : {}) };
   let ticket: string | undefined;
   while (!ticket) {
     if (o.now() > o.deadline()) return { state: 'gave_up', note: 'could not join the room' };
@@ -35,7 +41,7 @@ export async function waitInRoom(
       `/v1/products/${encodeURIComponent(o.sku)}/queue`,
       '/v1/products/:sku/queue',
       {
-        headers,
+        headers: joinHeaders,
         body: {},
       },
     );
@@ -43,6 +49,8 @@ export async function waitInRoom(
       ticket = joined.body.ticket;
       const early = toResult(joined.body);
       if (early) return early;
+    } else if (joined.status === 403 && str(joined.body.type).endsWith('bot-check-failed')) {
+      return { state: 'bot_check', note: str(joined.body.reason) };
     } else if (joined.status === 503 || joined.status === 429) {
       await sleep(1000 + o.rand() * 1000);
     } else {

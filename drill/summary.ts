@@ -4,6 +4,7 @@
 import type { Check } from './invariants';
 import { BEHAVIOURS, type DrillOptions } from './options';
 import { percentiles, type Percentiles, type Recorder } from './recorder';
+import { ruleCounts, type SaleRules } from './rules';
 
 /** One sample of the timeline, every second. */
 export interface Sample {
@@ -77,6 +78,11 @@ export interface Summary {
   };
   outcomes: Record<string, number>;
   outcomesByBehaviour: Record<string, Record<string, number>>;
+  /**
+   * With bots in the crowd: what each rule stopped (`bot check: missing`, `bot check: reused`,
+   * `address limit`, `not stopped`), bots and humans apart, and what solving cost the humans here.
+   */
+  rules?: ReturnType<typeof ruleCounts> & { humansSolved: number; humanSolveAttempts: number };
   invariants: Check[];
   latency: Array<{ answer: string } & Percentiles>;
   purchaseLatencyPerSecond: Array<{ second: number; answers: number; p50: number; p99: number }>;
@@ -93,6 +99,7 @@ export function summarise(o: {
   checks: Check[];
   product: { sold: number; oversold: number };
   endedAt: number;
+  rules?: SaleRules;
 }): Summary {
   const { recorder, opts } = o;
   const buyers = recorder.buyers;
@@ -164,6 +171,15 @@ export function summarise(o: {
     },
     outcomes: recorder.outcomes(),
     outcomesByBehaviour: byBehaviour,
+    ...(o.rules?.on
+      ? {
+          rules: {
+            ...ruleCounts(buyers),
+            humansSolved: o.rules.solved,
+            humanSolveAttempts: o.rules.attempts,
+          },
+        }
+      : {}),
     invariants: o.checks,
     latency: recorder.latencyByAnswer(),
     purchaseLatencyPerSecond: perSecond,
@@ -192,4 +208,14 @@ export function headlineTable(s: Summary): string {
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n');
+}
+
+/** One line of what each rule stopped: `bots: bot check: missing 30, ...; humans: not stopped 160`. */
+export function describeRules(r: NonNullable<Summary['rules']>): string {
+  const part = (by: Record<string, number>) =>
+    Object.entries(by)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+  const perSolve = r.humansSolved ? Math.round(r.humanSolveAttempts / r.humansSolved) : 0;
+  return `bots: ${part(r.bots) || 'none'}; humans: ${part(r.humans) || 'none'} (${r.humansSolved} challenges solved, ${perSolve} attempts each)`;
 }

@@ -32,11 +32,14 @@ export type Admission =
   /** The request contradicts the product or an earlier use of its key. */
   | { outcome: 'invalid'; field: string; message: string };
 
-interface Known {
+/** What admission knows of a product: read once per SKU per process (none of it changes after creation). */
+export interface ProductRules {
   terms: ProductTerms;
   maxPerBuyer: number;
   /** A purchase needs an admission from the product's waiting room. */
   room: boolean;
+  /** A join (with a room) or a purchase (without) needs a solved bot-check challenge. */
+  botCheck: boolean;
   /** No purchase before it. */
   opensAt: Date | null;
 }
@@ -49,7 +52,7 @@ interface Known {
  * decides who may try.
  */
 export class Admissions {
-  private readonly products = new Map<string, Known>();
+  private readonly products = new Map<string, ProductRules>();
   /** The known-key and one-hold reads of concurrent requests, one statement per batch. */
   private readonly lookups: Batcher<AdmissionLookup, Awaited<ReturnType<typeof lookupForAdmission>>[number]>;
 
@@ -77,7 +80,7 @@ export class Admissions {
     if (known) return this.answerKnown(known, req);
     // One active hold per buyer and SKU: the holder is told which purchase it is, without a saga.
     if (heldBy) return { outcome: 'hold_exists', heldBy, detail: `buyer ${req.buyerId} already holds ${req.sku}` };
-    const product = await this.product(req.sku);
+    const product = await this.rulesOf(req.sku);
     if (!product) return { outcome: 'refused', reason: 'product_not_found', detail: `no product with SKU ${req.sku}` };
     if (req.quantity > product.maxPerBuyer) {
       const detail = `at most ${product.maxPerBuyer} of ${req.sku} per buyer`;
@@ -144,12 +147,19 @@ export class Admissions {
     return { outcome: 'known', record };
   }
 
-  private async product(sku: string): Promise<Known | null> {
+  /** The product's rules from this process's memory (one read per SKU); null: no such product. */
+  async rulesOf(sku: string): Promise<ProductRules | null> {
     const cached = this.products.get(sku);
     if (cached) return cached;
     const p = await getProduct(this.db, sku);
     if (!p) return null;
-    const known = { terms: termsOf(p), maxPerBuyer: p.maxPerBuyer, room: p.waitingRoom !== null, opensAt: p.opensAt };
+    const known = {
+      terms: termsOf(p),
+      maxPerBuyer: p.maxPerBuyer,
+      room: p.waitingRoom !== null,
+      botCheck: p.botCheck,
+      opensAt: p.opensAt,
+    };
     this.products.set(sku, known);
     return known;
   }

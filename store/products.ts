@@ -21,6 +21,12 @@ export interface Product {
   maxPerBuyer: number;
   /** Units one payment card may buy (card fingerprint); null: no limit. */
   maxPerCard: number | null;
+  /** Units one shipping address may buy (its normalised key, store/addresses.ts); null: no limit. */
+  maxPerAddress: number | null;
+  /** Where Checkout lets the buyer ship (ISO country codes); null: no address is collected. */
+  shippingCountries: string[] | null;
+  /** A join (with a room) or a purchase (without) needs a solved proof-of-work challenge. */
+  botCheck: boolean;
   oversellAllowance: number;
   hasUnits: boolean;
   /** The room's settings as created (their live values are the room's: store/room.ts). */
@@ -40,6 +46,9 @@ export interface NewProduct {
   holdGraceSeconds?: number;
   maxPerBuyer?: number;
   maxPerCard?: number | null;
+  maxPerAddress?: number | null;
+  shippingCountries?: string[] | null;
+  botCheck?: boolean | null;
   oversellAllowance?: number;
   waitingRoom?: RoomSettings | null;
   /** No purchase before it; with a waiting room, buyers who join before it wait in the pre-queue. */
@@ -70,6 +79,9 @@ interface ProductRow {
   hold_grace_seconds: number;
   max_per_buyer: number;
   max_per_card: number | null;
+  max_per_address: number | null;
+  shipping_countries: string[] | null;
+  bot_check: boolean;
   oversell_allowance: number;
   has_units: boolean;
   waiting_room: Product['waitingRoom'];
@@ -88,6 +100,9 @@ function toProduct(r: ProductRow): Product {
     holdGraceSeconds: r.hold_grace_seconds,
     maxPerBuyer: r.max_per_buyer,
     maxPerCard: r.max_per_card,
+    maxPerAddress: r.max_per_address,
+    shippingCountries: r.shipping_countries,
+    botCheck: r.bot_check,
     oversellAllowance: r.oversell_allowance,
     hasUnits: r.has_units,
     waitingRoom: r.waiting_room,
@@ -104,6 +119,8 @@ export function termsOf(p: Product): ProductTerms {
     holdSeconds: p.holdSeconds,
     hasUnits: p.hasUnits,
     ...(p.maxPerCard ? { maxPerCard: p.maxPerCard } : {}),
+    ...(p.maxPerAddress ? { maxPerAddress: p.maxPerAddress } : {}),
+    ...(p.shippingCountries?.length ? { shippingCountries: p.shippingCountries } : {}),
   };
 }
 
@@ -156,8 +173,9 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
     return await withTx(db, async (tx) => {
       const { rows } = await tx.query<ProductRow>(
         `INSERT INTO products (sku, name, price_cents, currency, total, buckets, hold_seconds, max_per_buyer,
-                               oversell_allowance, has_units, waiting_room, max_per_card, opens_at, hold_grace_seconds)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *`,
+                               oversell_allowance, has_units, waiting_room, max_per_card, opens_at, hold_grace_seconds,
+                               max_per_address, shipping_countries, bot_check)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING *`,
         [
           input.sku,
           input.name,
@@ -173,6 +191,9 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
           input.maxPerCard ?? null,
           input.opensAt ?? null,
           input.holdGraceSeconds ?? DEFAULT_HOLD_GRACE_SECONDS,
+          input.maxPerAddress ?? null,
+          input.shippingCountries?.length ? input.shippingCountries.map((c) => c.toUpperCase()) : null,
+          input.botCheck ?? false,
         ],
       );
       const split = Array.from(

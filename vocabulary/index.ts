@@ -108,6 +108,10 @@ export interface ProductTerms {
   hasUnits: boolean;
   /** Units one payment card may buy of the product (Stripe's card fingerprint); absent: no limit. */
   maxPerCard?: number;
+  /** Units one shipping address may buy (the address Checkout collected, normalised); absent: no limit. */
+  maxPerAddress?: number;
+  /** Where Checkout lets the buyer ship (ISO codes): the session collects the address. Absent: none collected. */
+  shippingCountries?: string[];
 }
 
 /** One purchase: the request, the id it is keyed by, and (for a new saga) the terms it sells at. */

@@ -1,3 +1,4 @@
+import { botCheckField } from './bot-check';
 import { html, type Html } from './html';
 import { layout } from './layout';
 import { formatMoney, formatWait } from './money';
@@ -18,6 +19,8 @@ export interface ProductModel {
   opensAt?: string;
   /** The product is sold through a waiting room: the buyer joins the queue instead of buying. */
   hasRoom: boolean;
+  /** Joining (with a room) or buying (without) needs the bot check solved in the browser. */
+  botCheck?: boolean;
 }
 
 /** Who is looking: the signed-in buyer, or where to sign in (absent: signing in happens on the shop's site). */
@@ -67,6 +70,7 @@ function offer(p: ProductModel, viewer: Viewer, idempotencyKey: string, now: Dat
     return html`${countdown}
       <form method="post" action="${productHref(p.sku)}/queue" id="offer" data-state="prequeue">
         <p>Join the queue now: at the opening, everyone who joined before it is given a place at random.</p>
+        ${p.botCheck ? botCheckField('Join the queue') : ''}
         <button type="submit">Join the queue</button>
       </form>`;
   }
@@ -82,10 +86,11 @@ function offer(p: ProductModel, viewer: Viewer, idempotencyKey: string, now: Dat
   if (p.hasRoom) {
     return html`<form method="post" action="${action}" id="offer" data-state="queue">
       <p>This sale has a waiting room: join the queue and you are let in to buy in turn.</p>
+      ${p.botCheck ? botCheckField('Join the queue') : ''}
       <button type="submit">Join the queue</button>
     </form>`;
   }
-  return buyForm(p, idempotencyKey, action);
+  return buyForm(p, idempotencyKey, action, p.botCheck ? botCheckField('Buy') : html``);
 }
 
 function signInOffer(viewer: Viewer): Html {

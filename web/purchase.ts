@@ -78,11 +78,18 @@ function outcomeOf(p: PurchaseModel, left: boolean): Outcome {
       };
     }
     case 'confirmed':
-    case 'late_confirmed':
       return {
         heading: 'Your purchase is confirmed',
         tone: 'good',
         words: html`Your purchase is confirmed. Thank you!`,
+        pending: false,
+      };
+    case 'late_confirmed':
+      return {
+        heading: 'Your purchase is confirmed',
+        tone: 'good',
+        words: html`Your purchase is confirmed. Thank you! Your payment arrived after your reservation had ended
+        (${when(p.holdExpiresAt)}), but the item was still there, so it is yours.`,
         pending: false,
       };
     case 'expired':

@@ -118,6 +118,7 @@ async function openSession(saga: PurchaseSaga, hold: Hold): Promise<string | nul
     currency: hold.currency,
     holdExpiresAt: hold.holdExpiresAt,
     holdSeconds: hold.holdSeconds,
+    ...(hold.shippingCountries ? { shippingCountries: hold.shippingCountries } : {}),
   };
   const opened = { amountCents: hold.amountCents, currency: hold.currency, oversold: hold.oversold };
   try {

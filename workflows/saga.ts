@@ -100,11 +100,38 @@ export class PurchaseSaga {
     return `limit per card: this card already bought the most of ${this.input.sku} one card may (${this.input.terms?.maxPerCard})`;
   }
 
+  /**
+   * The product's limit per shipping address (`maxPerAddress`), as the card's: the address Checkout
+   * collected (its normalised key, read from Stripe) is counted against what it already bought of
+   * the SKU, once. No limit, or no address collected: true.
+   */
+  private async addressWithinLimit(): Promise<boolean> {
+    const maxPerAddress = this.input.terms?.maxPerAddress;
+    const sessionId = this.state.sessionId;
+    if (!maxPerAddress || !sessionId) return true;
+    const key = await this.attend('reading the shipping address', () => stripeActs().shippingAddressKey(sessionId));
+    if (key.outcome !== 'done' || !key.value) return true;
+    const { purchaseId, sku, quantity } = this.input;
+    return (await acts.claimAddress({ purchaseId, sku, quantity, maxPerAddress, addressKey: key.value })) === 'claimed';
+  }
+
+  /** The limits per card and per address: null within them, else why the payment goes back and the buyer's notification kind. */
+  private async overLimit(): Promise<{ reason: string; kind: string } | null> {
+    if (!(await this.cardWithinLimit())) return { reason: this.cardLimitReason(), kind: 'refunded_card_limit' };
+    if (!(await this.addressWithinLimit())) {
+      const max = this.input.terms?.maxPerAddress;
+      const reason = `limit per address: this shipping address already bought the most of ${this.input.sku} one address may (${max})`;
+      return { reason, kind: 'refunded_address_limit' };
+    }
+    return null;
+  }
+
   /** A paid session whose hold is gone: re-take a unit, or refund at once and tell the buyer why. */
   async settleLatePayment(): Promise<void> {
     const { state } = this;
     await this.learnPaymentIntent();
-    if (!(await this.cardWithinLimit())) return this.refundPaid(this.cardLimitReason(), 'refunded_card_limit');
+    const over = await this.overLimit();
+    if (over) return this.refundPaid(over.reason, over.kind);
     const retake = await acts.retakeForLatePayment(state.purchaseId);
     if (retake.outcome === 'sold') {
       // Paid in time, but its unit went back to stock before the news arrived: still a sale in time.
@@ -184,9 +211,10 @@ export class PurchaseSaga {
 
   /** Paid, and the hold may still be ours: the hold becomes the sale, else a late payment is settled. */
   async confirmPaid(): Promise<void> {
-    if (!(await this.cardWithinLimit())) {
+    const over = await this.overLimit();
+    if (over) {
       await acts.releaseHold(this.input.purchaseId, 'release');
-      return this.refundPaid(this.cardLimitReason(), 'refunded_card_limit');
+      return this.refundPaid(over.reason, over.kind);
     }
     // Paid after the hold's end (while Stripe's expire was failing, say) and the unit was still ours: a late sale.
     const late = !this.paidInTime();

@@ -31,6 +31,18 @@ const newProduct = validator<NewProduct>({
     holdGraceSeconds: { type: 'integer', minimum: 0, maximum: 3600, nullable: true },
     maxPerBuyer: { type: 'integer', minimum: 1, maximum: 1000, nullable: true },
     maxPerCard: { type: 'integer', minimum: 1, maximum: 1_000_000, nullable: true },
+    // Units one shipping address may buy: Checkout collects the address (shippingCountries).
+    maxPerAddress: { type: 'integer', minimum: 1, maximum: 1_000_000, nullable: true },
+    shippingCountries: {
+      type: 'array',
+      nullable: true,
+      minItems: 1,
+      maxItems: 250,
+      uniqueItems: true,
+      items: { type: 'string', pattern: '^[A-Z]{2}$' },
+    },
+    // A join (with a room) or a purchase (without) needs a solved proof-of-work challenge.
+    botCheck: { type: 'boolean', nullable: true },
     oversellAllowance: { type: 'integer', minimum: 0, maximum: 1_000_000, nullable: true },
     waitingRoom: {
       type: 'object',
@@ -61,6 +73,9 @@ const newProduct = validator<NewProduct>({
   },
 });
 
+/** Countries Checkout's `shipping_address_collection.allowed_countries` does not take (Stripe's list). */
+const STRIPE_UNSHIPPABLE = ['AS', 'CX', 'CC', 'CU', 'HM', 'IR', 'KP', 'MH', 'FM', 'NF', 'MP', 'PW', 'SY', 'UM', 'VI'];
+
 const restock = validator<{ quantity: number }>({
   type: 'object',
   additionalProperties: false,
@@ -89,6 +104,9 @@ export async function productView(deps: ApiDeps, sku: string) {
     holdGraceSeconds: product.holdGraceSeconds,
     maxPerBuyer: product.maxPerBuyer,
     ...(product.maxPerCard ? { maxPerCard: product.maxPerCard } : {}),
+    ...(product.maxPerAddress ? { maxPerAddress: product.maxPerAddress } : {}),
+    ...(product.shippingCountries ? { shippingCountries: product.shippingCountries } : {}),
+    botCheck: product.botCheck,
     buckets: product.buckets,
     oversellAllowance: product.oversellAllowance,
     ...(product.opensAt ? { opensAt: product.opensAt.toISOString() } : {}),
@@ -127,6 +145,17 @@ export function catalogueRoutes(deps: ApiDeps): Router {
     }
     if (input.opensAt && Number.isNaN(Date.parse(input.opensAt))) {
       throw invalid([{ field: 'opensAt', message: 'must be an ISO-8601 time (2025-11-28T09:00:00Z)' }]);
+    }
+    if (input.maxPerAddress && !input.shippingCountries?.length) {
+      throw invalid([
+        { field: 'shippingCountries', message: 'is required with maxPerAddress (where may buyers ship?)' },
+      ]);
+    }
+    const unshippable = (input.shippingCountries ?? []).filter((c) => STRIPE_UNSHIPPABLE.includes(c));
+    if (unshippable.length) {
+      throw invalid([
+        { field: 'shippingCountries', message: `Stripe Checkout cannot ship to ${unshippable.join(', ')}` },
+      ]);
     }
     if (input.units && input.oversellAllowance) {
       throw invalid([{ field: 'oversellAllowance', message: 'is not supported for products of distinct units' }]);

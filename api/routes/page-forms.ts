@@ -6,13 +6,16 @@ import { requestId, requestLog } from '../access-log';
 import { checkSameOrigin, clearBuyerCookie, pageBuyer, safeNext, signIn } from '../buyer-session';
 import type { ApiDeps } from '../deps';
 import { invalid, Problem } from '../problem';
+import { checkForBots, joinSpender } from '../bot-check';
 import { placePurchase } from '../purchase-flow';
 
 // The buyer's forms: Buy (the same placePurchase as POST /v1/purchases), Join the queue, and the
 // development sign-in. Every POST passes the same-origin check (CSRF) and is a urlencoded form.
 
-/** A form is a few short fields. */
+/** A form is a few short fields (the bot check's payload, a signed challenge and its solution, is the longest). */
 const FORM_LIMIT = '8kb';
+/** The field the `altcha` widget puts its payload in (its `name`, web/bot-check.ts). */
+const ALTCHA_FIELD = 'altcha';
 
 const formBody: Koa.Middleware = (() => {
   const parse = bodyParser({
@@ -76,6 +79,7 @@ export function pageFormRoutes(deps: ApiDeps): Router {
       body: { sku: ctx.params.sku, ...(quantity !== undefined ? { quantity: Number(quantity) } : {}) },
       respondAsync: false,
       admissionToken: field(ctx, 'admissionToken'),
+      altcha: field(ctx, ALTCHA_FIELD),
       requestId: requestId(ctx),
       log: requestLog(ctx),
     });
@@ -94,7 +98,9 @@ export function pageFormRoutes(deps: ApiDeps): Router {
 
   router.post('/p/:sku/queue', sameOrigin, formBody, async (ctx) => {
     const buyerId = await signedIn(ctx);
-    const joined = await deps.room.join(ctx.params.sku, buyerId);
+    const { sku } = ctx.params;
+    await checkForBots(deps, 'join', { sku, payload: field(ctx, ALTCHA_FIELD), spentBy: joinSpender(sku, buyerId) });
+    const joined = await deps.room.join(sku, buyerId);
     if (!joined) throw new Problem(404, 'not-found', 'this sale has no waiting room');
     ctx.status = 303;
     ctx.redirect(`/queue/${encodeURIComponent(joined.view.ticket)}`);

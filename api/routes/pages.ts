@@ -32,6 +32,7 @@ export async function productModel(deps: ApiDeps, sku: string): Promise<ProductM
     maxPerBuyer: v.maxPerBuyer,
     ...(v.opensAt ? { opensAt: v.opensAt } : {}),
     hasRoom: v.waitingRoom != null,
+    botCheck: v.botCheck,
   };
 }
 

@@ -36,6 +36,7 @@ export function purchaseRoutes(deps: ApiDeps): Router {
       body: ctx.request.body,
       respondAsync: /\brespond-async\b/i.test(ctx.get('prefer')),
       admissionToken: ctx.get('admission-token') || undefined,
+      altcha: ctx.get('altcha') || undefined,
       requestId: requestId(ctx),
       log: requestLog(ctx),
     });

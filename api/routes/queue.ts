@@ -2,6 +2,7 @@ import { Router } from '@koa/router';
 import { getProduct } from '../../store/products';
 import { patchRoom, roomStats, type RoomPatch } from '../../store/room';
 import { buyerOf, requireBearer } from '../auth';
+import { checkForBots, joinSpender } from '../bot-check';
 import type { ApiDeps } from '../deps';
 import { Problem } from '../problem';
 import { validator } from '../validate';
@@ -47,7 +48,13 @@ export function queueRoutes(deps: ApiDeps): Router {
 
   router.post('/v1/products/:sku/queue', async (ctx) => {
     const buyerId = await buyerOf(ctx, deps.buyers);
-    const joined = await deps.room.join(ctx.params.sku, buyerId);
+    const { sku } = ctx.params;
+    await checkForBots(deps, 'join', {
+      sku,
+      payload: ctx.get('altcha') || undefined,
+      spentBy: joinSpender(sku, buyerId),
+    });
+    const joined = await deps.room.join(sku, buyerId);
     if (!joined) throw await noRoom(deps, ctx.params.sku);
     ctx.status = joined.created ? 201 : 200;
     ctx.body = joined.view;

@@ -177,12 +177,14 @@ export function webhookRoutes(deps: ApiDeps): Router {
         new Date(paidBy(mapped.payment) ?? Date.now()),
       );
     }
-    await orRetryLater(deps, requestLog(ctx), `hand ${event.id} to purchase ${purchase.purchaseId}`, () =>
+    await orRetryLater(deps, requestLog(ctx), `hand ${event.id} to purchase ${purchase.purchaseId}`, async () =>
       deliverPaymentEvent(
         { temporal: deps.temporal, taskQueue: deps.taskQueue },
         purchase,
         mapped.payment,
         requestId(ctx),
+        // A follow-up run settles under the product's limits like the first run (one read per SKU per process).
+        (await deps.admissions.rulesOf(purchase.sku))?.terms,
       ),
     );
     await markEventDelivered(deps.db, event.id);

@@ -8,6 +8,7 @@ import type { FaultInjector, FaultSpec } from './faults';
 import type { IdempotencyStore } from './idempotency';
 import type { RateLimiter } from './rate-limit';
 import { CHARGING_OUTCOMES, type PayOptions } from './payments';
+import { readShipping } from './shipping';
 import { type EmulatorStore, PAY_OUTCOMES, type PayOutcome } from './store';
 import type { WebhookDispatcher, WebhookSettings } from './webhooks';
 
@@ -74,6 +75,12 @@ export function controlRoutes(deps: ControlDeps): Router {
         throw new Problem(400, 'invalid_card', `card applies only to outcomes ${CHARGING_OUTCOMES.join(', ')}.`);
       }
       options.card = readCard(body.card);
+    }
+    if (body.shipping !== undefined) {
+      if (outcome !== 'succeeded' && outcome !== 'async_pending') {
+        throw new Problem(400, 'invalid_shipping', 'shipping applies only to outcomes succeeded and async_pending.');
+      }
+      options.shipping = readShipping(body.shipping);
     }
     ctx.body = store.pay(ctx.params.id, outcome as PayOutcome, options);
   });

@@ -1,6 +1,7 @@
 import { StripeApiError, invalidParam, resourceMissing } from './errors';
 import type { RefundReason } from './objects';
 import type { ParamReader } from './params';
+import { readShippingCollection } from './shipping';
 import type { LineItemInput, RefundInput, SessionInput } from './store';
 
 // The create parameters of the Stripe API subset, read and validated into the store's inputs.
@@ -118,6 +119,7 @@ export function readSessionParams(params: ParamReader): SessionInput {
       description: intentData?.string('description', { maxLength: 1000 }) ?? null,
       receiptEmail: intentData?.string('receipt_email', { maxLength: 800 }) ?? null,
     },
+    shippingCountries: readShippingCollection(params),
   };
 }
 

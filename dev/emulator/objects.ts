@@ -1,3 +1,5 @@
+import type { ShippingDetails } from './shipping';
+
 /**
  * The Stripe objects the emulator serves, typed as the subset of fields it fills in. Field names and
  * nullability follow stripe-node's declarations (`Stripe.Checkout.Session`, `Stripe.PaymentIntent`, ...).
@@ -43,6 +45,12 @@ export interface CheckoutSession {
   cancel_url: string | null;
   client_reference_id: string | null;
   client_secret: null;
+  /** What the buyer entered in Checkout; the shipping address of a session that collects one, once paid. */
+  collected_information: {
+    business_name: null;
+    individual_name: null;
+    shipping_details: ShippingDetails | null;
+  } | null;
   consent: null;
   consent_collection: null;
   created: number;
@@ -73,7 +81,7 @@ export interface CheckoutSession {
   payment_status: SessionPaymentStatus;
   recovered_from: null;
   setup_intent: null;
-  shipping_address_collection: null;
+  shipping_address_collection: { allowed_countries: string[] } | null;
   shipping_cost: null;
   shipping_options: [];
   status: SessionStatus;

@@ -4,6 +4,7 @@ import type Koa from 'koa';
 import { readText } from './body';
 import { Problem } from './errors';
 import type { CheckoutSession, LineItem } from './objects';
+import { readShippingForm, shippingFields } from './shipping';
 import { type EmulatorStore, PAY_OUTCOMES, type PayOutcome, formatMoney } from './store';
 
 /**
@@ -34,7 +35,10 @@ export function checkoutPageRoutes(store: EmulatorStore): Router {
     }
     let session: CheckoutSession;
     try {
-      session = store.pay(id, outcome as PayOutcome);
+      // The address the buyer typed goes with a payment that completes the session (a decline keeps it open).
+      const completes = outcome === 'succeeded' || outcome === 'async_pending';
+      const shipping = completes ? (readShippingForm(form) ?? undefined) : undefined;
+      session = store.pay(id, outcome as PayOutcome, shipping ? { shipping } : {});
     } catch (error) {
       if (!(error instanceof Problem)) throw error;
       const existing = store.findSession(id);
@@ -118,10 +122,11 @@ function payPanel(store: EmulatorStore, session: CheckoutSession, total: string,
   return `${banner}<h1 id="status" data-status="open">Pay with card</h1>
     <form method="post" action="${action}">
       <label>Email<input type="email" value="${escapeHtml(session.customer_email ?? 'buyer@example.com')}" readonly></label>
+      ${shippingFields(session)}
       <label>Card information<input value="4242 4242 4242 4242   12 / 34   123" readonly></label>
       ${session.custom_text.submit ? `<p id="submit-message">${escapeHtml(session.custom_text.submit.message)}</p>` : ''}
       <button type="submit" name="outcome" value="succeeded" id="pay" class="primary">Pay ${escapeHtml(total)}</button>
-      <button type="submit" name="outcome" value="declined" id="decline" class="secondary">Decline (card declined)</button>
+      <button type="submit" name="outcome" value="declined" id="decline" class="secondary" formnovalidate>Decline (card declined)</button>
       <button type="submit" name="outcome" value="async_pending" id="pay-async" class="secondary">Pay by bank debit (settles later)</button>
     </form>
     <p class="muted" id="expires">This session expires at ${escapeHtml(expiresAt.toUTCString())} (in about ${minutes} min).</p>`;

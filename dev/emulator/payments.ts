@@ -4,6 +4,7 @@ import { Problem } from './errors';
 import { newId } from './ids';
 import type { CardDetails, Charge, CheckoutSession, PaymentIntent } from './objects';
 import type { Sessions } from './sessions';
+import { collectShipping, requireShipping, type ShippingDetails } from './shipping';
 import { type Account, NO_REQUEST } from './state';
 
 export const PAY_OUTCOMES = ['succeeded', 'declined', 'async_pending', 'async_succeeded', 'async_failed'] as const;
@@ -17,6 +18,8 @@ export interface PayOptions {
   force?: boolean;
   /** The card the buyer pays with; by default a card of this session's own, the same on every try. */
   card?: { fingerprint?: string };
+  /** Where to ship: needed to complete a session that collects an address (shipping.ts). */
+  shipping?: ShippingDetails;
 }
 
 /**
@@ -35,10 +38,11 @@ export class Payments {
     switch (outcome) {
       case 'succeeded': {
         this.requirePayable(session, options.force === true);
+        requireShipping(session, options.shipping);
         const intent = this.ensureIntent(session);
         const charge = this.newCharge(intent, 'succeeded', card());
         settleIntent(intent, charge);
-        this.complete(session, 'paid');
+        this.complete(session, 'paid', options.shipping);
         this.account.emit('checkout.session.completed', session, NO_REQUEST);
         return session;
       }
@@ -56,6 +60,7 @@ export class Payments {
       }
       case 'async_pending': {
         this.requirePayable(session, false);
+        requireShipping(session, options.shipping);
         const intent = this.ensureIntent(session);
         const charge = this.newCharge(intent, 'pending', card());
         intent.status = 'processing';
@@ -63,7 +68,7 @@ export class Payments {
         intent.last_payment_error = null;
         intent.latest_charge = charge.id;
         intent.payment_method = charge.payment_method;
-        this.complete(session, 'unpaid');
+        this.complete(session, 'unpaid', options.shipping);
         this.account.emit('checkout.session.completed', session, NO_REQUEST);
         return session;
       }
@@ -122,7 +127,8 @@ export class Payments {
     return intent;
   }
 
-  private complete(session: CheckoutSession, paymentStatus: 'paid' | 'unpaid'): void {
+  private complete(session: CheckoutSession, paymentStatus: 'paid' | 'unpaid', shipping?: ShippingDetails): void {
+    collectShipping(session, shipping);
     session.status = 'complete';
     session.payment_status = paymentStatus;
     session.url = null;

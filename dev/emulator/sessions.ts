@@ -23,6 +23,8 @@ export interface SessionInput {
   /** `custom_text.submit.message`: shown above the Pay button. */
   submitMessage: string | null;
   paymentIntentData: PendingIntentData;
+  /** `shipping_address_collection.allowed_countries`: the buyer gives an address in one of these; null: none asked. */
+  shippingCountries: string[] | null;
 }
 
 const MIN_EXPIRY_SECONDS = 30 * 60;
@@ -96,6 +98,7 @@ export class Sessions {
       cancel_url: input.cancelUrl,
       client_reference_id: input.clientReferenceId,
       client_secret: null,
+      collected_information: null,
       consent: null,
       consent_collection: null,
       created,
@@ -125,7 +128,7 @@ export class Sessions {
       payment_status: 'unpaid',
       recovered_from: null,
       setup_intent: null,
-      shipping_address_collection: null,
+      shipping_address_collection: input.shippingCountries ? { allowed_countries: input.shippingCountries } : null,
       shipping_cost: null,
       shipping_options: [],
       status: 'open',

@@ -14,6 +14,7 @@ const api = {
   ADMIN_TOKEN: 'a'.repeat(32),
   SUPPORT_TOKEN: 's'.repeat(32),
   BUYER_TOKEN_SECRET: 'b'.repeat(32),
+  BOT_CHECK_SECRET: 'c'.repeat(32),
 };
 
 test('Checkout returns the buyer to the purchase page under PUBLIC_URL unless told otherwise', (t) => {

@@ -7,6 +7,7 @@ import test from 'ava';
 import type Stripe from 'stripe';
 
 import { sessionExpiry } from '../../activities/checkout-session';
+import { createShippingSteps } from '../../activities/shipping';
 import { classifyStripeError, createStripeSteps, type OpenCheckoutInput } from '../../activities/stripe';
 import { signWebhookPayload } from '../../dev/emulator/index';
 import { type StripeMock, startStripeMock } from '../../dev/stripe-mock';
@@ -108,6 +109,27 @@ test('a 429 becomes a retryable StripeRateLimited failure with a jittered delay 
     delays.add(failure.nextRetryDelay!);
   }
   t.true(delays.size > 1, 'callers turned away together come back apart');
+});
+
+test('openCheckout for a product with shippingCountries sends shipping_address_collection Stripe accepts', async (t) => {
+  const input = { ...checkoutInput('contract-shipping', 600), shippingCountries: ['DE', 'FR', 'US'] };
+  const session = await activities.openCheckout(input, sessionExpiry(input.holdExpiresAt, Date.now()));
+
+  t.regex(session.sessionId, /^cs_/);
+  // An unknown or misspelt country is refused by Stripe's spec: the parameter is validated, not ignored.
+  const wrong = await t.throwsAsync(
+    activities.openCheckout(
+      { ...checkoutInput('contract-shipping-bad', 600), shippingCountries: ['XX'] },
+      sessionExpiry(new Date(Date.now() + 600_000).toISOString(), Date.now()),
+    ),
+  );
+  t.regex(wrong.message, /Stripe answered 400/);
+});
+
+test('shippingAddressKey sends a session retrieve Stripe accepts and reads collected_information', async (t) => {
+  const key = await createShippingSteps({ stripe }).shippingAddressKey('cs_test_contract_shipping');
+  // stripe-mock's fixture session may or may not carry an address: a key is a SHA-256, or nothing collected.
+  t.true(key === null || /^[0-9a-f]{64}$/.test(key), String(key));
 });
 
 test('expireCheckout sends an expire request Stripe accepts', async (t) => {

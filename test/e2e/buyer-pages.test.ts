@@ -18,15 +18,15 @@ test.after.always(async () => {
   await sys?.close();
 });
 
-async function openContext(t: ExecutionContext): Promise<BrowserContext> {
-  const context = await browser.newContext({ viewport: { width: 720, height: 560 } });
+async function openContext(t: ExecutionContext, javaScriptEnabled = true): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport: { width: 720, height: 560 }, javaScriptEnabled });
   t.teardown(() => context.close());
   return context;
 }
 
-async function openPage(t: ExecutionContext): Promise<Page> {
-  const page = await (await openContext(t)).newPage();
-  page.setDefaultTimeout(20_000);
+async function openPage(t: ExecutionContext, javaScriptEnabled = true): Promise<Page> {
+  const page = await (await openContext(t, javaScriptEnabled)).newPage();
+  page.setDefaultTimeout(30_000);
   return page;
 }
 
@@ -223,4 +223,48 @@ test('a product name with markup in it is shown as text on every page, never run
   t.is(await page.locator('main img, main b').count(), 0);
   t.is(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined);
   t.is(dialogs, 0);
+});
+
+// The bot check on the pages: the `altcha` widget (served from the package) solves the challenge when
+// Buy is pressed; with JavaScript off the page says why Buy needs it, and Buy is refused in words.
+
+const purchasesOf = async (sku: string) =>
+  (await sys.db.query('SELECT count(*)::int AS n FROM purchases WHERE sku = $1', [sku])).rows[0].n as number;
+
+test('the widget solves the bot check when Buy is pressed, and the hosted page takes the address', async (t) => {
+  const sku = await sys.createProduct({ botCheck: true, maxPerAddress: 1, shippingCountries: ['FR', 'DE'] });
+  const page = await openPage(t);
+  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  await signInAs(page, 'widget-ann');
+  t.is(await page.locator('altcha-widget').count(), 1);
+  t.false(await page.locator('#bot-check-noscript').isVisible());
+  await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/checkout/cs_')), page.locator('#buy').click()]);
+  t.is(await purchasesOf(sku), 1);
+
+  // The hosted page asks where to ship, in the product's countries.
+  await page.locator('#shipping-line1').fill('12 Rue de la Paix');
+  await page.locator('#shipping-city').fill('Paris');
+  await page.locator('#shipping-postal-code').fill('75002');
+  await page.locator('#shipping-country').selectOption('FR');
+  await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/purchases/')), page.locator('#pay').click()]);
+  await page.waitForSelector('#outcome[data-status="confirmed"]', { timeout: 30_000 });
+  const { rows } = await sys.db.query('SELECT address_key FROM purchases WHERE sku = $1', [sku]);
+  t.regex(rows[0].address_key, /^[0-9a-f]{64}$/);
+});
+
+test('with JavaScript off the page says why Buy needs it, and Buy is refused in words with nothing written', async (t) => {
+  const sku = await sys.createProduct({ botCheck: true });
+  const page = await openPage(t, false);
+  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  await signInAs(page, 'widget-ben');
+  const why = page.locator('#bot-check-noscript');
+  t.true(await why.isVisible());
+  t.regex((await why.textContent()) ?? '', /needs JavaScript/);
+  const [answer] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith('/buy')),
+    page.locator('#buy').click(),
+  ]);
+  t.is(answer.status(), 403);
+  t.regex((await page.locator('main').textContent()) ?? '', /needs JavaScript/);
+  t.is(await purchasesOf(sku), 0);
 });

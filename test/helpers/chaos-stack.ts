@@ -192,6 +192,7 @@ export async function startChaosStack(log: Log): Promise<ChaosStack> {
         ADMIN_TOKEN: CHAOS_ADMIN_TOKEN,
         SUPPORT_TOKEN: 'chaos-support-token',
         BUYER_TOKEN_SECRET: CHAOS_BUYER_TOKEN_SECRET,
+        BOT_CHECK_SECRET: 'chaos-bot-check-secret-0123456789abcdef',
         SHUTDOWN_GRACE_MS: '0',
         GATE_RESYNC_MS: '1000',
       },

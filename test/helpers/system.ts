@@ -10,6 +10,7 @@ import { DbClock } from '../../store/clock';
 import { Gate } from '../../store/gate';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
+import { BotCheck, type BotCheckOptions } from '../../api/bot-check';
 import { createMetrics } from '../../api/metrics';
 import { createRateLimits, type RateLimitConfig } from '../../api/rate-limits';
 import { startEmulator, type Emulator } from '../../dev/emulator';
@@ -32,6 +33,8 @@ export const WEBHOOK_SECRET = 'whsec_test_secret';
 export const BUYER_TOKEN_SECRET = 'test-buyer-token-secret-0123456789abcdef';
 /** The secret the test API signs waiting-room tickets and admission tokens with. */
 export const ROOM_TOKEN_SECRET = 'test-room-token-secret-0123456789abcdef';
+/** The bot check's secret, and a cost a test solves in milliseconds (the default is docs/architecture.md's). */
+export const BOT_CHECK = { secret: 'test-bot-check-secret-0123456789abcdef', maxNumber: 8 };
 /** Support's Authorization header: support may read any purchase. */
 export const AS_SUPPORT = { authorization: `Bearer ${SUPPORT_TOKEN}` };
 
@@ -177,6 +180,8 @@ export async function startSystem(
     checkoutsPerSecond?: number;
     /** The emulator's rate limits (default: Stripe's sandbox figures, 25/s). */
     emulatorRateLimit?: RateLimitSettings;
+    /** The bot check's secret and cost (BOT_CHECK by default). */
+    botCheck?: BotCheckOptions;
   } = {},
 ): Promise<System> {
   const databaseUrl = opts.ownDatabase ? await createOwnDatabase() : process.env.DATABASE_URL!;
@@ -242,6 +247,7 @@ export async function startSystem(
     checkoutsPerSecond,
     admissions: new Admissions(db, gate, clock),
     clock,
+    botCheck: new BotCheck(db, clock, opts.botCheck ?? BOT_CHECK),
     pages: { ...(opts.devSignIn ? { devSignInSecret: BUYER_TOKEN_SECRET } : {}), secureCookies: false },
   };
   const listen = async (d: ApiDeps): Promise<Server> =>
@@ -270,6 +276,7 @@ export async function startSystem(
         admissions: new Admissions(db, otherGate, otherClock),
         clock: otherClock,
         room: roomOf(otherClock),
+        botCheck: new BotCheck(db, otherClock, opts.botCheck ?? BOT_CHECK),
       });
       others.push({ server: other, gate: otherGate });
       return urlOf(other);

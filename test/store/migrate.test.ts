@@ -302,6 +302,7 @@ async function runEntryPoint(script: string, url: string): Promise<{ code: numbe
     SUPPORT_TOKEN: 's',
     STRIPE_EMULATOR: '1',
     BUYER_TOKEN_SECRET: 'migrate-test-buyer-token-secret-0123456789',
+    BOT_CHECK_SECRET: 'migrate-test-bot-check-secret-0123456789',
     PORT: '0',
   };
   try {

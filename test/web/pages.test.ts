@@ -150,7 +150,7 @@ test('the purchase page has words for every outcome, and refreshes only while ne
     [{ status: 'holding' }, /being reserved/, true],
     [{ status: 'awaiting_payment', checkoutUrl: 'https://pay.example/cs_1' }, /still waiting for the payment/, true],
     [{ status: 'confirmed' }, /Your purchase is confirmed/, false],
-    [{ status: 'late_confirmed' }, /Your purchase is confirmed/, false],
+    [{ status: 'late_confirmed' }, /arrived after your reservation had ended[\s\S]*still there, so it is yours/, false],
     [{ status: 'expired', reason: 'the hold lapsed before payment' }, /expired before the payment arrived/, false],
     [{ status: 'expired', reason: 'cancelled by the buyer' }, /You cancelled this purchase/, false],
     [
@@ -176,6 +176,7 @@ test('the purchase page has words for every outcome, and refreshes only while ne
     t.is(page.includes('http-equiv="refresh"'), refreshes, `${change.status} refreshes: ${refreshes}`);
     t.true(page.includes(`data-status="${change.status}"`));
   }
+  t.notRegex(purchasePage(purchase, alice, { left: false }), /after your reservation had ended/);
   const left = purchasePage({ ...purchase, status: 'awaiting_payment' }, alice, { left: true });
   t.regex(left, /You left the checkout without paying/);
   const refunding = purchasePage({ ...purchase, refund: { status: 'pending', reason: 'damaged box' } }, alice, {

@@ -1,0 +1,27 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Router } from '@koa/router';
+import type { ApiDeps } from '../deps';
+
+/** The `altcha` widget (a web component, its workers inlined) as the package ships it: served from here, no CDN. */
+export const WIDGET_PATH = '/assets/altcha.min.js';
+const WIDGET = fs.readFileSync(path.join(path.dirname(require.resolve('altcha')), 'altcha.min.js'));
+
+/**
+ * The bot check's routes (api/bot-check.ts): a new signed challenge for every ask (public: solving
+ * it is the cost, asking is cheap), and the widget's script for the pages. No side effects: a
+ * challenge is written nowhere until a solution of it is spent.
+ */
+export function botCheckRoutes(deps: ApiDeps): Router {
+  const router = new Router();
+  router.get('/v1/bot-check/challenge', async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = await deps.botCheck.challenge();
+  });
+  router.get(WIDGET_PATH, (ctx) => {
+    ctx.type = 'text/javascript; charset=utf-8';
+    ctx.set('Cache-Control', 'public, max-age=86400');
+    ctx.body = WIDGET;
+  });
+  return router;
+}
