@@ -86,8 +86,7 @@ export function sessionRequest(
     ...(input.shippingCountries?.length
       ? {
           shipping_address_collection: {
-            allowed_countries:
-              input.shippingCountries as Stripe.Checkout.SessionCreateParams.ShippingAddressCollection.AllowedCountry[],
+            allowed_countries: input.shippingCountries,
           },
         }
       : {}),
