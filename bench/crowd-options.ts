@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 
 // The flags (or environment) of `npm run bench:crowd`: see bench/crowd.ts.
 
-const HELP = `usage: npm run bench:crowd -- [--buyers N] [--units M] [--concurrency C] [--respond-async] [--room] [--base URL --admin-token T]`;
+const HELP = `usage: npm run bench:crowd -- [--buyers N] [--units M] [--concurrency C] [--respond-async] [--room] [--stripe-rate R [--stripe-budget B]] [--base URL --admin-token T]`;
 
 export interface Options {
   buyers: number;
@@ -10,6 +10,13 @@ export interface Options {
   concurrency: number;
   respondAsync: boolean;
   room: boolean;
+  /**
+   * The emulator's rate limit (requests/s, as Stripe's; 0: none, the emulator's full speed); unset:
+   * the emulator's default (the sandbox's 25/s). With a value, the drop is run as bench/crowd-stripe.ts.
+   */
+  stripeRate?: number;
+  /** STRIPE_MAX_REQUESTS_PER_SECOND for the stack: default the rate (10,000 at full speed), or the sandbox default unset. */
+  stripeBudget?: number;
   base?: string;
   adminToken?: string;
 }
@@ -23,6 +30,18 @@ function positiveInt(name: string, raw: string | undefined, dflt: number): numbe
 
 export class UsageError extends Error {}
 
+function rates(rate: string | undefined, budget: string | undefined): Pick<Options, 'stripeRate' | 'stripeBudget'> {
+  const nonNegative = (name: string, raw: string) => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0) throw new UsageError(`${name} must be an integer >= 0, got "${raw}"`);
+    return n;
+  };
+  const stripeRate = rate === undefined || rate === '' ? undefined : nonNegative('--stripe-rate', rate);
+  const given = budget === undefined || budget === '' ? undefined : positiveInt('--stripe-budget', budget, 1);
+  if (stripeRate === undefined) return given ? { stripeBudget: given } : {};
+  return { stripeRate, stripeBudget: given ?? (stripeRate === 0 ? 10_000 : stripeRate) };
+}
+
 export function readOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
   let values;
   try {
@@ -34,6 +53,8 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
         concurrency: { type: 'string' },
         'respond-async': { type: 'boolean' },
         room: { type: 'boolean' },
+        'stripe-rate': { type: 'string' },
+        'stripe-budget': { type: 'string' },
         base: { type: 'string' },
         'admin-token': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -54,6 +75,7 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
     concurrency: positiveInt('--concurrency', values.concurrency ?? env.BENCH_CONCURRENCY, 256),
     respondAsync: values['respond-async'] ?? env.BENCH_RESPOND_ASYNC === '1',
     room: values.room ?? env.BENCH_ROOM === '1',
+    ...rates(values['stripe-rate'] ?? env.BENCH_STRIPE_RATE, values['stripe-budget'] ?? env.BENCH_STRIPE_BUDGET),
     base: (values.base ?? env.BENCH_BASE_URL)?.replace(/\/+$/, '') || undefined,
     adminToken: values['admin-token'] ?? env.BENCH_ADMIN_TOKEN,
   };

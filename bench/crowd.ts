@@ -4,15 +4,15 @@ import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { signBuyerToken } from '../config/buyer-tokens';
 import { reconcile } from '../store/reconcile';
-import { startLocalSystem } from '../dev/local-system';
-import { sleep } from '../dev/proc';
 import { CheckoutWatch } from './crowd-checkouts';
 import { startsFloor } from './crowd-floor';
 import { roomBench } from './crowd-room';
+import { stripeBench } from './crowd-stripe';
 import { countBy, printReport, verdicts, type Answer, type Phase } from './crowd-report';
 import { apiCounters, HttpClient, parseJson } from './http-client';
 import { readOptions, UsageError } from './crowd-options';
-import { aborter, isTearingDown, onSignal, onTeardown, teardown } from './teardown';
+import { stableCount, startLocal, waitReady, type Target } from './crowd-target';
+import { aborter, onSignal, onTeardown, teardown } from './teardown';
 
 /**
  * `npm run bench:crowd`: a flash-sale crowd over HTTP. N buyers (default 10,000) for M units (default
@@ -47,12 +47,10 @@ import { aborter, isTearingDown, onSignal, onTeardown, teardown } from './teardo
 
 /** Longer than the API's own deadline (PURCHASE_TIMEOUT_MS, 20 s): the API should answer first. */
 const REQUEST_TIMEOUT_MS = 120_000;
-const READY_TIMEOUT_MS = 90_000;
 /** --respond-async: how long after the crowd to wait for the last checkout URL. */
 const CHECKOUT_WAIT_MS = 120_000;
 const WARMUP_BUYERS = 20;
 const WARMUP_UNITS = 5;
-const VERBOSE = process.env.BENCH_VERBOSE === '1';
 
 // ---------------------------------------------------------------------------------------------
 // Buyers
@@ -141,86 +139,6 @@ function classifyPurchase(
 // ---------------------------------------------------------------------------------------------
 // The local stack: Postgres + Temporal (dev/stack.ts), then emulator, worker and API as children.
 
-interface Target {
-  base: string;
-  adminToken: string;
-  /** The HS256 secret the API verifies buyer tokens with. */
-  buyerSecret: string;
-  databaseUrl?: string;
-  temporalAddress?: string;
-  temporalNamespace: string;
-  describe: string;
-}
-
-async function startLocal(): Promise<Target> {
-  const log = VERBOSE ? (line: string): void => console.error(line) : undefined;
-  const starting = startLocalSystem({
-    name: 'bench-crowd',
-    log,
-    say: (line) => console.error(line),
-    signal: aborter.signal,
-    // One machine plays the whole crowd from one address: the per-IP and per-buyer limits would be the bottleneck measured.
-    apiEnv: { RATE_LIMIT_PER_IP_PER_SECOND: '0', RATE_LIMIT_PER_BUYER_PER_MINUTE: '0' },
-    // A child dying mid-run (not at teardown) spoils the figures: say so and stop.
-    onUnexpectedExit: (name, info, output) => {
-      if (isTearingDown()) return;
-      console.error(`${name} exited (${info.code ?? info.signal}) during the run:\n${output}`);
-      aborter.abort(new Error(`${name} exited`));
-    },
-  });
-  // Ctrl-C while it starts: startLocalSystem stops what it started and rejects; wait for that.
-  onTeardown('the local system', () =>
-    starting.then(
-      (system) => system.stop(),
-      () => {},
-    ),
-  );
-  const system = await starting;
-  return {
-    base: system.base,
-    adminToken: system.adminToken,
-    buyerSecret: system.buyerSecret,
-    databaseUrl: system.databaseUrl,
-    temporalAddress: system.temporalAddress,
-    temporalNamespace: system.temporalNamespace,
-    describe: `own stack: API (pid ${system.apiPid}), worker and emulator in child processes`,
-  };
-}
-
-async function waitReady(client: HttpClient): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  let last = '';
-  while (Date.now() < deadline && !aborter.signal.aborted) {
-    try {
-      const r = await client.send('GET', '/readyz');
-      if (r.status === 200) return;
-      last = `${r.status} ${r.body}`;
-    } catch (err) {
-      last = (err as Error).message;
-    }
-    await sleep(200);
-  }
-  throw new Error(`GET /readyz did not answer 200 within ${READY_TIMEOUT_MS / 1000}s (last: ${last})`);
-}
-
-/** Visibility is eventually consistent: poll until the count has not moved for a second. */
-async function stableCount(temporal: Client, query: string, timeoutMs = 60_000): Promise<number> {
-  const deadline = Date.now() + timeoutMs;
-  let last = -1;
-  let since = Date.now();
-  for (;;) {
-    const { count } = await temporal.workflow.count(query);
-    if (count !== last) {
-      last = count;
-      since = Date.now();
-    } else if (Date.now() - since >= 1000) {
-      return count;
-    }
-    if (Date.now() > deadline) return count;
-    await sleep(200);
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<number> {
@@ -238,7 +156,7 @@ async function main(): Promise<number> {
         temporalNamespace: process.env.TEMPORAL_NAMESPACE || 'default',
         describe: 'an API already running',
       }
-    : await startLocal();
+    : await startLocal(opts);
 
   const client = new HttpClient(target.base, opts.concurrency, REQUEST_TIMEOUT_MS);
   onTeardown('http agent', async () => client.close());
@@ -313,6 +231,24 @@ async function main(): Promise<number> {
       healthz: base,
     };
     return roomBench({ ...args, drive });
+  }
+
+  if (opts.stripeRate !== undefined) {
+    if (!target.emulatorUrl) throw new UsageError('--stripe-rate needs the stack this run starts (not --base)');
+    return stripeBench({
+      client,
+      db,
+      emulatorUrl: target.emulatorUrl,
+      describe: target.describe,
+      sku,
+      units: opts.units,
+      tokens: tokens.crowd,
+      concurrency: opts.concurrency,
+      stripeRate: opts.stripeRate,
+      stripeBudget: opts.stripeBudget!,
+      drive,
+      healthz: base,
+    });
   }
 
   const before = await apiCounters(client);

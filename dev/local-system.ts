@@ -40,6 +40,10 @@ export interface LocalSystemOptions {
   onUnexpectedExit?: (name: string, info: ExitInfo, output: string) => void;
   /** More environment for the API (e.g. its rate limits). */
   apiEnv?: NodeJS.ProcessEnv;
+  /** More environment for the API and the worker both (e.g. the Stripe budget, STRIPE_MAX_REQUESTS_PER_SECOND). */
+  env?: NodeJS.ProcessEnv;
+  /** More environment for the payments emulator (e.g. STRIPE_EMULATOR_RATE_LIMIT). */
+  emulatorEnv?: NodeJS.ProcessEnv;
 }
 
 function startNode(
@@ -128,6 +132,7 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
       HOST: '127.0.0.1',
       PORT: String(apiPort),
       PUBLIC_URL: base,
+      ...opts.env,
     };
     opts.say?.('starting the payments emulator, the worker and the API (child processes)...');
     const parts = [
@@ -140,6 +145,7 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
           STRIPE_WEBHOOK_SECRET: secrets.webhook,
           STRIPE_EMULATOR_WEBHOOK_URL: `${base}/v1/webhooks/stripe`,
           PORT: String(apiPort),
+          ...opts.emulatorEnv,
         },
         /Stripe API on/,
         opts.log,

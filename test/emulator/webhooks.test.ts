@@ -1,7 +1,15 @@
 import test from 'ava';
 import type Stripe from 'stripe';
 
-import { type EmulatorEvents, NO_RATE_LIMIT, WEBHOOK_SECRET, pay, sessionParams, startHarness, waitFor } from './harness';
+import {
+  type EmulatorEvents,
+  NO_RATE_LIMIT,
+  WEBHOOK_SECRET,
+  pay,
+  sessionParams,
+  startHarness,
+  waitFor,
+} from './harness';
 
 test('a delivery answered with 500 is redelivered, re-signed, until it is accepted', async (t) => {
   const harness = await startHarness(t, { retryBaseMs: 40 });

@@ -92,6 +92,8 @@ export function temporalAddress(): string {
 
 export interface System {
   db: pg.Pool;
+  /** Its database (the suite's, or its own with `ownDatabase`): worker processes of the test use it too. */
+  databaseUrl: string;
   temporal: Client;
   emulator: Emulator;
   taskQueue: string;
@@ -282,6 +284,7 @@ export async function startSystem(
       return urlOf(other);
     },
     db,
+    databaseUrl,
     temporal,
     emulator,
     taskQueue,

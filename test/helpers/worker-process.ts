@@ -21,6 +21,7 @@ export function startWorkerProcess(sys: System, env: Record<string, string> = {}
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../../worker/main.ts')], {
     env: {
       ...process.env,
+      DATABASE_URL: sys.databaseUrl,
       TASK_QUEUE: sys.taskQueue,
       STRIPE_SECRET_KEY: 'sk_test_emulator',
       STRIPE_API_URL: sys.emulator.url,
