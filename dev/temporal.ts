@@ -111,6 +111,10 @@ export function devServerArgs(o: {
     // The dev server re-reads search attributes from its database on every start unless told not to;
     // they only change when the launcher registers them, before any start.
     'system.forceSearchAttributesCacheRefreshOnRead': 'false',
+    // One partition per task queue: a single server process gains nothing from more, and the Stripe
+    // queue's rate limit (the budget) is then enforced by one limiter, not split four ways.
+    'matching.numTaskqueueReadPartitions': '1',
+    'matching.numTaskqueueWritePartitions': '1',
   };
   // Before 1.30 update-with-start was behind a flag; from 1.30 the key is gone (always on).
   if (!atLeast(30)) dynamic['frontend.enableExecuteMultiOperation'] = 'true';
