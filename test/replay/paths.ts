@@ -19,5 +19,7 @@ export const RECORDED_PATHS = [
   'stray-payment-refunded',
   'session-refused',
   'session-answers-lost',
+  'session-rate-limited',
+  'address-limit-refunded',
 ] as const;
 export type RecordedPath = (typeof RECORDED_PATHS)[number];

@@ -216,6 +216,29 @@ async function recordAll(sys: System): Promise<Set<RecordedPath>> {
   const lost = await sys.buy(sku, 'replay-answers-lost');
   await record('session-answers-lost', lost.body.purchaseId, 'failed');
   await sys.emulatorCall('DELETE', '/_emulator/faults');
+
+  // Stripe answers the session step 429 twice (the account's limit): retried after its jittered
+  // delay, the session opens, and the buyer pays.
+  await sys.emulatorCall('POST', '/_emulator/faults', {
+    path: '/v1/checkout/sessions',
+    method: 'POST',
+    status: 429,
+    count: 2,
+  });
+  const limited = await buy(sku, 'replay-rate-limited');
+  await sys.emulatorCall('DELETE', '/_emulator/faults');
+  await sys.pay(limited.session, 'succeeded');
+  await record('session-rate-limited', limited.id, 'confirmed');
+
+  // Two payments shipped to one address where the product allows one per address: the second is refunded.
+  const shipped = await sys.createProduct({ stock: 3, maxPerAddress: 1, shippingCountries: ['FR'] });
+  const address = { line1: '12 rue de la Paix', city: 'Paris', postal_code: '75002', country: 'FR' };
+  for (const [i, buyer] of ['replay-address-first', 'replay-address-second'].entries()) {
+    const order = await buy(shipped, buyer);
+    await sys.pay(order.session, 'succeeded', { shipping: { name: `Buyer ${i}`, address } });
+    if (i === 0) await sys.waitForPurchase(order.id, (r) => r.status === 'confirmed');
+    else await record('address-limit-refunded', order.id, 'refunded');
+  }
   return recorded;
 }
 
