@@ -40,6 +40,7 @@ async function main(): Promise<void> {
   await clock.start();
   const connection = await NativeConnection.connect(nativeConnectionOptions(config.temporal));
   const metrics = createWorkerMetrics();
+  metrics.stripeBudget.set(config.stripeMaxRequestsPerSecond);
   const worker = await createPurchaseWorker({
     connection,
     namespace: config.temporalNamespace,

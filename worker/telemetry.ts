@@ -45,6 +45,8 @@ export interface WorkerMetrics {
   sweptHolds: client.Counter;
   /** Every call to Stripe by endpoint and outcome (`ok`, `rate_limited`, `refused`, `failed`). */
   stripeRequests: client.Counter<'endpoint' | 'outcome'>;
+  /** STRIPE_MAX_REQUESTS_PER_SECOND as this worker sets it on the Stripe queue (alerts compare the calls with it). */
+  stripeBudget: client.Gauge;
 }
 
 export function createWorkerMetrics(): WorkerMetrics {
@@ -61,6 +63,11 @@ export function createWorkerMetrics(): WorkerMetrics {
       name: 'flashsale_stripe_requests_total',
       help: 'Calls to Stripe by endpoint and outcome (rate_limited: answered 429)',
       labelNames: ['endpoint', 'outcome'],
+      registers: [registry],
+    }),
+    stripeBudget: new client.Gauge({
+      name: 'flashsale_stripe_budget_requests_per_second',
+      help: "The deployment's Stripe budget (STRIPE_MAX_REQUESTS_PER_SECOND), the Stripe task queue's rate limit",
       registers: [registry],
     }),
   };
