@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { Reader, type Env } from './reader';
 import { MIN_SECRET_LENGTH, type BuyerTokenConfig } from './buyer-tokens';
 import { loadTemporalSettings, type TemporalSettings } from './temporal';
 import { roomSecretFromBuyerSecret } from './room-tokens';
@@ -6,9 +8,7 @@ import { roomSecretFromBuyerSecret } from './room-tokens';
 // (api/main.ts, worker/main.ts, the ops/ CLIs) and nowhere else. A missing or malformed value
 // stops the process with a message naming every problem at once.
 
-export class ConfigError extends Error {}
-
-type Env = Record<string, string | undefined>;
+export { ConfigError } from './reader';
 
 /** What every process that talks to Postgres and Temporal needs. */
 export interface CommonConfig {
@@ -94,6 +94,8 @@ export interface WorkerConfig extends CommonConfig, StripeConfig {
   maxStripeCalls: number;
   /** Where the worker serves /healthz and /metrics (WORKER_METRICS_PORT; 0: a free port, logged). */
   metrics: { port: number; host: string };
+  /** A workflow bundle built beforehand (WORKFLOW_BUNDLE_PATH); else the image's, else bundled at start. */
+  workflowBundlePath?: string;
 }
 
 /** Timeouts of a Postgres pool (config/clients.ts `createPool`). */
@@ -108,37 +110,6 @@ export interface PoolTimeouts {
 
 /** The shortest startToCloseTimeout of an activity that queries Postgres (workflows/proxies.ts). */
 const ACTIVITY_TIMEOUT_MS = 10_000;
-
-/** Collects every problem of one environment before failing, so one run names them all. */
-class Reader {
-  readonly problems: string[] = [];
-  constructor(readonly env: Env) {}
-
-  need(name: string, why: string): string {
-    const v = this.env[name];
-    if (!v) this.problems.push(`${name} is required (${why})`);
-    return v ?? '';
-  }
-
-  text(name: string, dflt: string): string {
-    return this.env[name] || dflt;
-  }
-
-  int(name: string, dflt: number, min: number): number {
-    const raw = this.env[name];
-    if (raw === undefined || raw === '') return dflt;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min) this.problems.push(`${name} must be an integer >= ${min}, got "${raw}"`);
-    return n;
-  }
-
-  done<T>(config: T): T {
-    if (this.problems.length) {
-      throw new ConfigError(`invalid configuration:\n  - ${this.problems.join('\n  - ')}`);
-    }
-    return config;
-  }
-}
 
 function temporal(r: Reader): Omit<CommonConfig, 'databaseUrl'> {
   const settings = loadTemporalSettings(r.env, r.problems);
@@ -357,7 +328,15 @@ export function loadWorkerConfig(env: Env): WorkerConfig {
     maxLocalActivities: r.int('WORKER_MAX_LOCAL_ACTIVITIES', 30, 1),
     maxStripeCalls: r.int('WORKER_MAX_STRIPE_CALLS', 20, 1),
     metrics: { port: r.int('WORKER_METRICS_PORT', 9464, 0), host: r.text('WORKER_METRICS_HOST', '127.0.0.1') },
+    workflowBundlePath: bundlePath(r),
   });
+}
+
+/** WORKFLOW_BUNDLE_PATH: a file `bundleWorkflows` wrote (npm test builds one for every worker it starts). */
+function bundlePath(r: Reader): string | undefined {
+  const file = r.env.WORKFLOW_BUNDLE_PATH || undefined;
+  if (file && !existsSync(file)) r.problems.push(`WORKFLOW_BUNDLE_PATH=${file} does not exist`);
+  return file;
 }
 
 /** PUBLIC_URL and the Checkout return URLs, by default the buyer's purchase page under it. */

@@ -55,8 +55,8 @@ async function main(): Promise<number> {
   try {
     const started = Date.now();
     log(`starting the test stack (Postgres, Temporal dev server in memory) in ${dataDir}`);
-    // The workflows are bundled once for every test file, while the stack starts (each file would
-    // otherwise run webpack for seconds of CPU); workers the tests start as child processes bundle their own.
+    // The workflows are bundled once for every test file and every worker process they start, while
+    // the stack starts (each would otherwise run webpack for seconds of CPU).
     const bundleFile = path.join(dataDir, 'workflow-bundle.js');
     const quiet = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} };
     const bundled = bundleWorkflows(quiet).then((code) => fs.writeFileSync(bundleFile, code));
@@ -89,7 +89,8 @@ async function main(): Promise<number> {
         DATABASE_URL: stack.databaseUrl,
         TEMPORAL_ADDRESS: stack.temporalAddress,
         TEMPORAL_NAMESPACE: stack.temporalNamespace,
-        TEST_WORKFLOW_BUNDLE: bundleFile,
+        // Every worker of the run (in the test processes and the ones they spawn) starts from it.
+        WORKFLOW_BUNDLE_PATH: bundleFile,
       },
     });
     const code = await new Promise<number>((resolve) => {

@@ -48,7 +48,7 @@ export interface PurchaseWorkerOptions {
    * Every worker of a deployment must say the same (the last poller's value wins).
    */
   stripeRequestsPerSecond: number;
-  /** A prebuilt bundle (tests build one per file); else the image's (WORKFLOW_BUNDLE_FILE), else bundled at start. */
+  /** A prebuilt bundle (WORKFLOW_BUNDLE_PATH; npm test builds one); else the image's (WORKFLOW_BUNDLE_FILE), else bundled at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Defaults: MAX_CONCURRENT_ACTIVITIES, MAX_CONCURRENT_LOCAL_ACTIVITIES, MAX_CONCURRENT_STRIPE_CALLS; size `deps.db` with workerPoolSize. */
   maxConcurrentActivities?: number;

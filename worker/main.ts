@@ -55,6 +55,7 @@ async function main(): Promise<void> {
       onStripeCall: (endpoint, outcome) => metrics.stripeRequests.inc({ endpoint, outcome }),
     },
     stripeRequestsPerSecond: config.stripeMaxRequestsPerSecond,
+    ...(config.workflowBundlePath ? { workflowBundle: { codePath: config.workflowBundlePath } } : {}),
     maxConcurrentActivities: limits.activities,
     maxConcurrentLocalActivities: limits.localActivities,
     maxConcurrentStripeCalls: limits.stripeCalls,

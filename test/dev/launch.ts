@@ -79,6 +79,8 @@ export function startEnv(dataDir: string, ports: Ports, extra: NodeJS.ProcessEnv
     'STRIPE_WEBHOOK_SECRET',
     'STRIPE_EMULATOR_STATE_FILE',
     'BUYER_TOKEN_SECRET',
+    // A first run bundles its workflows itself.
+    'WORKFLOW_BUNDLE_PATH',
   ]) {
     if (!(name in extra)) delete env[name];
   }

@@ -64,11 +64,11 @@ Runtime.install({ logger: new DefaultLogger('ERROR') });
 
 let bundle: Promise<WorkflowBundleOption> | undefined;
 /**
- * The workflow bundle: the one `npm test` built for every file (test/run.ts, TEST_WORKFLOW_BUNDLE),
+ * The workflow bundle: the one `npm test` built for every file (test/run.ts, WORKFLOW_BUNDLE_PATH),
  * else one per test process (bundling takes seconds).
  */
 export function workflowBundle(): Promise<WorkflowBundleOption> {
-  const prebuilt = process.env.TEST_WORKFLOW_BUNDLE;
+  const prebuilt = process.env.WORKFLOW_BUNDLE_PATH;
   bundle ??= prebuilt
     ? Promise.resolve({ codePath: prebuilt })
     : bundleWorkflows(quietLogger).then((code) => ({ code }));

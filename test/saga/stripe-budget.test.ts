@@ -57,157 +57,175 @@ async function statusesOf(sys: System, ids: string[]): Promise<Map<string, strin
   return new Map(rows.map((r) => [r.purchase_id, r.status]));
 }
 
-test.serial('two workers share one budget: 60 sessions open at 5 a second combined, all 60 get a checkout', async (t) => {
-  const sys = await startSystem({
-    worker: false,
-    ownDatabase: true,
-    emulatorRateLimit: { accountPerSecond: 5, endpointPerSecond: 5 },
-  });
-  const workers: WorkerProcess[] = [];
-  t.teardown(async () => {
-    for (const w of workers) w.child.kill('SIGKILL');
-    await sys.close();
-  });
-  for (let i = 0; i < 2; i++) workers.push(await startWorkerProcess(sys, { STRIPE_MAX_REQUESTS_PER_SECOND: '5' }));
-  const sku = await sys.createProduct({ stock: 60, holdSeconds: 600 });
+test.serial(
+  'two workers share one budget: 60 sessions open at 5 a second combined, all 60 get a checkout',
+  async (t) => {
+    const sys = await startSystem({
+      worker: false,
+      ownDatabase: true,
+      emulatorRateLimit: { accountPerSecond: 5, endpointPerSecond: 5 },
+    });
+    const workers: WorkerProcess[] = [];
+    t.teardown(async () => {
+      for (const w of workers) w.child.kill('SIGKILL');
+      await sys.close();
+    });
+    for (let i = 0; i < 2; i++) workers.push(await startWorkerProcess(sys, { STRIPE_MAX_REQUESTS_PER_SECOND: '5' }));
+    const sku = await sys.createProduct({ stock: 60, holdSeconds: 600 });
 
-  const ids = await acceptPurchases(sys, sku, 60, 'budget');
-  await until(
-    'all 60 checkouts',
-    async () => ([...(await statusesOf(sys, ids)).values()].every((s) => s === 'awaiting_payment') ? true : undefined),
-    60_000,
-    250,
-  );
+    const ids = await acceptPurchases(sys, sku, 60, 'budget');
+    await until(
+      'all 60 checkouts',
+      async () =>
+        [...(await statusesOf(sys, ids)).values()].every((s) => s === 'awaiting_payment') ? true : undefined,
+      60_000,
+      250,
+    );
 
-  const sessions = [...(await sessionsFor(sys, ids)).values()];
-  t.is(sessions.length, 60, 'one session per purchase, none thrown away');
-  const created = sessions.map((s) => s.created).sort((a, b) => a - b);
-  const span = created[59] - created[0];
-  // Whole seconds; both limiters start with a second's worth (5) in hand: 55 more at 5 a second.
-  t.true(span >= 10, `60 sessions in ${span} s: no faster than the budget`);
-  const byWorker = workers.map((w) => w.lines.filter((l) => l.activityType === 'openCheckout').length);
-  t.true(
-    byWorker.every((n) => n > 0),
-    `both workers opened sessions (${byWorker.join(', ')} activity lines)`,
-  );
-  const report = (await sys.emulatorCall('GET', '/_emulator/rate-limits')).body as RateReport;
-  const creates = report.endpoints.find((e) => e.endpoint === 'POST /v1/checkout/sessions');
-  t.is(creates?.served, 60);
-  // With the budget at the account's limit, the server's limiter may let one second's burst through
-  // before the pace settles: at most that many 429s, each retried after its own jittered delay.
-  t.true((creates?.limited ?? 0) <= 5, `${creates?.limited} creates answered 429 (the budget is the account's limit)`);
-  await assertInvariants(t, sys.db, sku);
-});
+    const sessions = [...(await sessionsFor(sys, ids)).values()];
+    t.is(sessions.length, 60, 'one session per purchase, none thrown away');
+    const created = sessions.map((s) => s.created).sort((a, b) => a - b);
+    const span = created[59] - created[0];
+    // Whole seconds; both limiters start with a second's worth (5) in hand: 55 more at 5 a second.
+    t.true(span >= 10, `60 sessions in ${span} s: no faster than the budget`);
+    const byWorker = workers.map((w) => w.lines.filter((l) => l.activityType === 'openCheckout').length);
+    t.true(
+      byWorker.every((n) => n > 0),
+      `both workers opened sessions (${byWorker.join(', ')} activity lines)`,
+    );
+    const report = (await sys.emulatorCall('GET', '/_emulator/rate-limits')).body as RateReport;
+    const creates = report.endpoints.find((e) => e.endpoint === 'POST /v1/checkout/sessions');
+    t.is(creates?.served, 60);
+    // With the budget at the account's limit, the server's limiter may let one second's burst through
+    // before the pace settles: at most that many 429s, each retried after its own jittered delay.
+    t.true(
+      (creates?.limited ?? 0) <= 5,
+      `${creates?.limited} creates answered 429 (the budget is the account's limit)`,
+    );
+    await assertInvariants(t, sys.db, sku);
+  },
+);
 
-test.serial('money first: a payment is confirmed and a late payment refunded ahead of the queued checkouts', async (t) => {
-  const sys = await startSystem({ worker: false, ownDatabase: true });
-  t.teardown(() => sys.close());
-  await sys.startWorker({ stripeRequestsPerSecond: 2 });
-  // A late payment that must be refunded: its hold lapsed, and the one unit went to someone else.
-  const scarce = await sys.createProduct({ stock: 1, holdSeconds: 2, holdGraceSeconds: 0 });
-  const late = await sys.buy(scarce, 'late-buyer');
-  t.is(late.status, 201, JSON.stringify(late.body));
-  await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'expired', 30_000);
-  await sellTo(sys, scarce, 'quick-buyer');
-  // A buyer about to pay in time.
-  const sku = await sys.createProduct({ stock: 30, holdSeconds: 600 });
-  const payer = await sys.buy(sku, 'paying-buyer');
-  t.is(payer.status, 201, JSON.stringify(payer.body));
+test.serial(
+  'money first: a payment is confirmed and a late payment refunded ahead of the queued checkouts',
+  async (t) => {
+    const sys = await startSystem({ worker: false, ownDatabase: true });
+    t.teardown(() => sys.close());
+    await sys.startWorker({ stripeRequestsPerSecond: 2 });
+    // A late payment that must be refunded: its hold lapsed, and the one unit went to someone else.
+    const scarce = await sys.createProduct({ stock: 1, holdSeconds: 2, holdGraceSeconds: 0 });
+    const late = await sys.buy(scarce, 'late-buyer');
+    t.is(late.status, 201, JSON.stringify(late.body));
+    await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'expired', 30_000);
+    await sellTo(sys, scarce, 'quick-buyer');
+    // A buyer about to pay in time.
+    const sku = await sys.createProduct({ stock: 30, holdSeconds: 600 });
+    const payer = await sys.buy(sku, 'paying-buyer');
+    t.is(payer.status, 201, JSON.stringify(payer.body));
 
-  // 20 new checkouts fill the budget for 10 s: their sessions wait on the Stripe queue.
-  const queued = await acceptPurchases(sys, sku, 20, 'queued');
-  await until('the 20 holds', async () => {
-    const { rows } = await sys.db.query('SELECT count(*)::int AS n FROM holds WHERE purchase_id = ANY($1)', [queued]);
-    return rows[0].n === 20 ? true : undefined;
-  });
-  await sys.pay(await sessionOf(sys.db, payer.body.purchaseId), 'succeeded');
-  await sys.pay(await sessionOf(sys.db, late.body.purchaseId), 'succeeded', { force: true });
+    // 20 new checkouts fill the budget for 10 s: their sessions wait on the Stripe queue.
+    const queued = await acceptPurchases(sys, sku, 20, 'queued');
+    await until('the 20 holds', async () => {
+      const { rows } = await sys.db.query('SELECT count(*)::int AS n FROM holds WHERE purchase_id = ANY($1)', [queued]);
+      return rows[0].n === 20 ? true : undefined;
+    });
+    await sys.pay(await sessionOf(sys.db, payer.body.purchaseId), 'succeeded');
+    await sys.pay(await sessionOf(sys.db, late.body.purchaseId), 'succeeded', { force: true });
 
-  await sys.waitForPurchase(payer.body.purchaseId, (r) => r.status === 'confirmed', 30_000);
-  const refunded = await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'refunded', 30_000);
-  t.regex(refunded.reason, /sold out/);
-  const waiting = [...(await statusesOf(sys, queued)).values()].filter((s) => s === 'holding').length;
-  t.true(waiting >= 10, `${waiting} of the 20 checkouts still waited when the refund was done`);
-  await until(
-    'the queued checkouts',
-    async () =>
-      [...(await statusesOf(sys, queued)).values()].every((s) => s === 'awaiting_payment') ? true : undefined,
-    60_000,
-    250,
-  );
-  await assertInvariants(t, sys.db, sku);
-  await assertInvariants(t, sys.db, scarce);
-});
+    await sys.waitForPurchase(payer.body.purchaseId, (r) => r.status === 'confirmed', 30_000);
+    const refunded = await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'refunded', 30_000);
+    t.regex(refunded.reason, /sold out/);
+    const waiting = [...(await statusesOf(sys, queued)).values()].filter((s) => s === 'holding').length;
+    t.true(waiting >= 10, `${waiting} of the 20 checkouts still waited when the refund was done`);
+    await until(
+      'the queued checkouts',
+      async () =>
+        [...(await statusesOf(sys, queued)).values()].every((s) => s === 'awaiting_payment') ? true : undefined,
+      60_000,
+      250,
+    );
+    await assertInvariants(t, sys.db, sku);
+    await assertInvariants(t, sys.db, scarce);
+  },
+);
 
-test.serial('a session that waited 30 s for the budget expires with its hold; one whose hold ran out first never opens', async (t) => {
-  const sys = await startSystem({ worker: false, ownDatabase: true });
-  t.teardown(() => sys.close());
-  await sys.startWorker({ stripeRequestsPerSecond: 1 });
-  const long = await sys.createProduct({ stock: 31, holdSeconds: 3600 });
-  const short = await sys.createProduct({ stock: 3, holdSeconds: 15 });
-  const longIds = await acceptPurchases(sys, long, 31, 'long');
-  const shortIds = await acceptPurchases(sys, short, 3, 'short');
-  const last = longIds[longIds.length - 1];
+test.serial(
+  'a session that waited 30 s for the budget expires with its hold; one whose hold ran out first never opens',
+  async (t) => {
+    const sys = await startSystem({ worker: false, ownDatabase: true });
+    t.teardown(() => sys.close());
+    await sys.startWorker({ stripeRequestsPerSecond: 1 });
+    const long = await sys.createProduct({ stock: 31, holdSeconds: 3600 });
+    const short = await sys.createProduct({ stock: 3, holdSeconds: 15 });
+    const longIds = await acceptPurchases(sys, long, 31, 'long');
+    const shortIds = await acceptPurchases(sys, short, 3, 'short');
+    const last = longIds[longIds.length - 1];
 
-  const waited = await until(
-    'the last long-hold checkout',
-    async () => {
-      const s = await sessionsFor(sys, [last]);
-      return s.get(last);
-    },
-    90_000,
-    500,
-  );
-  const { rows } = await sys.db.query<{ purchase_id: string; expires_at: Date; created_at: Date }>(
-    `SELECT h.purchase_id, h.expires_at, p.created_at FROM holds h JOIN purchases p USING (purchase_id)
+    const waited = await until(
+      'the last long-hold checkout',
+      async () => {
+        const s = await sessionsFor(sys, [last]);
+        return s.get(last);
+      },
+      90_000,
+      500,
+    );
+    const { rows } = await sys.db.query<{ purchase_id: string; expires_at: Date; created_at: Date }>(
+      `SELECT h.purchase_id, h.expires_at, p.created_at FROM holds h JOIN purchases p USING (purchase_id)
       WHERE h.purchase_id = $1`,
-    [last],
-  );
-  const hold = rows[0];
-  const waitedSeconds = waited.created - hold.created_at.getTime() / 1000;
-  t.true(waitedSeconds >= 20, `the session opened ${waitedSeconds} s after the purchase`);
-  t.is(waited.expires_at, Math.ceil(hold.expires_at.getTime() / 1000), "the session expires at the hold's end");
-  t.regex(
-    waited.custom_text?.submit?.message ?? '',
-    new RegExp(`reserved for you until ${hold.expires_at.toISOString().slice(11, 16)} UTC`),
-  );
-  // The short holds lapsed in the line: compensated, their units back, no session for them.
-  for (const id of shortIds) {
-    const p = await sys.waitForPurchase(id, (r) => r.status === 'failed', 60_000);
-    t.regex(p.reason, /hold lapsed before the Checkout Session could open/);
-  }
-  t.is((await sessionsFor(sys, shortIds)).size, 0);
-  t.like(await sys.stock(short), { available: 3, held: 0 });
-  await assertInvariants(t, sys.db, short);
-  await assertInvariants(t, sys.db, long);
-});
+      [last],
+    );
+    const hold = rows[0];
+    const waitedSeconds = waited.created - hold.created_at.getTime() / 1000;
+    t.true(waitedSeconds >= 20, `the session opened ${waitedSeconds} s after the purchase`);
+    t.is(waited.expires_at, Math.ceil(hold.expires_at.getTime() / 1000), "the session expires at the hold's end");
+    t.regex(
+      waited.custom_text?.submit?.message ?? '',
+      new RegExp(`reserved for you until ${hold.expires_at.toISOString().slice(11, 16)} UTC`),
+    );
+    // The short holds lapsed in the line: compensated, their units back, no session for them.
+    for (const id of shortIds) {
+      const p = await sys.waitForPurchase(id, (r) => r.status === 'failed', 60_000);
+      t.regex(p.reason, /hold lapsed before the Checkout Session could open/);
+    }
+    t.is((await sessionsFor(sys, shortIds)).size, 0);
+    t.like(await sys.stock(short), { available: 3, held: 0 });
+    await assertInvariants(t, sys.db, short);
+    await assertInvariants(t, sys.db, long);
+  },
+);
 
-test.serial('a room without admitPerSecond admits at the budget pace, and no admitted buyer waits long for a checkout', async (t) => {
-  const pace = 5;
-  const sys = await startSystem({ worker: false, ownDatabase: true, checkoutsPerSecond: pace, roomTickMs: 50 });
-  t.teardown(() => sys.close());
-  await sys.startWorker({ stripeRequestsPerSecond: pace });
-  const room = roomBuyers(() => sys);
-  const sku = await sys.createProduct({ stock: 30, holdSeconds: 600, waitingRoom: { maxActive: 100 } });
-  t.like(await sys.stock(sku), { waitingRoom: { admitPerSecond: null } });
+test.serial(
+  'a room without admitPerSecond admits at the budget pace, and no admitted buyer waits long for a checkout',
+  async (t) => {
+    const pace = 5;
+    const sys = await startSystem({ worker: false, ownDatabase: true, checkoutsPerSecond: pace, roomTickMs: 50 });
+    t.teardown(() => sys.close());
+    await sys.startWorker({ stripeRequestsPerSecond: pace });
+    const room = roomBuyers(() => sys);
+    const sku = await sys.createProduct({ stock: 30, holdSeconds: 600, waitingRoom: { maxActive: 100 } });
+    t.like(await sys.stock(sku), { waitingRoom: { admitPerSecond: null } });
 
-  const buyers = Array.from({ length: 30 }, (_, i) => `room-buyer-${i}`);
-  const tickets = await Promise.all(buyers.map((b) => room.join(sku, b)));
-  const started = Date.now();
-  const waits = await Promise.all(
-    tickets.map(async (joined, i) => {
-      const admitted = await room.pollUntil(joined.body.ticket, (b) => b.state === 'admitted', 60_000);
-      const asked = Date.now();
-      const res = await room.buyWith(sku, buyers[i], admitted.admissionToken);
-      if (res.status !== 201 && res.status !== 202) throw new Error(`${res.status} ${JSON.stringify(res.body)}`);
-      await until('the checkout', async () => ((await sys.purchase(res.body.purchaseId)).body.checkoutUrl ? true : undefined));
-      return { admittedAfter: asked - started, checkoutAfter: Date.now() - asked };
-    }),
-  );
-  const lastAdmitted = Math.max(...waits.map((w) => w.admittedAfter)) / 1000;
-  t.true(lastAdmitted >= (30 - pace) / pace - 1, `30 admitted within ${lastAdmitted} s: no faster than the budget`);
-  const slowest = Math.max(...waits.map((w) => w.checkoutAfter)) / 1000;
-  // Admitted at the budget's pace, a buyer's checkout waits for at most the 2 s the room lets queue.
-  t.true(slowest <= 4, `the slowest checkout took ${slowest} s after its buyer was admitted`);
-  await assertInvariants(t, sys.db, sku);
-});
+    const buyers = Array.from({ length: 30 }, (_, i) => `room-buyer-${i}`);
+    const tickets = await Promise.all(buyers.map((b) => room.join(sku, b)));
+    const started = Date.now();
+    const waits = await Promise.all(
+      tickets.map(async (joined, i) => {
+        const admitted = await room.pollUntil(joined.body.ticket, (b) => b.state === 'admitted', 60_000);
+        const asked = Date.now();
+        const res = await room.buyWith(sku, buyers[i], admitted.admissionToken);
+        if (res.status !== 201 && res.status !== 202) throw new Error(`${res.status} ${JSON.stringify(res.body)}`);
+        await until('the checkout', async () =>
+          (await sys.purchase(res.body.purchaseId)).body.checkoutUrl ? true : undefined,
+        );
+        return { admittedAfter: asked - started, checkoutAfter: Date.now() - asked };
+      }),
+    );
+    const lastAdmitted = Math.max(...waits.map((w) => w.admittedAfter)) / 1000;
+    t.true(lastAdmitted >= (30 - pace) / pace - 1, `30 admitted within ${lastAdmitted} s: no faster than the budget`);
+    const slowest = Math.max(...waits.map((w) => w.checkoutAfter)) / 1000;
+    // Admitted at the budget's pace, a buyer's checkout waits for at most the 2 s the room lets queue.
+    t.true(slowest <= 4, `the slowest checkout took ${slowest} s after its buyer was admitted`);
+    await assertInvariants(t, sys.db, sku);
+  },
+);
