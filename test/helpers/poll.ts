@@ -13,3 +13,18 @@ export async function until<T>(
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** `each` of every item, at most `width` at a time; the results in the items' order. */
+export async function inBatches<T, R>(items: T[], width: number, each: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(width, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        results[i] = await each(items[i]);
+      }
+    }),
+  );
+  return results;
+}

@@ -10,6 +10,7 @@ import {
   runOpsCli,
 } from '../helpers/attention';
 import { uniqueSku } from '../helpers/db';
+import { inBatches } from '../helpers/poll';
 import { asBuyer, startSystem, type System } from '../helpers/system';
 
 // Each test has a system (emulator, API, worker, task queue) of its own: one stops its worker, one
@@ -251,6 +252,7 @@ test('the sagas CLI lists a stuck saga with its reason', async (t) => {
 });
 
 test('the sagas CLI refuses bad arguments with exit 2 and the usage', async (t) => {
+  const runs: string[][] = [];
   for (const args of [
     [],
     ['stuck', '--older-than', 'soon'],
@@ -258,7 +260,10 @@ test('the sagas CLI refuses bad arguments with exit 2 and the usage', async (t) 
     ['stuck', '--bogus'],
     ['list'],
   ]) {
-    const out = await sagasCli(args);
+    runs.push(args);
+  }
+  // Each run is a process of its own (most of its time is starting Node): four at a time.
+  for (const { args, out } of await inBatches(runs, 4, async (args) => ({ args, out: await sagasCli(args) }))) {
     t.is(out.code, 2, `${args.join(' ')}: ${out.stderr}`);
     t.regex(out.stderr, /usage: npm run sagas -- stuck/);
   }
