@@ -48,7 +48,7 @@ async function main(): Promise<void> {
   // Every process may become the rooms' one admitter (an advisory lock decides which).
   const admitter = new Admitter(config.databaseUrl, {
     tickMs: config.roomAdmitTickMs,
-    checkoutsPerSecond: config.stripeMaxRequestsPerSecond,
+    checkoutsPerSecond: config.stripeMaxSessionsPerSecond,
     log,
   });
   admitter.start();
@@ -65,7 +65,7 @@ async function main(): Promise<void> {
       createRoomTokens(config.roomTokenSecret, clock),
       new RoomCache(db, { clock, refreshMs: config.roomRefreshMs }),
       clock,
-      config.stripeMaxRequestsPerSecond,
+      config.stripeMaxSessionsPerSecond,
     ),
     stripe: createStripe(config),
     webhookSecret: config.stripeWebhookSecret,
@@ -78,7 +78,7 @@ async function main(): Promise<void> {
     lifecycle: { draining: false },
     logger: root,
     purchaseTimeoutMs: config.purchaseTimeoutMs,
-    checkoutsPerSecond: config.stripeMaxRequestsPerSecond,
+    checkoutsPerSecond: config.stripeMaxSessionsPerSecond,
     pages: {
       ...(config.devSignIn ? { devSignInSecret: config.buyerTokens.secret } : {}),
       publicOrigin: new URL(config.publicUrl).origin,

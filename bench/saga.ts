@@ -114,6 +114,8 @@ async function main(): Promise<void> {
     clock,
     room: new WaitingRoom(db, createRoomTokens(BUYER_SECRET, clock), new RoomCache(db, { clock }), clock),
     purchaseTimeoutMs: 20_000,
+    // Full speed: the checkout pace must not be what limits either.
+    checkoutsPerSecond: STRIPE_BUDGET,
   });
   const server: Server = await new Promise((r) => {
     const s = app.listen(0, '127.0.0.1', () => r(s));

@@ -1,5 +1,8 @@
 import { existsSync } from 'node:fs';
 import { Reader, type Env } from './reader';
+import { isDevelopment, isLiveKey, stripe, type StripeConfig } from './stripe';
+
+export { isDevelopment, isLiveKey, STRIPE_ACCOUNT_LIMITS, type StripeConfig } from './stripe';
 import { MIN_SECRET_LENGTH, type BuyerTokenConfig } from './buyer-tokens';
 import { loadTemporalSettings, type TemporalSettings } from './temporal';
 import { roomSecretFromBuyerSecret } from './room-tokens';
@@ -19,24 +22,6 @@ export interface CommonConfig {
   temporal: TemporalSettings;
   taskQueue: string;
 }
-
-export interface StripeConfig {
-  stripeSecretKey: string;
-  /** Set for the local payments emulator (`http://127.0.0.1:12111`); unset means api.stripe.com. */
-  stripeApiUrl?: string;
-  /**
-   * The deployment's Stripe budget, requests a second for every process together
-   * (STRIPE_MAX_REQUESTS_PER_SECOND): the Stripe task queue's rate limit, and the pace new checkouts
-   * are let in at. Default 80 % of Stripe's limit for the key's mode (live 100/s, sandbox 25/s).
-   */
-  stripeMaxRequestsPerSecond: number;
-}
-
-/**
- * Stripe's account limits (docs.stripe.com/rate-limits), and the share the budget leaves for calls
- * the service does not make (the Dashboard, other integrations of the account, Stripe's own slack).
- */
-export const STRIPE_ACCOUNT_LIMITS = { live: 100, sandbox: 25, headroom: 0.2 } as const;
 
 export interface ApiConfig extends CommonConfig, StripeConfig {
   stripeWebhookSecret: string;
@@ -167,44 +152,8 @@ function common(r: Reader): CommonConfig {
   return { databaseUrl: r.need('DATABASE_URL', 'the Postgres holding stock and purchases'), ...temporal(r) };
 }
 
-/** A live-mode Stripe key: real money moves, and test-mode events are not ours. */
-export function isLiveKey(key: string): boolean {
-  return /^(sk|rk)_live_/.test(key);
-}
-
-/** Development against the payments emulator (`STRIPE_EMULATOR=1`): short dev tokens and a local Stripe are allowed. */
-export function isDevelopment(env: Env): boolean {
-  return env.STRIPE_EMULATOR === '1';
-}
-
-const REAL_STRIPE = /^https:\/\/api\.stripe\.com\/?$/;
 /** Admin and support tokens outside development: long enough not to be guessed. */
 const MIN_TOKEN_LENGTH = 32;
-
-function stripe(r: Reader): StripeConfig {
-  const stripeApiUrl = r.env.STRIPE_API_URL || undefined;
-  if (stripeApiUrl && !/^https?:\/\/[^/]+\/?$/.test(stripeApiUrl)) {
-    r.problems.push(`STRIPE_API_URL must look like http://host:port, got "${stripeApiUrl}"`);
-  } else if (stripeApiUrl && !REAL_STRIPE.test(stripeApiUrl) && !isDevelopment(r.env)) {
-    r.problems.push(
-      `STRIPE_API_URL points at ${stripeApiUrl}, not Stripe: set STRIPE_EMULATOR=1 to use the payments emulator (development only)`,
-    );
-  }
-  const stripeSecretKey = r.need(
-    'STRIPE_SECRET_KEY',
-    'sk_live_/sk_test_ key, or any value with STRIPE_API_URL for the emulator',
-  );
-  if (isLiveKey(stripeSecretKey) && isDevelopment(r.env)) {
-    r.problems.push('STRIPE_EMULATOR=1 (development) cannot run with a live Stripe key');
-  }
-  const limit = isLiveKey(stripeSecretKey) ? STRIPE_ACCOUNT_LIMITS.live : STRIPE_ACCOUNT_LIMITS.sandbox;
-  const stripeMaxRequestsPerSecond = r.int(
-    'STRIPE_MAX_REQUESTS_PER_SECOND',
-    Math.floor(limit * (1 - STRIPE_ACCOUNT_LIMITS.headroom)),
-    1,
-  );
-  return { stripeSecretKey, stripeApiUrl, stripeMaxRequestsPerSecond };
-}
 
 /** A bearer token for operators: required, and outside development at least MIN_TOKEN_LENGTH characters. */
 function operatorToken(r: Reader, name: string, why: string): string {

@@ -240,7 +240,8 @@ export async function roomStats(db: Db, sku?: string): Promise<RoomStats[]> {
 
 export interface RoomPatch {
   state?: RoomState;
-  admitPerSecond?: number;
+  /** Null: from now on the room follows the Stripe budget (left out: unchanged). */
+  admitPerSecond?: number | null;
   maxActive?: number;
 }
 
@@ -252,10 +253,10 @@ export async function patchRoom(db: Db, sku: string, p: RoomPatch): Promise<Room
   const { rows } = await db.query<RoomDbRow>(
     `UPDATE rooms SET state = coalesce($2, state),
                       sold_out = CASE WHEN $2 = 'open' THEN false ELSE sold_out END,
-                      admit_per_second = coalesce($3, admit_per_second),
+                      admit_per_second = CASE WHEN $5 THEN NULL ELSE coalesce($3, admit_per_second) END,
                       max_active = coalesce($4, max_active)
       WHERE sku = $1 RETURNING *`,
-    [sku, p.state ?? null, p.admitPerSecond ?? null, p.maxActive ?? null],
+    [sku, p.state ?? null, p.admitPerSecond ?? null, p.maxActive ?? null, p.admitPerSecond === null],
   );
   return rows[0] ? toRoom(rows[0]) : null;
 }

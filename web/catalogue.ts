@@ -122,6 +122,10 @@ export function buyForm(p: ProductModel, idempotencyKey: string, action: string,
     <input type="hidden" name="idempotencyKey" value="${idempotencyKey}" />
     ${extra}${quantity}
     <p><button type="submit" id="buy">Buy</button></p>
+    <p class="muted" id="pace">
+      Checkouts open one after the other, at the pace our payment provider allows: in a rush, your item is reserved as
+      soon as your turn comes and the checkout follows within moments.
+    </p>
   </form>`;
 }
 

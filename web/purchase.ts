@@ -55,9 +55,13 @@ function outcomeOf(p: PurchaseModel, left: boolean): Outcome {
       return {
         heading: 'Preparing your checkout',
         tone: 'wait',
-        words: html`Your item is reserved for you until ${when(p.holdExpiresAt)}. Checkouts open one after the other at
-        the pace our payment provider allows: ${ahead}, about ${q.estimatedWaitSeconds} s. This page updates by itself
-        and takes you on to pay.`,
+        words: html`${
+          p.holdExpiresAt
+            ? html`Your item is reserved for you until ${when(p.holdExpiresAt)}.`
+            : html`Your purchase is in line: your item is reserved when its turn comes.`
+        }
+        Checkouts open one after the other at the pace our payment provider allows: ${ahead}, about
+        ${q.estimatedWaitSeconds} s. This page updates by itself and takes you on to pay.`,
         pending: true,
       };
     }

@@ -51,8 +51,9 @@ export function queuePage(t: TicketModel, product: ProductModel, viewer: Viewer,
       main = html`<h1>You are in the queue for ${name}</h1>
         <p class="notice wait" id="queue" data-state="waiting" role="status">
           Buyers ahead of you: <strong id="position">${t.position ?? 0}</strong>. Estimated wait:
-          <strong id="wait">${formatWait(t.estimatedWaitSeconds)}</strong>. Keep this page open: it updates by itself,
-          and you can buy as soon as it is your turn.
+          <strong id="wait">${formatWait(t.estimatedWaitSeconds)}</strong>. Buyers are let in at the pace checkouts can
+          be opened with our payment provider. Keep this page open: it updates by itself, and you can buy as soon as it
+          is your turn.
         </p>`;
       break;
     case 'admitted': {

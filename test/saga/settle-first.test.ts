@@ -4,16 +4,21 @@ import { assertInvariants } from '../helpers/db';
 import { asBuyer, sessionOf, startSystem, type System } from '../helpers/system';
 
 // A paid buyer's confirmation must not wait behind the checkout steps of the buyers who came after.
-// New purchases open their session in their first workflow task (a local activity); the settlement
-// steps are activities at a higher Temporal priority, and the payment's workflow task goes to the
-// worker that has the saga cached, not behind the new purchases' first tasks.
+// New purchases take their hold in their first workflow task (a local activity) and open their session
+// on the Stripe queue; the settlement steps are activities at a higher Temporal priority, and the
+// payment's workflow task goes to the worker that has the saga cached, not behind the new purchases'.
 
 let sys: System;
 test.before(async () => {
   sys = await startSystem({ worker: false });
-  // One activity and one local activity at a time, four workflow tasks: the backlog's first tasks
-  // queue for the one local activity slot (and fill the workflow task slots) while the payment comes.
-  await sys.startWorker({ maxConcurrentActivities: 1, maxConcurrentLocalActivities: 1, maxConcurrentWorkflowTasks: 4 });
+  // One activity, one local activity and one Stripe call at a time, four workflow tasks: the backlog's
+  // sessions queue for the one Stripe slot (and its tasks fill the workflow task slots) while the payment comes.
+  await sys.startWorker({
+    maxConcurrentActivities: 1,
+    maxConcurrentLocalActivities: 1,
+    maxConcurrentStripeCalls: 1,
+    maxConcurrentWorkflowTasks: 4,
+  });
 });
 test.after.always(async () => sys?.close());
 
@@ -26,7 +31,7 @@ test('a payment is confirmed ahead of a backlog of new purchases still waiting t
   t.is(first.status, 201);
   const purchaseId: string = first.body.purchaseId;
 
-  // Every new session now takes 300 ms to open: with one local activity slot, the backlog takes seconds.
+  // Every new session now takes 300 ms to open: with one Stripe slot, the backlog takes seconds.
   const fault = await sys.emulatorCall('POST', '/_emulator/faults', {
     path: '/v1/checkout/sessions',
     method: 'POST',
