@@ -32,8 +32,8 @@ export interface DropResult {
   /** ms after the opening when the last buyer had its outcome. */
   endedAt: number;
   measured: Measured;
-  /** The buyers' 5xx and network errors per second since the opening. */
-  errorsPerSecond: Map<number, number>;
+  /** When the buyers' calls were answered 5xx or failed, ms since the opening. */
+  errorTimes: number[];
 }
 
 export async function readProduct(api: DrillHttp, sku: string): Promise<ProductCounts | undefined> {
@@ -69,7 +69,7 @@ export async function runDrop(o: {
   let recorder = new Recorder(Date.now());
   const record = (a: string, ms: number) => {
     recorder.record(a, ms);
-    measures.count(a, Math.floor(recorder.now() / 1000));
+    measures.count(a, recorder.now());
   };
   const api = new DrillHttp(target.apiUrls, opts.concurrency, record);
   const poll = new DrillHttp(target.apiUrls, POLL_SOCKETS, record);
@@ -240,7 +240,7 @@ export async function runDrop(o: {
       counts,
       endedAt,
       measured,
-      errorsPerSecond: measures.errorsPerSecond,
+      errorTimes: measures.errorTimes,
     };
   } finally {
     for (const client of [api, poll, watch, emulator]) client.close();

@@ -174,11 +174,11 @@ function lagAt(t: number, checkouts: number[], baseline: number[]): number {
   return checkouts[n - 1] - baseline[Math.min(n, baseline.length) - 1];
 }
 
-/** Each fault's effect; `checkouts` and `baseline` are the two runs' checkout times (ms since the opening). */
+/** Each fault's effect; `checkouts`, `baseline` and `errorTimes` are ms since the opening. */
 export function faultEffects(
   faults: FaultRecord[],
   checkouts: number[],
-  errorsPerSecond: Map<number, number>,
+  errorTimes: number[],
   baseline?: number[],
 ): FaultEffect[] {
   const mine = [...checkouts].sort((a, b) => a - b);
@@ -186,9 +186,8 @@ export function faultEffects(
   const last = mine.length ? mine[mine.length - 1] + 1 : 0;
   return faults.map((f, i) => {
     const next = faults[i + 1]?.startedAt ?? Infinity;
-    let errors = 0;
     const until = Math.min(next, f.startedAt + 10_000);
-    for (let s = Math.floor(f.startedAt / 1000); s * 1000 < until; s++) errors += errorsPerSecond.get(s) ?? 0;
+    const errors = errorTimes.filter((e) => e >= f.startedAt && e < until).length;
     if (!theirs) return { delaySeconds: null, errors };
     const shift = lagAt(Math.min(next, last), mine, theirs) - lagAt(f.startedAt, mine, theirs);
     return { delaySeconds: Math.round(shift / 100) / 10, errors };

@@ -109,7 +109,7 @@ async function main(opts: DrillOptions): Promise<number> {
       product: drop.counts,
       endedAt: drop.endedAt,
       measured: baseline
-        ? againstBaseline(drop.measured, checkoutTimes(drop), drop.errorsPerSecond, baselineOf(baseline, opts))
+        ? againstBaseline(drop.measured, checkoutTimes(drop), drop.errorTimes, baselineOf(baseline, opts))
         : drop.measured,
     });
     fs.writeFileSync(path.join(opts.out, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);

@@ -92,10 +92,10 @@ export interface Measured {
 export function againstBaseline(
   measured: Measured,
   checkouts: number[],
-  errorsPerSecond: Map<number, number>,
+  errorTimes: number[],
   baseline: { figures: BaselineFigures; checkouts: number[] },
 ): Measured {
-  const effects = faultEffects(measured.faults, checkouts, errorsPerSecond, baseline.checkouts);
+  const effects = faultEffects(measured.faults, checkouts, errorTimes, baseline.checkouts);
   return {
     ...measured,
     faults: measured.faults.map((f, i) => ({ ...f, delaySeconds: effects[i].delaySeconds })),
@@ -112,8 +112,8 @@ export class DropMeasures {
   private drillCpuAt = process.cpuUsage();
   private stripeBefore?: RateLimits;
   private faultsRun: Promise<FaultRecord[]> = Promise.resolve([]);
-  /** Answers of 5xx or network errors to the buyers' API calls, per second since the opening. */
-  readonly errorsPerSecond = new Map<number, number>();
+  /** When the buyers' API calls were answered 5xx or failed on the network, ms since the opening. */
+  readonly errorTimes: number[] = [];
 
   constructor(
     private readonly target: Target,
@@ -147,10 +147,9 @@ export class DropMeasures {
     this.meter?.sample();
   }
 
-  /** Each answer the drill records, with the second it came in. */
-  count(answer: string, second: number): void {
-    if (/^(GET|POST) \/v1\/\S* (5\d\d|network error)/.test(answer))
-      this.errorsPerSecond.set(second, (this.errorsPerSecond.get(second) ?? 0) + 1);
+  /** Each answer the drill records, with when it came (ms since the opening). */
+  count(answer: string, at: number): void {
+    if (/^(GET|POST) \/v1\/\S* (5\d\d|network error)/.test(answer)) this.errorTimes.push(at);
   }
 
   startFaults(recorder: Recorder, signal: AbortSignal): void {
@@ -204,7 +203,7 @@ export class DropMeasures {
         perSecond: actions.perSecond,
       };
     }
-    const effects = faultEffects(faults, checkoutTimes, this.errorsPerSecond);
+    const effects = faultEffects(faults, checkoutTimes, this.errorTimes);
     measured.faults = faults.map((f, i) => ({
       ...f,
       ...effects[i],
