@@ -58,6 +58,8 @@ export async function runDrop(o: {
   target: Target;
   opts: DrillOptions;
   describe: (sku: string) => string;
+  /** False for the baseline: the same drop, its faults left out (its deadlines still allow for them). */
+  withFaults: boolean;
   say: (line: string) => void;
   signal: AbortSignal;
 }): Promise<DropResult> {
@@ -117,9 +119,10 @@ export async function runDrop(o: {
 
     const holdMs = opts.holdSeconds * 1000;
     const roomMs = opts.room ? (opts.buyers / opts.room.admitPerSecond) * 1500 : 0;
-    // Each fault costs the sale some seconds (a restart, a saga going on elsewhere): the buyers wait for them.
+    // Units come back after a lapse and may lapse again; each fault costs the sale some seconds (a
+    // restart, a saga going on elsewhere). The baseline keeps the same deadline as its faulted run.
     const saleDeadline =
-      opts.arrivalSeconds * 1000 + Math.max(2 * holdMs, 30_000) + roomMs + opts.faults.length * 10_000;
+      opts.arrivalSeconds * 1000 + Math.max(3 * holdMs, 30_000) + roomMs + opts.faults.length * 10_000;
     const settleAt = saleDeadline + holdMs + opts.settleSeconds * 1000;
     const ctx: SaleContext = {
       api,
@@ -200,7 +203,7 @@ export async function runDrop(o: {
         }),
       ),
     );
-    measures.startFaults(recorder, signal);
+    if (o.withFaults) measures.startFaults(recorder, signal);
     const watchStage = setInterval(() => {
       const t = recorder.tally();
       if (stage === 'selling' && t.arriving === 0 && t.queued + t.buying + t.admitted + t.holding === 0)

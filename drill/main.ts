@@ -94,9 +94,14 @@ async function main(opts: DrillOptions): Promise<number> {
     let baseline: DropResult | undefined;
     if (opts.baseline && opts.faults.length) {
       say('the same drop without faults first, to measure the faults by (--no-baseline skips it)...');
-      baseline = await runDrop({ ...common, opts: { ...opts, faults: [], pauseBeforeCheck: undefined } });
+      baseline = await runDrop({
+        ...common,
+        describe: (sku) => `${describe(sku)}\n(the baseline: this drop without its faults)`,
+        withFaults: false,
+        opts: { ...opts, pauseBeforeCheck: undefined },
+      });
     }
-    const drop = await runDrop({ ...common, opts });
+    const drop = await runDrop({ ...common, withFaults: true, opts });
     const { sku, recorder, checks } = drop;
     const summary = summarise({
       opts,
