@@ -157,14 +157,17 @@ async function stripeWindow(seconds: number, ctx: FaultContext): Promise<string>
 /** How far one fault moved the drop. */
 export interface FaultEffect {
   /**
-   * Seconds the checkouts fell further behind the same crowd's run without faults (--baseline) from
-   * this fault to the next one (or to the last checkout): with c(n) the time of the n-th checkout,
-   * the lag c(n) − c_baseline(n) after it less the lag when it began. Null without a baseline.
+   * Seconds the checkouts fell further behind the same crowd's run without faults (the baseline) from
+   * this fault to the next one, at most EFFECT_WINDOW_MS: with c(n) the time of the n-th checkout,
+   * the lag c(n) − c_baseline(n) then less the lag when it began. Null without a baseline.
    */
   delaySeconds: number | null;
   /** Answers to buyers that were 5xx or network errors, from the fault until the next one (10 s at most). */
   errors: number;
 }
+
+/** How long after a fault its effect is looked for (the tail of a drop differs from run to run anyway). */
+const EFFECT_WINDOW_MS = 15_000;
 
 /** The lag of the faulted run behind the baseline at the last checkout before `t`, ms (0 before the first). */
 function lagAt(t: number, checkouts: number[], baseline: number[]): number {
@@ -189,7 +192,8 @@ export function faultEffects(
     const until = Math.min(next, f.startedAt + 10_000);
     const errors = errorTimes.filter((e) => e >= f.startedAt && e < until).length;
     if (!theirs) return { delaySeconds: null, errors };
-    const shift = lagAt(Math.min(next, last), mine, theirs) - lagAt(f.startedAt, mine, theirs);
+    const end = Math.min(next, last, f.startedAt + EFFECT_WINDOW_MS);
+    const shift = lagAt(end, mine, theirs) - lagAt(f.startedAt, mine, theirs);
     return { delaySeconds: Math.round(shift / 100) / 10, errors };
   });
 }

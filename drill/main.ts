@@ -119,6 +119,8 @@ async function main(opts: DrillOptions): Promise<number> {
     });
     fs.writeFileSync(path.join(opts.out, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
     fs.writeFileSync(path.join(opts.out, 'buyers.json'), `${JSON.stringify(recorder.buyers)}\n`);
+    if (baseline)
+      fs.writeFileSync(path.join(opts.out, 'baseline-buyers.json'), `${JSON.stringify(baseline.recorder.buyers)}\n`);
     const report = path.join(opts.out, 'report.html');
     fs.writeFileSync(report, reportHtml(summary));
 

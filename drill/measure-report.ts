@@ -44,7 +44,7 @@ export function measuredSections(s: Summary): Section[] {
                 ? `: the faults moved it ${(soldOut - s.baseline.secondsToSellOut).toFixed(1)} s`
                 : ''
             }; last checkout ${dash(s.headline.lastCheckoutSeconds, ' s')} against ${dash(s.baseline.lastCheckoutSeconds, ' s')}`,
-            `"checkouts set back": how much further the checkouts fell behind the run without faults, from the fault to the next one (or the last checkout); ${delays.reduce((a, b) => a + b, 0).toFixed(1)} s in all. Runs of one crowd differ by a few seconds even without faults.`,
+            `"checkouts set back": how much further the checkouts fell behind the run without faults, from the fault to the next one (15 s at most); ${delays.reduce((a, b) => a + b, 0).toFixed(1)} s in all. Runs of one crowd differ by a few seconds even without faults, and their last units (a failed debit, a late payment) by more.`,
           ]
         : [
             `time to sold out: ${seconds(soldOut)}; without --no-baseline the drill runs the same crowd without the faults first and measures each fault against it`,
