@@ -78,7 +78,9 @@ export async function runDrop(o: {
   // The progress and the timeline read the product on a socket of their own, so they stay live under the crowd.
   const watch = new DrillHttp(target.apiUrls, 2 * target.apiUrls.length, record);
   const emulator = new DrillHttp(target.emulatorUrl, POLL_SOCKETS, record);
-  const measures = new DropMeasures(target, opts, emulator, say);
+  // The drill's own control calls (limits, faults, counts) are not the buyers' answers: not recorded.
+  const control = new DrillHttp(target.emulatorUrl, 4, () => {});
+  const measures = new DropMeasures(target, opts, control, say);
   try {
     const ttlSeconds = 6 * 3600;
     const tokens = await Promise.all(
@@ -246,6 +248,6 @@ export async function runDrop(o: {
       errorTimes: measures.errorTimes,
     };
   } finally {
-    for (const client of [api, poll, watch, emulator]) client.close();
+    for (const client of [api, poll, watch, emulator, control]) client.close();
   }
 }

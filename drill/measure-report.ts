@@ -21,7 +21,14 @@ export function measuredSections(s: Summary): Section[] {
     sections.push({
       id: 'faults',
       title: 'Faults (seconds after the opening)',
-      head: ['at s', 'fault', 'over after s', 'checkouts set back s', '5xx or network answers (10 s)', 'what happened'],
+      head: [
+        'at s',
+        'fault',
+        'over after s',
+        'checkouts set back s',
+        '5xx or network answers until the next (10 s at most)',
+        'what happened',
+      ],
       rows: s.faults.map((f) => [
         (f.startedAt / 1000).toFixed(1),
         f.kind === 'api' || f.kind === 'worker' ? `${f.kind} (${f.target})` : f.kind,
