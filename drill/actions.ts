@@ -8,6 +8,7 @@
 // counted: queries (the service sends none), workflow task heartbeats, activity heartbeats.
 import type { Client } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { purchaseWorkflowId } from '../vocabulary';
 
 export const ACTION_TYPES = [
   'start',
@@ -25,7 +26,10 @@ export const ACTION_TYPES = [
 export type ActionType = (typeof ACTION_TYPES)[number];
 
 export interface ActionCount {
+  /** Workflow executions (a saga's follow-up run is one more). */
   workflows: number;
+  /** Distinct purchase workflows: the sagas, whether or not their buyer got a checkout. */
+  sagas: number;
   total: number;
   byType: Record<ActionType, number>;
   /** Actions per second of the drop (by the events' times, seconds since the opening). */
@@ -122,6 +126,7 @@ export function countHistory(workflowId: string, events: JsonEvent[], t0: number
 export function emptyCount(): ActionCount {
   return {
     workflows: 0,
+    sagas: 0,
     total: 0,
     byType: Object.fromEntries(ACTION_TYPES.map((t) => [t, 0])) as Record<ActionType, number>,
     perSecond: [],
@@ -146,6 +151,7 @@ export async function countActions(client: Client, sku: string, t0: number): Pro
     }
   };
   await Promise.all(Array.from({ length: HISTORY_FETCHES_AT_ONCE }, fetchOne));
+  count.sagas = new Set(executions.map((e) => e.workflowId).filter((id) => id.startsWith(purchaseWorkflowId('')))).size;
   const bySecond = new Map<number, number>();
   for (const { second, actions } of count.perSecond) bySecond.set(second, (bySecond.get(second) ?? 0) + actions);
   count.perSecond = [...bySecond].sort(([a], [b]) => a - b).map(([second, actions]) => ({ second, actions }));

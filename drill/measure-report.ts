@@ -111,7 +111,7 @@ export function measuredSections(s: Summary): Section[] {
   if (s.temporalActions) {
     const a = s.temporalActions;
     const per = (n: number, d: number | null) => (d ? (n / d).toFixed(2) : '—');
-    const sagas = a.perSaga ? a.total / a.perSaga : null;
+    const sagas = a.sagas || null;
     const sales = a.perSale ? a.total / a.perSale : null;
     sections.push({
       id: 'actions',
@@ -124,7 +124,7 @@ export function measuredSections(s: Summary): Section[] {
         ['all', a.total, dash(a.perSaga), dash(a.perSale)],
       ],
       notes: [
-        `${a.workflows} workflow executions; peak ${a.peakPerSecond} actions in one second (Temporal Cloud's default limit: 500 a second per namespace)`,
+        `${a.sagas} purchase sagas in ${a.workflows} workflow executions; peak ${a.peakPerSecond} actions in one second (Temporal Cloud's default limit: 500 a second per namespace)`,
       ],
     });
   }

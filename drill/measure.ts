@@ -60,6 +60,8 @@ export interface CostFigures {
 
 export interface ActionFigures {
   workflows: number;
+  /** Distinct purchase workflows (more than the checkouts when some never got that far). */
+  sagas: number;
   total: number;
   byType: Record<ActionType, number>;
   perSaga: number | null;
@@ -197,7 +199,8 @@ export class DropMeasures {
         workflows: actions.workflows,
         total: actions.total,
         byType: actions.byType,
-        perSaga: sagas ? round(actions.total / sagas) : null,
+        sagas: actions.sagas,
+        perSaga: actions.sagas ? round(actions.total / actions.sagas) : null,
         perSale: o.sales ? round(actions.total / o.sales) : null,
         peakPerSecond: actions.peakPerSecond,
         perSecond: actions.perSecond,
