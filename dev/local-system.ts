@@ -46,13 +46,73 @@ export interface LocalSystemOptions {
   emulatorEnv?: NodeJS.ProcessEnv;
 }
 
-function startNode(
+/** The secrets one throwaway system's API, worker and emulator share, derived from its name. */
+export interface SystemSecrets {
+  admin: string;
+  support: string;
+  /** The HS256 secret of buyer tokens. */
+  buyer: string;
+  webhook: string;
+  stripeKey: string;
+  /** The bot check's HMAC key (BOT_CHECK_SECRET). */
+  botCheck: string;
+}
+
+export function systemSecrets(name: string): SystemSecrets {
+  const word = name.replace(/\W/g, '_');
+  return {
+    admin: `${name}-admin`,
+    support: `${name}-support`,
+    buyer: `${name}-buyer-token-secret-${randomUUID()}`,
+    webhook: `whsec_${word}`,
+    stripeKey: `sk_test_${word}`,
+    botCheck: `${name}-bot-check-secret-${randomUUID()}`,
+  };
+}
+
+/** What the worker and the API share: where Postgres, Temporal and the emulator are, and the secrets. */
+export function serviceEnv(o: {
+  databaseUrl: string;
+  temporalAddress: string;
+  temporalNamespace: string;
+  taskQueue: string;
+  emulatorUrl: string;
+  /** Where buyers reach the API (the balancer, when there is one). */
+  publicUrl: string;
+  secrets: SystemSecrets;
+}): NodeJS.ProcessEnv {
+  return {
+    DATABASE_URL: o.databaseUrl,
+    TEMPORAL_ADDRESS: o.temporalAddress,
+    TEMPORAL_NAMESPACE: o.temporalNamespace,
+    TASK_QUEUE: o.taskQueue,
+    STRIPE_SECRET_KEY: o.secrets.stripeKey,
+    STRIPE_API_URL: o.emulatorUrl,
+    STRIPE_EMULATOR: '1',
+    STRIPE_WEBHOOK_SECRET: o.secrets.webhook,
+    ADMIN_TOKEN: o.secrets.admin,
+    SUPPORT_TOKEN: o.secrets.support,
+    BUYER_TOKEN_SECRET: o.secrets.buyer,
+    BOT_CHECK_SECRET: o.secrets.botCheck,
+    HOST: '127.0.0.1',
+    PUBLIC_URL: o.publicUrl,
+  };
+}
+
+export interface NodePart {
+  child: ChildHandle;
+  /** Resolves when the process printed its ready line; rejects when it exits first or takes too long. */
+  ready: Promise<void>;
+}
+
+/** A service of this repository (`api/main.ts`, …) as a child process running the TypeScript source. */
+export function startNode(
   name: string,
   script: string,
   env: NodeJS.ProcessEnv,
   readyLine: RegExp,
   log: Log | undefined,
-): { child: ChildHandle; ready: Promise<void> } {
+): NodePart {
   let markReady = (): void => {};
   const seen = new Promise<void>((resolve) => (markReady = resolve));
   const child = spawnChild({
@@ -90,6 +150,44 @@ function startNode(
   return { child, ready };
 }
 
+/** The payments emulator, signing its webhooks with the system's secret and sending them to `webhookUrl`. */
+export function startEmulatorProcess(o: {
+  port: number;
+  webhookUrl: string;
+  secrets: SystemSecrets;
+  /** More environment for it (STRIPE_EMULATOR_RATE_LIMIT, say). */
+  env?: NodeJS.ProcessEnv;
+  log?: Log;
+}): NodePart {
+  const env = {
+    STRIPE_EMULATOR_PORT: String(o.port),
+    STRIPE_EMULATOR_HOST: '127.0.0.1',
+    STRIPE_WEBHOOK_SECRET: o.secrets.webhook,
+    STRIPE_EMULATOR_WEBHOOK_URL: o.webhookUrl,
+    ...o.env,
+  };
+  return startNode('emulator', 'dev/emulator/main.ts', env, /Stripe API on/, o.log);
+}
+
+export function startWorkerProcess(name: string, env: NodeJS.ProcessEnv, log?: Log): NodePart {
+  return startNode(name, 'worker/main.ts', env, /polling task queue/, log);
+}
+
+/** An API on `port`; no drain pause at its end (SHUTDOWN_GRACE_MS 0) unless `env` says otherwise. */
+export function startApiProcess(name: string, port: number, env: NodeJS.ProcessEnv, log?: Log): NodePart {
+  return startNode(name, 'api/main.ts', { SHUTDOWN_GRACE_MS: '0', ...env, PORT: String(port) }, /listening on/, log);
+}
+
+/** Until every part is ready; rejects with the first that fails, or when `signal` aborts. */
+export async function allReady(parts: NodePart[], signal?: AbortSignal): Promise<void> {
+  const aborted = new Promise<never>((_, reject) => {
+    if (signal?.aborted) reject(signal.reason as Error);
+    signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+  });
+  aborted.catch(() => {});
+  await Promise.race([Promise.all(parts.map((p) => p.ready)), aborted]);
+}
+
 /** Starts everything; if a part fails (or `signal` aborts), what started is stopped and this rejects. */
 export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalSystem> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `${opts.name}-`));
@@ -110,57 +208,24 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
     const [apiPort, emulatorPort] = [await freePort(), await freePort()];
     const base = `http://127.0.0.1:${apiPort}`;
     const emulatorUrl = `http://127.0.0.1:${emulatorPort}`;
-    const secrets = {
-      admin: `${opts.name}-admin`,
-      buyer: `${opts.name}-buyer-token-secret-${randomUUID()}`,
-      webhook: `whsec_${opts.name.replace(/\W/g, '_')}`,
-    };
+    const secrets = systemSecrets(opts.name);
     const taskQueue = `${opts.name}-${randomUUID()}`;
-    const shared: NodeJS.ProcessEnv = {
-      DATABASE_URL: stack.databaseUrl,
-      TEMPORAL_ADDRESS: stack.temporalAddress,
-      TEMPORAL_NAMESPACE: stack.temporalNamespace,
-      TASK_QUEUE: taskQueue,
-      STRIPE_SECRET_KEY: `sk_test_${opts.name.replace(/\W/g, '_')}`,
-      STRIPE_API_URL: emulatorUrl,
-      STRIPE_EMULATOR: '1',
-      STRIPE_WEBHOOK_SECRET: secrets.webhook,
-      ADMIN_TOKEN: secrets.admin,
-      SUPPORT_TOKEN: `${opts.name}-support`,
-      BUYER_TOKEN_SECRET: secrets.buyer,
-      BOT_CHECK_SECRET: `${opts.name}-bot-check-secret-${randomUUID()}`,
-      HOST: '127.0.0.1',
-      PORT: String(apiPort),
-      PUBLIC_URL: base,
-      ...opts.env,
-    };
+    const shared = { ...serviceEnv({ ...stack, taskQueue, emulatorUrl, publicUrl: base, secrets }), ...opts.env };
     opts.say?.('starting the payments emulator, the worker and the API (child processes)...');
     const parts = [
-      startNode(
-        'emulator',
-        'dev/emulator/main.ts',
-        {
-          STRIPE_EMULATOR_PORT: String(emulatorPort),
-          STRIPE_EMULATOR_HOST: '127.0.0.1',
-          STRIPE_WEBHOOK_SECRET: secrets.webhook,
-          STRIPE_EMULATOR_WEBHOOK_URL: `${base}/v1/webhooks/stripe`,
-          PORT: String(apiPort),
-          ...opts.emulatorEnv,
-        },
-        /Stripe API on/,
-        opts.log,
-      ),
-      startNode('worker', 'worker/main.ts', shared, /polling task queue/, opts.log),
+      startEmulatorProcess({
+        port: emulatorPort,
+        webhookUrl: `${base}/v1/webhooks/stripe`,
+        secrets,
+        env: opts.emulatorEnv,
+        log: opts.log,
+      }),
+      startWorkerProcess('worker', shared, opts.log),
       // No drain pause at the end of the run: nothing routes traffic to this API but the tool.
-      startNode('api', 'api/main.ts', { ...shared, SHUTDOWN_GRACE_MS: '0', ...opts.apiEnv }, /listening on/, opts.log),
+      startApiProcess('api', apiPort, { ...shared, ...opts.apiEnv }, opts.log),
     ];
     children.push(...parts.map((p) => p.child));
-    const aborted = new Promise<never>((_, reject) => {
-      if (opts.signal?.aborted) reject(opts.signal.reason as Error);
-      opts.signal?.addEventListener('abort', () => reject(opts.signal!.reason as Error), { once: true });
-    });
-    aborted.catch(() => {});
-    await Promise.race([Promise.all(parts.map((p) => p.ready)), aborted]);
+    await allReady(parts, opts.signal);
     for (const child of children) {
       void child.exited.then((info) => {
         if (!stopping) opts.onUnexpectedExit?.(child.name, info, child.output());

@@ -27,6 +27,8 @@ export interface StartPostgresOptions {
   log: Log;
   /** Server output goes here; without it the last lines are kept in memory for error messages. */
   logFile?: string;
+  /** Server settings over the defaults (e.g. `max_connections` for a topology of many processes). */
+  settings?: Record<string, string>;
   signal?: AbortSignal;
 }
 
@@ -35,6 +37,8 @@ export interface PostgresServer {
   url: string;
   /** The cluster's folder (`dataDir` with the major version appended). */
   dataDir: string;
+  /** The postmaster's process id (its backends are its children). */
+  pid: number;
   /** Fast shutdown (rolls back open transactions, then a clean checkpoint), and waits for it. */
   stop(): Promise<void>;
 }
@@ -68,7 +72,7 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
     const server = spawnChild({
       name: 'postgres',
       command: path.join(binDir, 'postgres'),
-      args: serverArgs(dataDir, port),
+      args: serverArgs(dataDir, port, opts.settings),
       logFile: opts.logFile,
       runAs,
       // SIGINT is Postgres's "fast shutdown": the cluster is left clean even if the launcher died.
@@ -95,12 +99,13 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
     return {
       url: `postgres://${SUPERUSER}@127.0.0.1:${port}/${DATABASE_NAME}`,
       dataDir,
+      pid: server.pid,
       stop: () => server.stop(),
     };
   }
 }
 
-function serverArgs(dataDir: string, port: number): string[] {
+function serverArgs(dataDir: string, port: number, overrides: Record<string, string> = {}): string[] {
   // A Unix socket path longer than 107 bytes cannot be bound; clients here use TCP, so skip the socket then.
   const socketDir = Buffer.byteLength(path.join(dataDir, `.s.PGSQL.${port}.lock`)) < 100 ? dataDir : '';
   const settings: Record<string, string> = {
@@ -115,6 +120,7 @@ function serverArgs(dataDir: string, port: number): string[] {
     // A young cluster creates its WAL segments as it goes; zero-filling each new 16 MB file stalls
     // commits for milliseconds until segments start being recycled. Commits stay durable without it.
     wal_init_zero: 'off',
+    ...overrides,
   };
   return ['-D', dataDir, ...Object.entries(settings).flatMap(([key, value]) => ['-c', `${key}=${value}`])];
 }

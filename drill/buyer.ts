@@ -148,7 +148,8 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
     } else if (a.status === 403 && type.endsWith('not-admitted') && admission) {
       // The admission's session ended (or was spent) before a checkout: the ticket says expired.
       return finish(b, 'room_expired', `admission lapsed before a checkout: ${str(a.body.detail)}`);
-    } else if (a.status === 503 || a.status === 429) {
+    } else if (a.status === 503 || a.status === 429 || a.status === 502 || a.status === 504) {
+      // 502/504: a balancer between the buyer and an API that died; the same key joins the purchase.
       b.note = `${a.status} ${type}`.trim();
       if (a.body.retryWithNewKey === true) key = randomUUID();
       await sleep(jitter(1000, 2500));

@@ -10,16 +10,36 @@ export interface Answer {
 /** Longer than the API's own purchase deadline (PURCHASE_TIMEOUT_MS, 20 s): the API should answer first. */
 const REQUEST_TIMEOUT_MS = 60_000;
 
-export class DrillHttp {
-  private readonly client: HttpClient;
+/** A base that refused or dropped a connection is left out this long (an API process that died). */
+const DOWN_FOR_MS = 5000;
 
+export class DrillHttp {
+  private readonly clients: HttpClient[];
+  private readonly downUntil: number[];
+  private turn = 0;
+
+  /**
+   * Several bases: the calls go round them (the drill spreading its buyers over the APIs when no
+   * balancer fronts them), skipping for a while one whose connection failed.
+   */
   constructor(
-    base: string,
+    base: string | string[],
     sockets: number,
     /** Where each answer's latency goes (`Recorder.record`). */
     private readonly record: (answer: string, ms: number) => void,
   ) {
-    this.client = new HttpClient(base, sockets, REQUEST_TIMEOUT_MS);
+    const bases = typeof base === 'string' ? [base] : base;
+    this.clients = bases.map((b) => new HttpClient(b, Math.ceil(sockets / bases.length), REQUEST_TIMEOUT_MS));
+    this.downUntil = bases.map(() => 0);
+  }
+
+  private pick(): number {
+    const now = Date.now();
+    for (let i = 0; i < this.clients.length; i++) {
+      const n = this.turn++ % this.clients.length;
+      if (this.downUntil[n] <= now) return n;
+    }
+    return this.turn++ % this.clients.length;
   }
 
   /**
@@ -34,8 +54,9 @@ export class DrillHttp {
   ): Promise<Answer> {
     const started = performance.now();
     const headers = { ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}), ...o.headers };
+    const n = this.pick();
     try {
-      const r = await this.client.send(
+      const r = await this.clients[n].send(
         method,
         path,
         headers,
@@ -47,12 +68,13 @@ export class DrillHttp {
       return { status: r.status, body };
     } catch (err) {
       this.record(`${method} ${route} network error`, performance.now() - started);
+      if (this.clients.length > 1) this.downUntil[n] = Date.now() + DOWN_FOR_MS;
       throw err;
     }
   }
 
   close(): void {
-    this.client.close();
+    for (const c of this.clients) c.close();
   }
 }
 

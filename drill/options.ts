@@ -2,6 +2,7 @@
 // stack, or a running deployment with --base). Bad flags are a UsageError: printed with the usage, exit 2.
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { defaultFaults, parseFaults, type FaultPlan } from './faults';
 
 /** What a buyer who got a checkout does with it. */
 export const BEHAVIOURS = ['pay', 'late', 'decline', 'delayed', 'delayed_fail', 'abandon', 'bot'] as const;
@@ -56,6 +57,14 @@ export interface DrillOptions {
   adminToken?: string;
   buyerTokenSecret?: string;
   emulatorUrl?: string;
+  /** The production shape instead of the local stack (dev/cluster.ts). */
+  cluster?: { apis: number; workers: number; balancer: boolean };
+  /** Faults during the drop, by seconds after the opening. */
+  faults: FaultPlan[];
+  /** With faults: run the same crowd without them first, on the same deployment, to measure them by. */
+  baseline: boolean;
+  /** The emulator's limit for the account and each endpoint, requests a second (0: none); unset: as it is. */
+  stripeRate?: number;
   /** Writes this file when the sale is over and waits until it is deleted before checking. */
   pauseBeforeCheck?: string;
   verbose: boolean;
@@ -87,6 +96,20 @@ nothing was oversold or lost, and writes report.html and summary.json.
                           its own, and the report counts what each rule stopped
   --settle S              how long to wait at most for the sagas to settle (default 60 + hold)
   --out DIR               where the report goes (default .data/drills/<time>/)
+  --cluster               the production shape: Postgres, the real Temporal server on it, two APIs
+                          behind HAProxy (spread over without one), two workers, the emulator; the
+                          report adds the CPU each kind of process spent per sale and per refused buyer
+    --apis N, --workers N the cluster's API and worker processes (default 2 each)
+    --no-balancer         no HAProxy even where installed: the buyers are spread over the APIs
+  --faults LIST           faults mid-drop, kind@seconds after the opening (stripe@S:D lasts D s):
+                          api (kill -9 of one API), worker (kill -9 of one worker), temporal (restart),
+                          stripe (the emulator failing calls and shuffling webhooks); none for none
+                          (default with --cluster: all four, e.g. stripe@4:3,api@8,worker@12,temporal@16
+                          for a 10 s arrival; without --cluster: none, and only stripe is possible)
+  --no-baseline           with faults: skip the same drop without them that runs first (the faults'
+                          delays are measured against it; the drill then takes half as long)
+  --stripe-rate N         the emulator limits Stripe calls to N a second, for the account and each
+                          endpoint (0: no limit; default: the emulator's own, the sandbox's 25/s)
   --base URL              drill a running deployment instead of starting the local stack; needs
     --admin-token T       (or ADMIN_TOKEN),
     --buyer-token-secret  (or BUYER_TOKEN_SECRET) to sign the buyers' tokens, and
@@ -135,6 +158,38 @@ function parseRoom(raw: string | undefined): Room | undefined {
   };
 }
 
+/** --cluster and its sizes, and the faults (the processes only the cluster can lose). */
+function readTopology(
+  opts: DrillOptions,
+  v: { cluster?: boolean; apis?: string; workers?: string; 'no-balancer'?: boolean; faults?: string; base?: string },
+): void {
+  if (v.cluster) {
+    if (v.base) throw new UsageError('--cluster starts its own deployment: it does not go with --base');
+    opts.cluster = {
+      apis: num('--apis', v.apis, 2, { int: true, min: 1, max: 16 }),
+      workers: num('--workers', v.workers, 2, { int: true, min: 1, max: 16 }),
+      balancer: !v['no-balancer'],
+    };
+  } else if (v.apis !== undefined || v.workers !== undefined || v['no-balancer']) {
+    throw new UsageError('--apis, --workers and --no-balancer go with --cluster');
+  }
+  try {
+    opts.faults =
+      v.faults !== undefined ? parseFaults(v.faults) : opts.cluster ? defaultFaults(opts.arrivalSeconds) : [];
+  } catch (err) {
+    throw new UsageError(`--faults: ${(err as Error).message}`);
+  }
+  const killed = (kind: string) => opts.faults.filter((f) => f.kind === kind).length;
+  if (!opts.cluster && opts.faults.some((f) => f.kind !== 'stripe'))
+    throw new UsageError('--faults: api, worker and temporal faults need --cluster (the local stack has one of each)');
+  if (opts.cluster && killed('api') >= opts.cluster.apis)
+    throw new UsageError(`--faults: ${killed('api')} API kill(s) would leave none of the ${opts.cluster.apis} APIs`);
+  if (opts.cluster && killed('worker') >= opts.cluster.workers)
+    throw new UsageError(
+      `--faults: ${killed('worker')} worker kill(s) would leave none of the ${opts.cluster.workers} workers`,
+    );
+}
+
 /** A folder name from the time: 2026-12-01T10-15-30Z. */
 export function stamp(d = new Date()): string {
   return d
@@ -169,6 +224,13 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv, cwd = proces
         'buyer-token-secret': { type: 'string' },
         emulator: { type: 'string' },
         'pause-before-check': { type: 'string' },
+        cluster: { type: 'boolean' },
+        apis: { type: 'string' },
+        workers: { type: 'string' },
+        'no-balancer': { type: 'boolean' },
+        faults: { type: 'string' },
+        'stripe-rate': { type: 'string' },
+        'no-baseline': { type: 'boolean' },
         verbose: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -196,7 +258,12 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv, cwd = proces
     base: values.base?.replace(/\/+$/, ''),
     pauseBeforeCheck: values['pause-before-check'],
     verbose: values.verbose ?? false,
+    faults: [],
+    baseline: !values['no-baseline'],
   };
+  if (values['stripe-rate'] !== undefined)
+    opts.stripeRate = num('--stripe-rate', values['stripe-rate'], 0, { min: 0, max: 100_000 });
+  readTopology(opts, values);
   if (values.early !== undefined && !room)
     throw new UsageError('--early needs --room (a pre-queue is a room before its opening)');
   if (opts.base) {

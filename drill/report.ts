@@ -3,6 +3,7 @@
 // node_modules. The figures are the summary itself, embedded as JSON in the page.
 import fs from 'node:fs';
 import path from 'node:path';
+import { measuredSections } from './measure-report';
 import type { Summary } from './summary';
 
 function uplotAssets(): { js: string; css: string } {
@@ -73,6 +74,14 @@ ${table(
 )}
 <p class="muted">${s.rules.humansSolved} challenges solved by the simulated humans, ${s.rules.humanSolveAttempts} attempts (PBKDF2 derivations) in all.</p>`
     : '';
+  const measured = measuredSections(s)
+    .map(
+      (sec) =>
+        `<h2 id="${sec.id}">${escapeHtml(sec.title)}</h2>\n${table(sec.head, sec.rows)}\n${sec.notes
+          .map((n) => `<p class="muted">${escapeHtml(n)}</p>`)
+          .join('\n')}`,
+    )
+    .join('\n');
   const verdict = h.invariantsHeld
     ? '<p class="ok">Every invariant held.</p>'
     : `<p class="bad">Failed: ${escapeHtml(
@@ -114,6 +123,7 @@ ${headline}
 <h2>Invariants</h2>
 ${invariants}
 ${rules}
+${measured}
 <h2>Outcomes by behaviour</h2>
 ${byBehaviour}
 <h2>Latency of each answer</h2>

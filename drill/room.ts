@@ -1,6 +1,6 @@
 // The waiting room as a buyer and as the admin see it, over HTTP only (the contract of
 // `POST /v1/products/:sku/queue`, `GET /v1/queue/:ticket` and `GET /v1/products/:sku/waiting-room`).
-import { sleep, str, type DrillHttp } from './http';
+import { sleep, str, type Answer, type DrillHttp } from './http';
 import type { BuyerRecord } from './recorder';
 
 export type RoomResult =
@@ -36,22 +36,20 @@ export async function waitInRoom(
   let ticket: string | undefined;
   while (!ticket) {
     if (o.now() > o.deadline()) return { state: 'gave_up', note: 'could not join the room' };
-    const joined = await http.call(
-      'POST',
-      `/v1/products/${encodeURIComponent(o.sku)}/queue`,
-      '/v1/products/:sku/queue',
-      {
+    // A join is safe to repeat (one ticket per buyer): a lost connection is tried again.
+    const joined = await http
+      .call('POST', `/v1/products/${encodeURIComponent(o.sku)}/queue`, '/v1/products/:sku/queue', {
         headers: joinHeaders,
         body: {},
-      },
-    );
+      })
+      .catch((): Answer => ({ status: 0, body: {} }));
     if ((joined.status === 201 || joined.status === 200) && typeof joined.body.ticket === 'string') {
       ticket = joined.body.ticket;
       const early = toResult(joined.body);
       if (early) return early;
     } else if (joined.status === 403 && str(joined.body.type).endsWith('bot-check-failed')) {
       return { state: 'bot_check', note: str(joined.body.reason) };
-    } else if (joined.status === 503 || joined.status === 429) {
+    } else if (joined.status === 0 || joined.status >= 500 || joined.status === 429) {
       await sleep(1000 + o.rand() * 1000);
     } else {
       return { state: 'gave_up', note: `join: ${joined.status} ${str(joined.body.type)}`.trim() };
@@ -61,7 +59,9 @@ export async function waitInRoom(
   // (sold out, say) and gives up only when the room still has it waiting.
   const pause = (ms: number) => sleep(Math.min(ms, Math.max(0, o.deadline() - o.now()) + 100));
   for (;;) {
-    const r = await poll.call('GET', `/v1/queue/${encodeURIComponent(ticket)}`, '/v1/queue/:ticket', { headers });
+    const r: Answer = await poll
+      .call('GET', `/v1/queue/${encodeURIComponent(ticket)}`, '/v1/queue/:ticket', { headers })
+      .catch((): Answer => ({ status: 0, body: {} }));
     if (r.status === 200) {
       // After the opening a pre-queue ticket comes back re-signed with its place: poll with that one.
       if (typeof r.body.ticket === 'string' && r.body.ticket) ticket = r.body.ticket;
@@ -75,7 +75,7 @@ export async function waitInRoom(
       const wait = Number(r.body.estimatedWaitSeconds);
       const base = Number.isFinite(wait) ? (wait * 1000) / 2 : MIN_POLL_MS;
       await pause(Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, base)) * (0.75 + o.rand() * 0.5));
-    } else if (r.status >= 500 || r.status === 429) {
+    } else if (r.status === 0 || r.status >= 500 || r.status === 429) {
       if (o.now() > o.deadline()) return { state: 'gave_up', note: `poll: ${r.status} at the end of the drill` };
       await pause(2000 + o.rand() * 1000);
     } else {

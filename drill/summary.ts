@@ -2,6 +2,7 @@
 // long the queue got, what was sold, refunded, oversold or lost), the outcome of every buyer, the
 // invariants, the latencies and the timeline. `summary.json` is this object; the report draws it.
 import type { Check } from './invariants';
+import type { Measured } from './measure';
 import { BEHAVIOURS, type DrillOptions } from './options';
 import { percentiles, type Percentiles, type Recorder } from './recorder';
 import { ruleCounts, type SaleRules } from './rules';
@@ -68,6 +69,8 @@ export interface Summary {
     peakCheckoutsPerSecond: number;
     /** From the opening to the last unit sold, when all were. */
     secondsToSellOut: number | null;
+    /** Seconds after the opening of the last checkout a buyer got. */
+    lastCheckoutSeconds: number | null;
     peakQueue: number;
     purchaseP50Ms: number;
     purchaseP99Ms: number;
@@ -87,6 +90,21 @@ export interface Summary {
   latency: Array<{ answer: string } & Percentiles>;
   purchaseLatencyPerSecond: Array<{ second: number; answers: number; p50: number; p99: number }>;
   timeline: Sample[];
+  /** The faults set off mid-drop and how far each moved it (empty without faults). */
+  faults: Measured['faults'];
+  /** With --cluster: CPU by kind of process, per sale and per refused buyer. */
+  cost?: Measured['cost'];
+  /** Temporal Cloud actions counted from the drop's histories (when the drill sees Temporal). */
+  temporalActions?: Measured['temporalActions'];
+  /** Stripe's calls and 429s during the drop, and its floor (when the emulator has a rate limiter). */
+  stripe?: Measured['stripe'];
+  /** The same crowd without faults, run first on the same deployment (--baseline). */
+  baseline?: Measured['baseline'];
+}
+
+/** Seconds after the opening of the first sample with every unit sold, or null. */
+export function soldOutAt(timeline: Sample[], units: number): number | null {
+  return timeline.find((s) => s.sold !== undefined && s.sold >= units)?.t ?? null;
 }
 
 export function summarise(o: {
@@ -100,6 +118,7 @@ export function summarise(o: {
   product: { sold: number; oversold: number };
   endedAt: number;
   rules?: SaleRules;
+  measured?: Measured;
 }): Summary {
   const { recorder, opts } = o;
   const buyers = recorder.buyers;
@@ -111,7 +130,7 @@ export function summarise(o: {
     const s = Math.floor(b.checkoutAt / 1000);
     checkoutsPerSecond.set(s, (checkoutsPerSecond.get(s) ?? 0) + 1);
   }
-  const soldOutAt = o.timeline.find((s) => s.sold !== undefined && s.sold >= opts.units)?.t ?? null;
+  const soldOut = soldOutAt(o.timeline, opts.units);
   const byBehaviour: Record<string, Record<string, number>> = {};
   for (const b of BEHAVIOURS) byBehaviour[b] = {};
   for (const b of buyers) {
@@ -158,7 +177,10 @@ export function summarise(o: {
       lost,
       purchaseAnswersPerSecond: perSecond.length ? Math.round(answered / perSecond.length) : 0,
       peakCheckoutsPerSecond: Math.max(0, ...checkoutsPerSecond.values()),
-      secondsToSellOut: soldOutAt,
+      secondsToSellOut: soldOut,
+      lastCheckoutSeconds: checkoutsPerSecond.size
+        ? Math.round(Math.max(...buyers.flatMap((b) => (b.checkoutAt === undefined ? [] : [b.checkoutAt]))) / 100) / 10
+        : null,
       // With a room, the longest line the room itself counted; without one, the buyers waiting to try again.
       peakQueue: Math.max(0, ...o.timeline.map((s) => (opts.room ? (s.room?.waiting ?? 0) : s.queued))),
       purchaseP50Ms: p.p50,
@@ -184,6 +206,11 @@ export function summarise(o: {
     latency: recorder.latencyByAnswer(),
     purchaseLatencyPerSecond: perSecond,
     timeline: o.timeline,
+    faults: o.measured?.faults ?? [],
+    ...(o.measured?.cost ? { cost: o.measured.cost } : {}),
+    ...(o.measured?.temporalActions ? { temporalActions: o.measured.temporalActions } : {}),
+    ...(o.measured?.stripe ? { stripe: o.measured.stripe } : {}),
+    ...(o.measured?.baseline ? { baseline: o.measured.baseline } : {}),
   };
 }
 

@@ -1,14 +1,18 @@
 // What the drill drills: the local stack it starts (dev/local-system.ts, the launcher bench:crowd
-// uses too), or a running deployment named by --base. Plus the clients of its inside checks.
+// uses too), the production shape (dev/cluster.ts, --cluster), or a running deployment named by
+// --base. Plus the clients of its inside checks.
 import { Client } from '@temporalio/client';
 import type Stripe from 'stripe';
 import { connectTemporal, createPool, createStripe } from '../config/clients';
+import { startCluster, type Cluster } from '../dev/cluster';
 import { startLocalSystem } from '../dev/local-system';
 import type { Db } from '../store/db';
 import type { DrillOptions } from './options';
 
 export interface Target {
   base: string;
+  /** Where the buyers go: `base`, or every API when several run without a balancer. */
+  apiUrls: string[];
   adminToken: string;
   buyerSecret: string;
   emulatorUrl: string;
@@ -17,6 +21,8 @@ export interface Target {
   stripe: Stripe;
   db?: Db;
   temporal?: Client;
+  /** With --cluster: its processes, to kill and to meter. */
+  cluster?: Cluster;
   /** Closes the clients and stops what the drill started; never throws. */
   close(): Promise<void>;
 }
@@ -32,7 +38,8 @@ export async function openTarget(
     closers.length = 0;
   };
   try {
-    let where: Omit<Target, 'stripe' | 'db' | 'temporal' | 'close'> & {
+    let where: Omit<Target, 'stripe' | 'db' | 'temporal' | 'close' | 'apiUrls'> & {
+      apiUrls?: string[];
       databaseUrl?: string;
       temporalAddress?: string;
       temporalNamespace: string;
@@ -49,7 +56,7 @@ export async function openTarget(
         temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
       };
     } else {
-      const system = await startLocalSystem({
+      const launch = {
         name: 'drill',
         say: o.say,
         log: opts.verbose ? o.say : undefined,
@@ -61,14 +68,22 @@ export async function openTarget(
           RATE_LIMIT_PER_BUYER_PER_MINUTE: '0',
           BOT_CHECK_MAX_NUMBER: String(opts.botCheckMaxNumber),
         },
-        onUnexpectedExit: (name, info, output) =>
+        onUnexpectedExit: (name: string, info: { code: number | null; signal: string | null }, output: string) =>
           o.onCrash(`${name} exited (${info.code ?? info.signal}) during the drill:\n${output}`),
-      });
-      closers.push(() => system.stop());
-      where = { ...system, describe: 'the local stack (API, worker and emulator in child processes)' };
+      };
+      if (opts.cluster) {
+        const cluster = await startCluster({ ...launch, ...opts.cluster });
+        closers.push(() => cluster.stop());
+        where = { ...cluster, cluster, apiUrls: cluster.balancer ? [cluster.base] : cluster.apiUrls };
+      } else {
+        const system = await startLocalSystem(launch);
+        closers.push(() => system.stop());
+        where = { ...system, describe: 'the local stack (API, worker and emulator in child processes)' };
+      }
     }
     const target: Target = {
       ...where,
+      apiUrls: where.apiUrls ?? [where.base],
       stripe: createStripe({ stripeSecretKey: 'sk_test_drill', stripeApiUrl: where.emulatorUrl }),
       close,
     };

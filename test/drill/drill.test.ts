@@ -1,41 +1,15 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { launchBrowser } from '../helpers/browser';
+import { runDrill } from '../helpers/drill';
 import { ADMIN_TOKEN, BUYER_TOKEN_SECRET, startSystem } from '../helpers/system';
 
 // `npm run drill` as its user runs it: a child process, its own stack or --base of one, its exit
 // code, its summary.json and report.html.
 
-const root = path.resolve(__dirname, '../..');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function runDrill(args: string[], onStderr?: (text: string) => void): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'drill/main.ts'), ...args], {
-      cwd: root,
-      env: process.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c.toString();
-      onStderr?.(stderr);
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 const tmp = (name: string) => fs.mkdtempSync(path.join(os.tmpdir(), `drill-test-${name}-`));
 const sum = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);

@@ -1,0 +1,215 @@
+// The production shape on one machine, for `npm run drill -- --cluster`: Postgres; the real Temporal
+// server on it (dev/temporal-server.ts: its own databases, several history shards, the repository's
+// dynamic config); the payments emulator; several workers and several API processes, the APIs behind
+// one address (HAProxy, dev/balancer.ts) when the distro has it. Each process can be killed on
+// purpose (a rehearsal's fault) and Temporal restarted; the rest carries on.
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { migrate } from '../store/migrate';
+import { findHaproxy, startBalancer, type Balancer } from './balancer';
+import {
+  allReady,
+  serviceEnv,
+  startApiProcess,
+  startEmulatorProcess,
+  startWorkerProcess,
+  systemSecrets,
+  type LocalSystem,
+  type LocalSystemOptions,
+  type NodePart,
+} from './local-system';
+import { startPostgres, type PostgresServer } from './postgres';
+import { freePort, type ChildHandle } from './proc';
+import { startTemporalServer, TEMPORAL_SERVER_VERSION, type RealTemporalServer } from './temporal-server';
+
+export const PROCESS_KINDS = ['api', 'worker', 'temporal', 'postgres', 'emulator', 'balancer'] as const;
+export type ProcessKind = (typeof PROCESS_KINDS)[number];
+
+export interface ClusterProcess {
+  name: string;
+  kind: ProcessKind;
+  pid: number;
+}
+
+export interface ClusterOptions extends LocalSystemOptions {
+  apis?: number;
+  workers?: number;
+  /** Put HAProxy in front of the APIs when it is installed (default); false: callers spread over apiUrls. */
+  balancer?: boolean;
+}
+
+export interface Cluster extends LocalSystem {
+  /** Every API process, in order (`api-1` first). `base` is the balancer's address, or the first API's without one. */
+  apiUrls: string[];
+  /** Set when a balancer fronts the APIs (`HAProxy 2.6.12 on 127.0.0.1:PORT`). */
+  balancer?: string;
+  describe: string;
+  /** The processes running now (a killed one is gone from the list; a restarted server has its new pid). */
+  processes(): ClusterProcess[];
+  /** `kill -9` of one API or worker (`api-1`, `worker-2`); resolves once it is gone. */
+  kill(name: string): Promise<void>;
+  /** Stops the Temporal server and starts it again on the same ports and databases. */
+  restartTemporal(): Promise<void>;
+}
+
+/** Each API and worker has its pool; Temporal its 30 connections; room to spare. */
+const MAX_CONNECTIONS = '400';
+
+export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
+  const apis = opts.apis ?? 2;
+  const workers = opts.workers ?? 2;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${opts.name}-cluster-`));
+  const log = opts.log ?? (() => {});
+  const children = new Map<string, { kind: ProcessKind; child: ChildHandle }>();
+  const killed = new Set<string>();
+  let postgres: PostgresServer | undefined;
+  let temporal: RealTemporalServer | undefined;
+  let balancer: Balancer | undefined;
+  let stopping = false;
+  const stop = async (): Promise<void> => {
+    stopping = true;
+    // Traffic first (APIs, then the balancer), then the workers and the emulator, then the servers.
+    const order: ProcessKind[] = ['api', 'balancer', 'worker', 'emulator'];
+    for (const kind of order) {
+      for (const { child } of [...children.values()].filter((c) => c.kind === kind)) await child.stop().catch(() => {});
+    }
+    children.clear();
+    await temporal?.stop().catch(() => {});
+    await postgres?.stop().catch(() => {});
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    opts.say?.(`starting Postgres and the Temporal server ${TEMPORAL_SERVER_VERSION} on it...`);
+    postgres = await startPostgres({
+      dataDir: path.join(dir, 'postgres'),
+      log: (line) => log(`[postgres] ${line}`),
+      logFile: path.join(dir, 'postgres.log'),
+      settings: { max_connections: MAX_CONNECTIONS },
+      signal: opts.signal,
+    });
+    const databaseUrl = postgres.url;
+    const db = new URL(databaseUrl);
+    [temporal] = await Promise.all([
+      startTemporalServer({
+        postgres: { host: db.hostname, port: Number(db.port), user: decodeURIComponent(db.username) },
+        dataDir: path.join(dir, 'temporal'),
+        namespace: 'default',
+        log: (line) => log(`[temporal] ${line}`),
+        signal: opts.signal,
+      }),
+      migrate(databaseUrl, (line) => log(`[postgres] ${line}`)),
+    ]);
+
+    const apiPorts = await Promise.all(Array.from({ length: apis }, () => freePort()));
+    const apiUrls = apiPorts.map((p) => `http://127.0.0.1:${p}`);
+    const apiNames = apiPorts.map((_, i) => `api-${i + 1}`);
+    const haproxy = opts.balancer === false ? undefined : findHaproxy();
+    if (haproxy) {
+      balancer = await startBalancer({
+        haproxy,
+        dir,
+        servers: apiPorts.map((port, i) => ({ name: apiNames[i], port })),
+        log,
+      });
+      children.set('balancer', { kind: 'balancer', child: balancer.child });
+    }
+    const base = balancer?.url ?? apiUrls[0];
+    const emulatorPort = await freePort();
+    const emulatorUrl = `http://127.0.0.1:${emulatorPort}`;
+    const secrets = systemSecrets(opts.name);
+    const taskQueue = `${opts.name}-${randomUUID()}`;
+    const temporalAddress = temporal.address;
+    const shared = serviceEnv({
+      databaseUrl,
+      temporalAddress,
+      temporalNamespace: temporal.namespace,
+      taskQueue,
+      emulatorUrl,
+      publicUrl: base,
+      secrets,
+    });
+    opts.say?.(
+      `starting the payments emulator, ${workers} workers and ${apis} APIs${balancer ? ` behind ${balancer.describe}` : ' (no balancer installed)'}...`,
+    );
+    const parts: Array<[string, ProcessKind, NodePart]> = [
+      [
+        'emulator',
+        'emulator',
+        startEmulatorProcess({ port: emulatorPort, webhookUrl: `${base}/v1/webhooks/stripe`, secrets, log: opts.log }),
+      ],
+      ...Array.from({ length: workers }, (_, i): [string, ProcessKind, NodePart] => {
+        const name = `worker-${i + 1}`;
+        // A free port each for /metrics: several workers share the host.
+        return [name, 'worker', startWorkerProcess(name, { ...shared, WORKER_METRICS_PORT: '0' }, opts.log)];
+      }),
+      ...apiPorts.map((port, i): [string, ProcessKind, NodePart] => [
+        apiNames[i],
+        'api',
+        startApiProcess(apiNames[i], port, { ...shared, ...opts.apiEnv }, opts.log),
+      ]),
+    ];
+    for (const [name, kind, part] of parts) children.set(name, { kind, child: part.child });
+    await allReady(
+      parts.map(([, , part]) => part),
+      opts.signal,
+    );
+    for (const [name, { child }] of children) {
+      void child.exited.then((info) => {
+        if (!stopping && !killed.has(name)) opts.onUnexpectedExit?.(name, info, child.output());
+      });
+    }
+    let webhookTarget = 0;
+    const temporalServer = temporal;
+    const pg = postgres;
+    return {
+      base,
+      apiUrls,
+      balancer: balancer?.describe,
+      describe: `the cluster (Temporal server ${TEMPORAL_SERVER_VERSION} on Postgres, ${apis} APIs ${
+        balancer ? `behind ${balancer.describe}` : 'without a balancer: the buyers are spread over them'
+      }, ${workers} workers, the emulator)`,
+      adminToken: secrets.admin,
+      buyerSecret: secrets.buyer,
+      emulatorUrl,
+      databaseUrl,
+      temporalAddress,
+      temporalNamespace: temporal.namespace,
+      taskQueue,
+      apiPid: children.get(apiNames[0])!.child.pid,
+      processes: () => [
+        { name: 'postgres', kind: 'postgres' as const, pid: pg.pid },
+        { name: 'temporal', kind: 'temporal' as const, pid: temporalServer.pid() },
+        ...[...children]
+          .filter(([name, { child }]) => !killed.has(name) && !child.exitInfo())
+          .map(([name, { kind, child }]) => ({ name, kind, pid: child.pid })),
+      ],
+      kill: async (name) => {
+        const entry = children.get(name);
+        if (!entry || (entry.kind !== 'api' && entry.kind !== 'worker'))
+          throw new Error(`no API or worker named ${name}`);
+        killed.add(name);
+        process.kill(entry.child.pid, 'SIGKILL');
+        await entry.child.exited;
+        // Without a balancer the emulator's webhooks go to one API: point them at one still running.
+        const index = apiNames.indexOf(name);
+        if (!balancer && index === webhookTarget) {
+          webhookTarget = apiNames.findIndex((n) => !killed.has(n));
+          if (webhookTarget >= 0) {
+            await fetch(`${emulatorUrl}/_emulator/webhooks`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ url: `${apiUrls[webhookTarget]}/v1/webhooks/stripe` }),
+            });
+          }
+        }
+      },
+      restartTemporal: () => temporalServer.restart(),
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

@@ -1,0 +1,167 @@
+// The measured blocks of a summary (faults, cost, Temporal actions, Stripe) as tables: drawn as text
+// at the end of the run and as HTML in report.html, from the same rows.
+import type { Summary } from './summary';
+
+export interface Section {
+  id: string;
+  title: string;
+  head: string[];
+  rows: Array<Array<string | number>>;
+  notes: string[];
+}
+
+const seconds = (v: number | null) => (v === null ? 'not sold out' : `${v} s after the opening`);
+const dash = (v: number | null | undefined, unit = '') => (v === null || v === undefined ? '—' : `${v}${unit}`);
+
+export function measuredSections(s: Summary): Section[] {
+  const sections: Section[] = [];
+  if (s.faults.length) {
+    const delays = s.faults.map((f) => f.delaySeconds ?? 0);
+    const soldOut = s.headline.secondsToSellOut;
+    sections.push({
+      id: 'faults',
+      title: 'Faults (seconds after the opening)',
+      head: [
+        'at s',
+        'fault',
+        'over after s',
+        'checkouts set back s',
+        '5xx or network answers until the next (10 s at most)',
+        'what happened',
+      ],
+      rows: s.faults.map((f) => [
+        (f.startedAt / 1000).toFixed(1),
+        f.kind === 'api' || f.kind === 'worker' ? `${f.kind} (${f.target})` : f.kind,
+        ((f.endedAt - f.startedAt) / 1000).toFixed(1),
+        dash(f.delaySeconds),
+        f.errors,
+        [
+          f.error ? `FAILED: ${f.error}` : f.detail,
+          f.stalledSagas
+            ? `${f.stalledSagas.count} sagas had a workflow task time out on it; they went on p50 ${dash(f.stalledSagas.resumedP50Seconds, ' s')}, at most ${dash(f.stalledSagas.resumedMaxSeconds, ' s')} after the kill${f.stalledSagas.notResumed ? `, ${f.stalledSagas.notResumed} not yet` : ''}`
+            : '',
+        ]
+          .filter(Boolean)
+          .join('; '),
+      ]),
+      notes: s.baseline
+        ? [
+            `time to sold out: ${seconds(soldOut)}; the same crowd without the faults (run first, on the same deployment): ${seconds(s.baseline.secondsToSellOut)}${
+              soldOut !== null && s.baseline.secondsToSellOut !== null
+                ? `: the faults moved it ${(soldOut - s.baseline.secondsToSellOut).toFixed(1)} s`
+                : ''
+            }; last checkout ${dash(s.headline.lastCheckoutSeconds, ' s')} against ${dash(s.baseline.lastCheckoutSeconds, ' s')}`,
+            `"checkouts set back": how much further the checkouts fell behind the run without faults, from the fault to the next one (15 s at most); ${delays.reduce((a, b) => a + b, 0).toFixed(1)} s in all. Runs of one crowd differ by a few seconds even without faults, and their last units (a failed debit, a late payment) by more.`,
+          ]
+        : [
+            `time to sold out: ${seconds(soldOut)}; without --no-baseline the drill runs the same crowd without the faults first and measures each fault against it`,
+          ],
+    });
+  }
+  if (s.cost) {
+    const c = s.cost;
+    sections.push({
+      id: 'cost',
+      title: 'CPU by kind of process',
+      head: [
+        'kind',
+        'processes',
+        'CPU-s in the drop',
+        'idle CPU-s/s',
+        'CPU-s for the crowd',
+        'ms per sale',
+        'ms per refused buyer',
+      ],
+      rows: [
+        ...c.rows.map((r) => [
+          r.kind,
+          r.processes.join(' '),
+          r.cpuSeconds,
+          r.idlePerSecond,
+          r.loadSeconds,
+          dash(r.perSaleMs),
+          dash(r.perRefusedMs),
+        ]),
+        [
+          'all',
+          '',
+          sum(c.rows.map((r) => r.cpuSeconds)),
+          sum(
+            c.rows.map((r) => r.idlePerSecond),
+            3,
+          ),
+          sum(c.rows.map((r) => r.loadSeconds)),
+          dash(
+            c.sales
+              ? sum(
+                  c.rows.map((r) => r.perSaleMs ?? 0),
+                  1,
+                )
+              : null,
+          ),
+          dash(c.refused ? sum(c.rows.map((r) => r.perRefusedMs ?? 0)) : null),
+        ],
+      ],
+      notes: [
+        `${c.sales} sales, ${c.refused} refused buyers (no checkout), ${c.sagas} sagas, over ${c.windowSeconds} s; ${c.averageCores} cores busy on average; the drill's own buyers used ${c.drillCpuSeconds} CPU-s beside them`,
+        '"for the crowd": CPU-s less the idle rate measured before the drop; per sale and per refused buyer each divide the whole of it (docs/capacity.md splits it).',
+      ],
+    });
+  }
+  if (s.temporalActions) {
+    const a = s.temporalActions;
+    const per = (n: number, d: number | null) => (d ? (n / d).toFixed(2) : '—');
+    const sagas = a.sagas || null;
+    const sales = a.perSale ? a.total / a.perSale : null;
+    sections.push({
+      id: 'actions',
+      title: 'Temporal actions (from the histories)',
+      head: ['action', 'count', 'per saga', 'per sale'],
+      rows: [
+        ...Object.entries(a.byType)
+          .filter(([, n]) => n > 0)
+          .map(([type, n]) => [type, n, per(n, sagas), per(n, sales)]),
+        ['all', a.total, dash(a.perSaga), dash(a.perSale)],
+      ],
+      notes: [
+        `${a.sagas} purchase sagas in ${a.workflows} workflow executions; peak ${a.peakPerSecond} actions in one second (Temporal Cloud's default limit: 500 a second per namespace)`,
+      ],
+    });
+  }
+  if (s.stripe) {
+    const st = s.stripe;
+    const limit =
+      st.accountPerSecond || st.endpointPerSecond
+        ? `${st.accountPerSecond}/s for the account, ${st.endpointPerSecond}/s per endpoint`
+        : 'none';
+    sections.push({
+      id: 'stripe',
+      title: 'Stripe (the emulator)',
+      head: ['endpoint', 'served', '429'],
+      rows: [...st.endpoints.map((e) => [e.endpoint, e.served, e.limited]), ['all', st.served, st.limited]],
+      notes: [
+        `limit ${limit}; Stripe's floor (units ÷ limit) ${dash(st.floorSeconds, ' s')}; last checkout ${dash(st.lastCheckoutSeconds, ' s')} after the opening`,
+        `${st.sessionsOpened} sessions opened for ${st.checkouts} checkouts; ${dash(st.callsPerSale)} Stripe calls per sale, ${dash(st.callsPerSaga)} per saga`,
+      ],
+    });
+  }
+  return sections;
+}
+
+function sum(values: number[], digits = 2): number {
+  return Math.round(values.reduce((a, b) => a + b, 0) * 10 ** digits) / 10 ** digits;
+}
+
+/** The sections as plain text, for the end of the run; '' when there are none. */
+export function measuredText(s: Summary): string {
+  return measuredSections(s)
+    .map((sec) => {
+      const cells = [sec.head, ...sec.rows.map((r) => r.map(String))];
+      const widths = sec.head.map((_, i) => Math.max(...cells.map((r) => String(r[i] ?? '').length)));
+      // The last column (often long prose) is not padded.
+      const line = (r: Array<string | number>) =>
+        `  ${r.map((c, i) => (i === r.length - 1 ? String(c) : String(c).padEnd(widths[i]))).join('  ')}`.trimEnd();
+      return [`${sec.title}:`, ...cells.map(line), ...sec.notes.map((n) => `  ${n}`)].join('\n');
+    })
+    .join('\n');
+}

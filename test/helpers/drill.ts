@@ -1,0 +1,31 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+
+// `npm run drill` as its user runs it: a child process, its exit code and its output.
+
+const root = path.resolve(__dirname, '../..');
+
+export interface DrillRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runDrill(args: string[], onStderr?: (text: string) => void): Promise<DrillRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'drill/main.ts'), ...args], {
+      cwd: root,
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+      onStderr?.(stderr);
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
