@@ -350,14 +350,18 @@ function waitingForCheckout(purchaseId: string, state: PurchaseState, queue: Che
   };
 }
 
-/** A purchase as its buyer (or support) sees it; anyone else is told it does not exist (404). */
+/**
+ * A purchase as its buyer (or support) sees it; anyone else is told it does not exist (404). One its
+ * hold step refused reads `failed` with the reason (sold out): a buyer answered 202 follows its
+ * Location to that outcome.
+ */
 export async function visiblePurchase(
   deps: Pick<ApiDeps, 'db'>,
   id: string,
   reader: { support: boolean; buyerId?: string },
 ): Promise<PurchaseRecord> {
   const record = await getPurchase(deps.db, id);
-  if (!record || record.status === 'rejected' || (!reader.support && record.buyerId !== reader.buyerId))
+  if (!record || (!reader.support && record.buyerId !== reader.buyerId))
     throw new Problem(404, 'purchase-not-found', `no purchase ${id}`);
   return record;
 }

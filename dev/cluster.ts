@@ -3,7 +3,6 @@
 // dynamic config); the payments emulator; several workers and several API processes, the APIs behind
 // one address (HAProxy, dev/balancer.ts) when the distro has it. Each process can be killed on
 // purpose (a rehearsal's fault) and Temporal restarted; the rest carries on.
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -119,7 +118,9 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     const emulatorPort = await freePort();
     const emulatorUrl = `http://127.0.0.1:${emulatorPort}`;
     const secrets = systemSecrets(opts.name);
-    const taskQueue = `${opts.name}-${randomUUID()}`;
+    // The deployment's default queue, on a server of its own: the dynamic config's one-partition rule
+    // for its Stripe queue (deploy/temporal/dynamicconfig.yaml) names `purchases-stripe`.
+    const taskQueue = 'purchases';
     const temporalAddress = temporal.address;
     const shared = serviceEnv({
       databaseUrl,

@@ -134,6 +134,16 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
       b.purchaseId = a.body.purchaseId;
       // 202: the unit is this buyer's, the session waits for its turn in the Stripe budget.
       checkout = a.status === 202 ? await checkoutOf(ctx, b, authorization, jitter) : a.body;
+      // Its saga found nothing left when its turn came (the gates of several APIs let in a little more
+      // than there was): sold out for now, as a 409 would have said; the buyer tries again.
+      if (a.status === 202 && typeof checkout.checkoutUrl !== 'string' && checkout.status === 'failed') {
+        checkout = undefined;
+        b.purchaseId = undefined;
+        if (++soldOutTries >= MAX_SOLD_OUT_TRIES) return finish(b, 'sold_out_gave_up');
+        await sleep(jitter(500, 1500));
+        key = randomUUID();
+        if (!ctx.room) altcha = await ctx.rules.payloadFor(b, plan.rand);
+      }
     } else if (a.status === 409 && type.endsWith('sold-out')) {
       if (a.body.final === true) return finish(b, 'sold_out');
       if (++soldOutTries >= MAX_SOLD_OUT_TRIES) return finish(b, 'sold_out_gave_up');
@@ -183,6 +193,7 @@ async function checkoutOf(
         headers: { authorization },
       });
       if (r.status === 200 && (typeof r.body.checkoutUrl === 'string' || r.body.status !== 'holding')) return r.body;
+      if (r.status === 404) return { status: 'failed' }; // not this buyer's after all: nothing to follow
     } catch {
       // the next read may get through
     }

@@ -80,14 +80,14 @@ test('the actions of a recorded purchase history, by the Temporal Cloud rules', 
   t.like(count.byType, {
     start: 1,
     update: 2,
-    'local activities': 1, // two markers of one workflow task
-    activity: 3,
+    'local activities': 1, // the hold, a marker of the first workflow task
+    activity: 4, // the session (on the Stripe queue), the expire, the release and the record
     timer: 1,
     signal: 1,
     'search attribute upsert': 2,
     'activity retry': 0,
   });
-  t.is(count.total, 11);
+  t.is(count.total, 12);
   t.is(count.workflows, 1);
 });
 
