@@ -4,6 +4,7 @@ import type { BuyerVerifier } from '../config/buyer-tokens';
 import type { Logger } from '../config/log';
 import type { Admissions } from '../store/admission';
 import type { Clock } from '../store/clock';
+import type { CheckoutWatch } from '../store/checkout-watch';
 import type { Db } from '../store/db';
 import type { BotCheck } from './bot-check';
 import type { Metrics } from './metrics';
@@ -64,6 +65,8 @@ export interface ApiDeps {
   purchaseTimeoutMs: number;
   /** The pace Checkout Sessions open at: the Stripe budget (STRIPE_MAX_REQUESTS_PER_SECOND); default 20. */
   checkoutsPerSecond?: number;
+  /** Where POST /v1/purchases waits for the session once the hold is taken (the purchase record). */
+  checkouts: CheckoutWatch;
   /** The buyer's HTML pages; absent: no dev sign-in, cookies without `Secure`. */
   pages?: PageOptions;
 }

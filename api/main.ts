@@ -9,7 +9,9 @@ import { Admitter } from '../store/admitter';
 import { DbClock } from '../store/clock';
 import { RoomCache } from '../store/room-cache';
 import { Admissions } from '../store/admission';
+import { CheckoutWatch } from '../store/checkout-watch';
 import { Gate } from '../store/gate';
+import { NotifyListener } from '../store/notify-listener';
 import { migrate } from '../store/migrate';
 import { createApp } from './app';
 import { BotCheck } from './bot-check';
@@ -39,11 +41,16 @@ async function main(): Promise<void> {
   await clock.start();
   const { offsetMs, errorMs } = clock.offset();
   log(`clock: Postgres's is ${offsetMs.toFixed(1)} ms from this host's (± ${errorMs.toFixed(1)} ms)`);
+  // One LISTEN connection for the process: the gate's stock changes and the purchases' checkouts.
+  const listener = new NotifyListener(config.databaseUrl, (line) => root.warn(line));
   const gate = new Gate(db, config.databaseUrl, {
     clock,
     resyncMs: config.gateResyncMs,
     log: (line) => root.warn(line),
+    listener,
   });
+  const checkouts = new CheckoutWatch(db, listener);
+  await listener.start();
   await gate.start();
   // Every process may become the rooms' one admitter (an advisory lock decides which).
   const admitter = new Admitter(config.databaseUrl, {
@@ -78,6 +85,7 @@ async function main(): Promise<void> {
     lifecycle: { draining: false },
     logger: root,
     purchaseTimeoutMs: config.purchaseTimeoutMs,
+    checkouts,
     checkoutsPerSecond: config.stripeMaxSessionsPerSecond,
     pages: {
       ...(config.devSignIn ? { devSignInSecret: config.buyerTokens.secret } : {}),
@@ -103,6 +111,7 @@ async function main(): Promise<void> {
     await connection.close();
     await admitter.close();
     await gate.close();
+    await listener.close();
     clock.close();
     await db.end();
     process.exit(0);

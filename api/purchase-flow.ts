@@ -308,15 +308,11 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
 
   let state: PurchaseState = record;
   if (!isFinal(record.status)) {
+    const until = Date.now() + deps.purchaseTimeoutMs;
     try {
-      state = await deadline(
-        deps.purchaseTimeoutMs,
-        'taking the hold and opening checkout',
-        startPurchase(sagas, input),
-      );
+      state = await deadline(deps.purchaseTimeoutMs, 'taking the hold', startPurchase(sagas, input));
       // The hold step answered: the next view counts its hold (or its refusal), the permit is done.
       permit?.settle();
-      if (created) countHold(deps, state);
     } catch (err) {
       // A deadline passed: the saga may still be taking its hold, so its permit stays bound (see above).
       // Any other failure is a start that may not have happened: the permit is kept a shorter while.
@@ -334,6 +330,17 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
         throw unavailable('the purchase service is busy; retry with the same Idempotency-Key');
       }
     }
+    // The hold is taken: the session opens on the Stripe queue when the budget gives it a turn, and
+    // its step writes the checkout URL to the record, where this waits (not for the saga's next task).
+    if (state.status === 'holding') {
+      const answered = await deps.checkouts.untilAnswered(record.purchaseId, until - Date.now());
+      if (!answered) {
+        const queue = await checkoutQueueView(deps, state);
+        return waitingForCheckout(record.purchaseId, state, queue ?? { ahead: 0, estimatedWaitSeconds: 1 });
+      }
+      state = answered;
+    }
+    if (created) countHold(deps, state);
   }
   const answer = sagaAnswer(state, created, deps.clock.now());
   if (created) deps.metrics.checkoutSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);

@@ -9,7 +9,9 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import pg from 'pg';
 import { Admissions } from '../store/admission';
 import { DbClock } from '../store/clock';
+import { CheckoutWatch } from '../store/checkout-watch';
 import { Gate } from '../store/gate';
+import { NotifyListener } from '../store/notify-listener';
 import { RoomCache } from '../store/room-cache';
 import { WaitingRoom } from '../api/waiting-room';
 import { createRoomTokens } from '../config/room-tokens';
@@ -94,7 +96,10 @@ async function main(): Promise<void> {
   const taskQueue = `bench-${randomUUID()}`;
   const clock = new DbClock(db);
   await clock.start();
-  const gate = new Gate(db, stack.databaseUrl, { clock });
+  const listener = new NotifyListener(stack.databaseUrl);
+  const gate = new Gate(db, stack.databaseUrl, { clock, listener });
+  const checkouts = new CheckoutWatch(db, listener);
+  await listener.start();
   await gate.start();
   const app = createApp({
     db,
@@ -116,6 +121,7 @@ async function main(): Promise<void> {
     purchaseTimeoutMs: 20_000,
     // Full speed: the checkout pace must not be what limits either.
     checkoutsPerSecond: STRIPE_BUDGET,
+    checkouts,
   });
   const server: Server = await new Promise((r) => {
     const s = app.listen(0, '127.0.0.1', () => r(s));
@@ -210,6 +216,9 @@ async function main(): Promise<void> {
     server.closeAllConnections();
     await emulator.close();
     await connection.close();
+    await gate.close();
+    await listener.close();
+    clock.close();
     await db.end();
     await stack.stop();
     rmSync(dir, { recursive: true, force: true });

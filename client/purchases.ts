@@ -4,7 +4,7 @@ import { purchaseWorkflowId } from '../vocabulary';
 import {
   BuyerIdKey,
   cancelUpdate,
-  checkoutReadyUpdate,
+  holdAnsweredUpdate,
   paymentEventSignal,
   PurchaseStatusKey,
   SkuKey,
@@ -48,7 +48,8 @@ function startOptions(c: SagaClient, input: PurchaseInput) {
 
 /**
  * Starts the purchase saga (or joins the one this purchase id already has) and waits until its hold
- * is taken and its Checkout Session open, or it was refused: one round trip by update-with-start.
+ * step answered (taken, refused, or failed): one round trip by update-with-start, answered with the
+ * saga's first workflow task. The session opens after, on the Stripe queue (store/checkout-watch.ts).
  */
 export async function startPurchase(
   c: SagaClient,
@@ -57,7 +58,7 @@ export async function startPurchase(
 ): Promise<PurchaseState> {
   const start = new WithStartWorkflowOperation<typeof purchaseWorkflow>('purchaseWorkflow', startOptions(c, input));
   return c.temporal.withDeadline(Date.now() + waitMs, () =>
-    c.temporal.workflow.executeUpdateWithStart(checkoutReadyUpdate, { startWorkflowOperation: start }),
+    c.temporal.workflow.executeUpdateWithStart(holdAnsweredUpdate, { startWorkflowOperation: start }),
   );
 }
 

@@ -282,20 +282,37 @@ export function runCommand(
   });
 }
 
-/** A TCP port that was free a moment ago on 127.0.0.1 (callers retry if another process takes it first). */
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Where freePort() looks: below the kernel's ephemeral range (32768 and up on Linux), so no outgoing
+ * connection of any process (an HTTP client, a Postgres pool) can take a port between the moment it
+ * was found free and the moment its server binds it: a launcher may take seconds to get there.
+ * Below 32768 also fits the Temporal server's membership ports (a smallint column).
+ */
+const PORT_RANGE = { from: 10_000, to: 32_000 };
+/** Ports this process handed out lately: a second server of the same process never gets one of them. */
+const handedOut = new Map<number, number>();
+const HANDED_OUT_MS = 120_000;
+
+function bindable(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = net.createServer();
     server.unref();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      server.close(() => {
-        if (address && typeof address === 'object') resolve(address.port);
-        else reject(new Error('could not find a free port'));
-      });
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
   });
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1 (callers retry if another process takes it first). */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  const now = Date.now();
+  for (const [port, at] of handedOut) if (now - at > HANDED_OUT_MS) handedOut.delete(port);
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = PORT_RANGE.from + Math.floor(Math.random() * (PORT_RANGE.to - PORT_RANGE.from));
+    if (handedOut.has(port) || !(await bindable(port, host))) continue;
+    handedOut.set(port, now);
+    return port;
+  }
+  throw new Error(`no free port between ${PORT_RANGE.from} and ${PORT_RANGE.to}`);
 }
 
 /** Whether a process with this pid exists and has not exited (a zombie has). */

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
@@ -124,16 +123,17 @@ export async function startTemporalServer(opts: StartTemporalServerOptions): Pro
   const tools = await findTemporalServer(opts.log, opts.signal);
   fs.mkdirSync(opts.dataDir, { recursive: true });
   await setUpSchemas(tools, opts.postgres, opts.log);
+  // freePort() gives ports below 32768: the membership ones are kept in a Postgres smallint column.
   const ports = {
     frontend: opts.port ?? (await freePort()),
     frontendHttp: await freePort(),
-    frontendMembership: await membershipPort(),
+    frontendMembership: await freePort(),
     history: await freePort(),
-    historyMembership: await membershipPort(),
+    historyMembership: await freePort(),
     matching: await freePort(),
-    matchingMembership: await membershipPort(),
+    matchingMembership: await freePort(),
     worker: await freePort(),
-    workerMembership: await membershipPort(),
+    workerMembership: await freePort(),
   };
   const configFile = path.join(opts.dataDir, 'temporal-server.yaml');
   fs.writeFileSync(configFile, serverConfig(opts.postgres, ports));
@@ -171,23 +171,6 @@ export async function startTemporalServer(opts: StartTemporalServerOptions): Pro
       await start();
     },
   };
-}
-
-/**
- * A free port for a service's membership (ringpop) listener. The server records it in a Postgres
- * `smallint` column, so it must be below 32768, where the kernel's ephemeral ports never are.
- */
-async function membershipPort(): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    const free = await new Promise<boolean>((resolve) => {
-      const server = net.createServer();
-      server.once('error', () => resolve(false));
-      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-  throw new Error("no free port below 32768 for the Temporal server's membership listeners");
 }
 
 async function setUpSchemas(tools: TemporalServerTools, db: StartTemporalServerOptions['postgres'], log: Log) {

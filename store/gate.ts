@@ -1,6 +1,6 @@
-import pg from 'pg';
 import type { Clock } from './clock';
 import type { Db } from './db';
+import { NotifyListener } from './notify-listener';
 import { stockView, type StockView } from './products';
 
 /** How often every SKU's view is read again even when no notification came (a lost one heals this soon). */
@@ -9,7 +9,6 @@ const DEFAULT_RESYNC_MS = 5_000;
 const MAX_REFUSAL_AGE_MS = 30_000;
 /** When units are only in flight (not held), a refused buyer may try again this soon. */
 const IN_FLIGHT_RETRY_MS = 1_000;
-const RECONNECT_MS = 1_000;
 /**
  * A permit whose hold step has not shown up in a view after this long is dropped: its saga did not
  * run (a start that failed after all, a worker down). Until then the gate under-admits; if the saga
@@ -26,6 +25,8 @@ const CHANNEL = 'stock_changed';
 export interface GateOptions {
   /** "Now" as Postgres counts it (store/clock.ts): holds lapse by its clock, so the lapse timer and `retryAt` do too. */
   clock: Clock;
+  /** The process's LISTEN connection (store/notify-listener.ts), started by its owner; else the gate has its own. */
+  listener?: NotifyListener;
   resyncMs?: number;
   log?: (line: string) => void;
 }
@@ -81,9 +82,10 @@ export class Gate {
   private readonly resyncMs: number;
   private readonly log: (line: string) => void;
   private readonly clock: Clock;
-  private listener: pg.Client | null = null;
+  private readonly listener: NotifyListener;
+  /** The listener is this gate's own (none was given): it starts and closes it. */
+  private readonly ownListener: boolean;
   private resync?: NodeJS.Timeout;
-  private reconnect?: NodeJS.Timeout;
   private closed = false;
 
   constructor(
@@ -94,11 +96,19 @@ export class Gate {
     this.clock = opts.clock;
     this.resyncMs = opts.resyncMs ?? DEFAULT_RESYNC_MS;
     this.log = opts.log ?? (() => {});
+    this.ownListener = !opts.listener;
+    this.listener = opts.listener ?? new NotifyListener(databaseUrl, this.log);
+    // Stock changes reach every view at once; after a (re)connect, what was sent meanwhile is read again.
+    this.listener.on(
+      CHANNEL,
+      (sku) => this.schedule(sku),
+      () => this.refreshAll(),
+    );
   }
 
   /** Starts listening for stock changes and the periodic resync. */
   async start(): Promise<void> {
-    await this.listen();
+    if (this.ownListener) await this.listener.start();
     this.resync = setInterval(() => this.refreshAll(), this.resyncMs);
     this.resync.unref();
   }
@@ -106,9 +116,8 @@ export class Gate {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.resync);
-    clearTimeout(this.reconnect);
     for (const s of this.skus.values()) clearTimeout(s.lapseTimer);
-    await this.listener?.end().catch(() => {});
+    if (this.ownListener) await this.listener.close();
   }
 
   /** A permit for `units` of `sku`, or the answer for everyone who cannot have one. */
@@ -245,41 +254,5 @@ export class Gate {
 
   private refreshAll(): void {
     for (const sku of this.skus.keys()) this.schedule(sku);
-  }
-
-  private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.databaseUrl });
-    let dropped = false;
-    const drop = (why: string) => {
-      if (dropped) return;
-      dropped = true;
-      if (!this.closed) this.log(`gate: notification connection lost (${why}); reconnecting`);
-      this.relisten(client);
-    };
-    client.on('notification', (msg) => {
-      if (msg.channel === CHANNEL && msg.payload) this.schedule(msg.payload);
-    });
-    client.on('error', (err) => drop(err.message));
-    client.on('end', () => drop('closed'));
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${CHANNEL}`);
-      this.listener = client;
-      // Notifications sent while no one listened are gone: read everything again.
-      this.refreshAll();
-    } catch (err) {
-      drop((err as Error).message);
-    }
-  }
-
-  private relisten(client: pg.Client): void {
-    if (this.closed || this.reconnect) return;
-    if (this.listener === client) this.listener = null;
-    client.end().catch(() => {});
-    this.reconnect = setTimeout(() => {
-      this.reconnect = undefined;
-      void this.listen();
-    }, RECONNECT_MS);
-    this.reconnect.unref();
   }
 }

@@ -11,8 +11,11 @@ export const refundEventSignal = defineSignal<[RefundEvent]>('refundEvent');
 /** Support's word to a saga waiting on a step Stripe keeps refusing: try again now, or it was settled by hand. */
 export const supportActionSignal = defineSignal<[SupportAction]>('supportAction');
 export const purchaseStateQuery = defineQuery<PurchaseState>('purchaseState');
-/** Returns once the hold is taken and the Checkout Session is open (or the purchase was refused or failed). */
-export const checkoutReadyUpdate = defineUpdate<PurchaseState>('checkoutReady');
+/**
+ * Returns once the hold step answered: the hold is taken (the state carries its end; the session
+ * opens on the Stripe queue next, and the purchase record says when), or the purchase was refused or failed.
+ */
+export const holdAnsweredUpdate = defineUpdate<PurchaseState>('holdAnswered');
 /** The buyer gives up: returns once the saga has released the hold (or found a payment it must settle). */
 export const cancelUpdate = defineUpdate<PurchaseState>('cancel');
 

@@ -9,7 +9,7 @@ import {
 } from '@temporalio/workflow';
 import { foreignEventReason, isFinal, isPaid, paidBy, type PurchaseInput, type PurchaseState } from '../vocabulary';
 import type { OpenCheckoutInput, SessionState, TakeHoldOutput } from '../activities';
-import { cancelUpdate, checkoutReadyUpdate, paymentEventSignal, purchaseStateQuery } from './definitions';
+import { cancelUpdate, holdAnsweredUpdate, paymentEventSignal, purchaseStateQuery } from './definitions';
 import { settle, settleStragglers } from './end-of-wait';
 import { followUp } from './follow-up';
 import { acts, checkoutActs, localActs, stripeActs } from './proxies';
@@ -57,8 +57,10 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
 function listen(saga: PurchaseSaga): void {
   const { state, fold } = saga;
   setHandler(purchaseStateQuery, () => state);
-  setHandler(checkoutReadyUpdate, async () => {
-    await condition(() => state.status !== 'holding');
+  // The API's first wait: the answer goes out with the first workflow task, before the session's turn
+  // on the Stripe queue; the session step writes the checkout URL to the record, where the API waits.
+  setHandler(holdAnsweredUpdate, async () => {
+    await condition(() => saga.holdAnswered || state.status !== 'holding');
     return state;
   });
   setHandler(cancelUpdate, async () => {
@@ -96,6 +98,7 @@ async function takeHold(saga: PurchaseSaga): Promise<Hold | null> {
     currency: hold.currency,
     oversold: hold.oversold,
   });
+  saga.holdAnswered = true;
   return hold;
 }
 

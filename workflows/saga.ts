@@ -22,6 +22,8 @@ export class PurchaseSaga {
   /** Support's retries and by-hand settlements, and refunds' news. */
   readonly desk = new SupportDesk().listen();
   cancelRequested = false;
+  /** The hold step has answered (held or refused): the API's first wait (holdAnsweredUpdate) is over. */
+  holdAnswered = false;
   /**
    * The latest moment the payment can have been made, once it is known to be paid: the end of the
    * whole second of Stripe's event time (events carry whole seconds), or when the saga learned it.
@@ -43,7 +45,7 @@ export class PurchaseSaga {
   }
 
   async setStatus(status: PurchaseStatus, patch: Partial<PurchaseState> = {}): Promise<void> {
-    // The record first: once the state says so (and the checkoutReady update answers), the API can read it.
+    // The record first: once the state says so (and an update or query answers with it), the API can read it.
     await acts.recordPurchase(this.state.purchaseId, { ...patch, status });
     this.markStatus(status, patch);
   }

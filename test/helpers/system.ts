@@ -7,7 +7,9 @@ import pg from 'pg';
 import { HoldDesk } from '../../store/hold-desk';
 import { Admissions } from '../../store/admission';
 import { DbClock } from '../../store/clock';
+import { CheckoutWatch } from '../../store/checkout-watch';
 import { Gate } from '../../store/gate';
+import { NotifyListener } from '../../store/notify-listener';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
 import { BotCheck, type BotCheckOptions } from '../../api/bot-check';
@@ -198,7 +200,9 @@ export async function startSystem(
   };
   const clock = await clockOf();
   const checkoutsPerSecond = opts.checkoutsPerSecond ?? 1000;
-  const gate = new Gate(db, databaseUrl, { clock, resyncMs: opts.gateResyncMs });
+  const checkoutListener = new NotifyListener(databaseUrl);
+  const gate = new Gate(db, databaseUrl, { clock, resyncMs: opts.gateResyncMs, listener: checkoutListener });
+  await checkoutListener.start();
   await gate.start();
   const taskQueue = `test-${randomUUID()}`;
   const roomOf = (c: DbClock) =>
@@ -247,6 +251,8 @@ export async function startSystem(
     room: roomOf(clock),
     purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
     checkoutsPerSecond,
+    // One LISTEN connection for this API, as in api/main.ts: stock changes and checkouts.
+    checkouts: new CheckoutWatch(db, checkoutListener),
     admissions: new Admissions(db, gate, clock),
     clock,
     botCheck: new BotCheck(db, clock, opts.botCheck ?? BOT_CHECK),
@@ -389,6 +395,7 @@ export async function startSystem(
       await emulator.close();
       await connection.close();
       await gate.close();
+      await checkoutListener.close();
       for (const c of clocks) c.close();
       await db.end();
     },
