@@ -5,7 +5,7 @@ import type { ApiDeps } from '../deps';
 
 /** The `altcha` widget (a web component, its workers inlined) as the package ships it: served from here, no CDN. */
 export const WIDGET_PATH = '/assets/altcha.min.js';
-const WIDGET = fs.readFileSync(path.join(path.dirname(require.resolve('altcha')), 'altcha.min.js'));
+export const WIDGET_SCRIPT = fs.readFileSync(path.join(path.dirname(require.resolve('altcha')), 'altcha.min.js'));
 
 /**
  * The bot check's routes (api/bot-check.ts): a new signed challenge for every ask (public: solving
@@ -21,7 +21,7 @@ export function botCheckRoutes(deps: ApiDeps): Router {
   router.get(WIDGET_PATH, (ctx) => {
     ctx.type = 'text/javascript; charset=utf-8';
     ctx.set('Cache-Control', 'public, max-age=86400');
-    ctx.body = WIDGET;
+    ctx.body = WIDGET_SCRIPT;
   });
   return router;
 }
