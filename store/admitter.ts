@@ -181,12 +181,15 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
         AND EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id AND ${REFUSED_BEFORE_HOLD_SQL})`,
     [sku],
   );
-  // Who left: an admission whose session ended unused, or whose purchase reached a final status.
+  // Who left: an admission whose session ended unused, or whose purchase reached a final status. Each
+  // statement reads its own snapshot: a purchase refused between the two is not taken for a finished
+  // one while its session lasts, so the next step gives that turn back.
   await client.query(
     `UPDATE room_tickets t SET left_at = now(), left_reason = CASE WHEN t.purchase_id IS NULL THEN 'expired' ELSE 'done' END
       WHERE t.sku = $1 AND t.admitted_at IS NOT NULL AND t.left_at IS NULL
         AND CASE WHEN t.purchase_id IS NULL THEN t.admission_expires_at <= now()
-                 ELSE EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id AND p.status = ANY($2::text[])) END`,
+                 ELSE EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id AND p.status = ANY($2::text[])
+                                AND NOT (${REFUSED_BEFORE_HOLD_SQL} AND t.admission_expires_at > now())) END`,
     [sku, FINAL_STATUSES],
   );
   const { rows } = await client.query<{ inside: number }>(

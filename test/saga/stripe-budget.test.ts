@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import type Stripe from 'stripe';
 import { createStripe } from '../../config/clients';
+import { purchaseWorkflowId } from '../../vocabulary';
 import { assertInvariants } from '../helpers/db';
 import { until } from '../helpers/poll';
 import { roomBuyers } from '../helpers/room';
@@ -47,6 +48,19 @@ async function acceptPurchases(sys: System, sku: string, n: number, prefix: stri
   );
   for (const a of answers) if (a.status !== 202) throw new Error(`buying: ${a.status} ${JSON.stringify(a.body)}`);
   return answers.map((a) => a.body.purchaseId as string);
+}
+
+/** How many of these sagas have scheduled their Checkout Session step: pending, or already opened. */
+async function sessionStepsQueued(sys: System, purchaseIds: string[]): Promise<number> {
+  const queued = await Promise.all(
+    purchaseIds.map(async (id) => {
+      const { raw } = await sys.temporal.workflow.getHandle(purchaseWorkflowId(id)).describe();
+      if ((raw.pendingActivities ?? []).length > 0) return true;
+      const { rows } = await sys.db.query('SELECT 1 FROM purchases WHERE purchase_id = $1 AND checkout_url IS NOT NULL', [id]);
+      return rows.length > 0;
+    }),
+  );
+  return queued.filter(Boolean).length;
 }
 
 async function statusesOf(sys: System, ids: string[]): Promise<Map<string, string>> {
@@ -160,6 +174,14 @@ test.serial(
     const long = await sys.createProduct({ stock: 31, holdSeconds: 3600 });
     const short = await sys.createProduct({ stock: 3, holdSeconds: 15 });
     const longIds = await acceptPurchases(sys, long, 31, 'long');
+    // The short holds are asked for once every long saga's session step is in the line (or done), so
+    // at one call a second they wait behind at least 15 s of it, whatever order the holds came in.
+    await until(
+      'every long session step queued',
+      async () => ((await sessionStepsQueued(sys, longIds)) === longIds.length ? true : undefined),
+      30_000,
+      100,
+    );
     const shortIds = await acceptPurchases(sys, short, 3, 'short');
 
     // The line's order is the order the sagas asked for their sessions: the last one opened waited longest.
