@@ -135,15 +135,17 @@ test.serial(
     await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'expired', 30_000);
     await sellTo(sys, scarce, 'quick-buyer');
     // A buyer about to pay in time.
-    const sku = await sys.createProduct({ stock: 30, holdSeconds: 600 });
+    const sku = await sys.createProduct({ stock: 40, holdSeconds: 600 });
     const payer = await sys.buy(sku, 'paying-buyer');
     t.is(payer.status, 201, JSON.stringify(payer.body));
 
-    // 20 new checkouts fill the budget for 10 s: their sessions wait on the Stripe queue.
-    const queued = await acceptPurchases(sys, sku, 20, 'queued');
-    await until('the 20 holds', async () => {
+    // 30 new checkouts fill the budget for 15 s: their sessions wait on the Stripe queue. In arrival
+    // order the payments' calls would come after all 30; the refund done with 10 still waiting is a
+    // 10 s margin for a slow machine.
+    const queued = await acceptPurchases(sys, sku, 30, 'queued');
+    await until('the 30 holds', async () => {
       const { rows } = await sys.db.query('SELECT count(*)::int AS n FROM holds WHERE purchase_id = ANY($1)', [queued]);
-      return rows[0].n === 20 ? true : undefined;
+      return rows[0].n === 30 ? true : undefined;
     });
     await sys.pay(await sessionOf(sys.db, payer.body.purchaseId), 'succeeded');
     await sys.pay(await sessionOf(sys.db, late.body.purchaseId), 'succeeded', { force: true });
@@ -152,7 +154,7 @@ test.serial(
     const refunded = await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'refunded', 30_000);
     t.regex(refunded.reason, /sold out/);
     const waiting = [...(await statusesOf(sys, queued)).values()].filter((s) => s === 'holding').length;
-    t.true(waiting >= 10, `${waiting} of the 20 checkouts still waited when the refund was done`);
+    t.true(waiting >= 10, `${waiting} of the 30 checkouts still waited when the refund was done`);
     await until(
       'the queued checkouts',
       async () =>
