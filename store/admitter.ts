@@ -155,11 +155,17 @@ async function stepRoom(client: pg.Client, sku: string, checkoutsPerSecond: numb
 
 async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsPerSecond: number): Promise<void> {
   if (!r.shuffled) {
-    // The opening: the pre-queue is shuffled once into places 1..n, so arriving first buys nothing.
-    // Joins wait on the room row meanwhile, then line up behind at n+1, n+2, ...
+    // The opening: the pre-queue (who joined before opens_at) is shuffled once into places 1..n, so
+    // arriving first buys nothing. Who joined after opens_at but before this step lines up behind in
+    // the order they joined, as every later join does at m+1, m+2, ... (they wait on the room row).
+    // Every ticket placed here was signed without a place: prequeue_size counts them all, so the API
+    // finds each one's place among the first prequeue_size (store/room.ts prequeuePlaces).
     const shuffled = await client.query(
-      `WITH s AS (SELECT ticket_id, row_number() OVER (ORDER BY random()) AS rn
-                    FROM room_tickets WHERE sku = $1 AND place IS NULL)
+      `WITH s AS (SELECT t.ticket_id,
+                         row_number() OVER (ORDER BY t.joined_at < r.opens_at DESC,
+                                                     CASE WHEN t.joined_at < r.opens_at THEN random() END,
+                                                     t.joined_at, t.ticket_id) AS rn
+                    FROM room_tickets t JOIN rooms r USING (sku) WHERE t.sku = $1 AND t.place IS NULL)
        UPDATE room_tickets t SET place = s.rn FROM s WHERE t.ticket_id = s.ticket_id`,
       [sku],
     );
