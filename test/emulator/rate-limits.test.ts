@@ -73,16 +73,35 @@ test('the account limit counts every endpoint together, and says global-rate', a
 });
 
 test('a client that paces itself below the limit is never refused, and the bucket refills as time passes', async (t) => {
-  const { stripe, control } = await startHarness(t, { rateLimit: { accountPerSecond: 10, endpointPerSecond: 10 } });
+  // The limiter's clock moves only when the test says, so a slow machine's round trips refill nothing.
+  let now = Date.now();
+  const { stripe, control } = await startHarness(t, {
+    rateLimit: { accountPerSecond: 10, endpointPerSecond: 10 },
+    rateLimitNow: () => now,
+  });
   const first = await burst(10, () => stripe.refunds.list({ limit: 1 }));
   t.is(first.refused.length, 0);
   await t.throwsAsync(stripe.refunds.list({ limit: 1 }), { instanceOf: Stripe.errors.StripeRateLimitError });
   // 8 a second for 2 s, with the bucket empty at the start: the refill keeps ahead of the pace.
   for (let i = 0; i < 16; i++) {
-    await new Promise((r) => setTimeout(r, 125));
+    now += 125;
     await stripe.refunds.list({ limit: 1 });
   }
   t.is((await control<Report>('GET', '/_emulator/rate-limits')).body.limited, 1);
+  // Faster than the refill: 20 a second, from an empty bucket, is refused about every other call.
+  now += 1_000;
+  await burst(10, () => stripe.refunds.list({ limit: 1 }));
+  const paced = [];
+  for (let i = 0; i < 10; i++) {
+    now += 50;
+    paced.push(
+      await stripe.refunds.list({ limit: 1 }).then(
+        () => 'made',
+        () => 'refused',
+      ),
+    );
+  }
+  t.is(paced.filter((p) => p === 'refused').length, 5, paced.join(' '));
 });
 
 test('limits set to 0 refuse nothing, and the control route changes them at run time', async (t) => {

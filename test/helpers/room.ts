@@ -14,14 +14,19 @@ export function roomBuyers(system: () => System, opts: { pollTimeoutMs?: number 
     },
 
     /** Polls a ticket until `pred` holds (or fails with the last answer). */
-    pollUntil: async (ticket: string, pred: (b: any) => boolean, timeoutMs = pollTimeoutMs): Promise<any> => {
+    pollUntil: async (
+      ticket: string,
+      pred: (b: any) => boolean,
+      timeoutMs = pollTimeoutMs,
+      everyMs = 50,
+    ): Promise<any> => {
       const deadline = Date.now() + timeoutMs;
       let last: any;
       for (;;) {
         last = await system().api('GET', `/v1/queue/${ticket}`);
         if (last.status === 200 && pred(last.body)) return last.body;
         if (Date.now() > deadline) throw new Error(`ticket never matched: ${JSON.stringify(last.body)}`);
-        await new Promise((r) => setTimeout(r, 50));
+        await new Promise((r) => setTimeout(r, everyMs));
       }
     },
 

@@ -44,7 +44,8 @@ const sagasCli = (args: string[], env: Record<string, string> = {}) => runOpsCli
 
 test('a purchase whose hold lapsed with no worker to release it is reported stuck, with the lapsed hold as the reason', async (t) => {
   const sys = await system(t);
-  const sku = await sys.createProduct({ holdSeconds: 4 });
+  // Long enough for the worker to stop before the lapse on a loaded machine (the tests run at once).
+  const sku = await sys.createProduct({ holdSeconds: 10 });
   const res = await sys.buy(sku, 'stuck-alice');
   t.is(res.status, 201, JSON.stringify(res.body));
   const purchaseId = res.body.purchaseId as string;
@@ -137,7 +138,8 @@ test('a purchase record left holding with no saga running is reported orphaned w
 
 test('a saga whose Stripe call keeps failing is reported with the activity, its attempts and its last failure', async (t) => {
   const sys = await system(t);
-  const sku = await sys.createProduct({ holdSeconds: 1 });
+  // Long enough for the session to open inside the hold on a loaded machine (else the answer is 503).
+  const sku = await sys.createProduct({ holdSeconds: 5 });
   // Expiring the session after the hold lapses is retried until it succeeds: make it keep failing.
   const fault = await sys.emulatorCall('POST', '/_emulator/faults', {
     path: '/v1/checkout/sessions/*/expire',

@@ -18,54 +18,60 @@ test.after.always(async () => {
 
 const { join, pollUntil } = roomBuyers(() => sys);
 
-test.serial('a join after opensAt but before the first step lines up behind the pre-queue, in join order', async (t) => {
-  const opensAt = Date.now() + 2_000;
-  const sku = await sys.createProduct({
-    stock: 5,
-    waitingRoom: { admitPerSecond: 10, maxActive: 5 },
-    opensAt: new Date(opensAt).toISOString(),
-  });
-  const early = Array.from({ length: 20 }, (_, i) => `early-${i}`);
-  for (const b of early) t.is((await join(sku, b)).body.state, 'prequeue');
-  t.true(Date.now() < opensAt, 'the pre-queue joined before the opening (machine too slow otherwise)');
+test.serial(
+  'a join after opensAt but before the first step lines up behind the pre-queue, in join order',
+  async (t) => {
+    const opensAt = Date.now() + 2_000;
+    const sku = await sys.createProduct({
+      stock: 5,
+      waitingRoom: { admitPerSecond: 10, maxActive: 5 },
+      opensAt: new Date(opensAt).toISOString(),
+    });
+    const early = Array.from({ length: 20 }, (_, i) => `early-${i}`);
+    for (const b of early) t.is((await join(sku, b)).body.state, 'prequeue');
+    t.true(Date.now() < opensAt, 'the pre-queue joined before the opening (machine too slow otherwise)');
 
-  // Past the opening by Postgres's clock, with no step taken since.
-  await new Promise((r) => setTimeout(r, opensAt - Date.now() + 200));
-  const client = new pg.Client({ connectionString: sys.databaseUrl });
-  await client.connect();
-  t.teardown(() => client.end());
-  const { rows: opened } = await client.query<{ open: boolean }>('SELECT opens_at <= now() AS open FROM rooms WHERE sku = $1', [sku]);
-  t.true(opened[0].open);
-  const late = Array.from({ length: 5 }, (_, i) => `late-${i}`);
-  const lateTickets: string[] = [];
-  for (const b of late) {
-    const joined = await join(sku, b);
-    t.is(joined.status, 201);
-    lateTickets.push(joined.body.ticket);
-  }
+    // Past the opening by Postgres's clock, with no step taken since.
+    await new Promise((r) => setTimeout(r, opensAt - Date.now() + 200));
+    const client = new pg.Client({ connectionString: sys.databaseUrl });
+    await client.connect();
+    t.teardown(() => client.end());
+    const { rows: opened } = await client.query<{ open: boolean }>(
+      'SELECT opens_at <= now() AS open FROM rooms WHERE sku = $1',
+      [sku],
+    );
+    t.true(opened[0].open);
+    const late = Array.from({ length: 5 }, (_, i) => `late-${i}`);
+    const lateTickets: string[] = [];
+    for (const b of late) {
+      const joined = await join(sku, b);
+      t.is(joined.status, 201);
+      lateTickets.push(joined.body.ticket);
+    }
 
-  await stepAllRooms(client, 20);
-  const after = 'after-0';
-  t.is((await join(sku, after)).status, 201);
+    await stepAllRooms(client, 20);
+    const after = 'after-0';
+    t.is((await join(sku, after)).status, 201);
 
-  const { rows } = await client.query<{ buyer_id: string; place: string }>(
-    'SELECT buyer_id, place FROM room_tickets WHERE sku = $1',
-    [sku],
-  );
-  const placeOf = new Map(rows.map((r) => [r.buyer_id, Number(r.place)]));
-  t.deepEqual(
-    early.map((b) => placeOf.get(b)).sort((a, b) => a! - b!),
-    Array.from({ length: 20 }, (_, i) => i + 1),
-    'the pre-queue holds places 1..20',
-  );
-  t.deepEqual(
-    [...late, after].map((b) => placeOf.get(b)),
-    [21, 22, 23, 24, 25, 26],
-    'who joined after the opening, in join order',
-  );
-  // A ticket handed out before its place was known reads its place once the step gave it one.
-  for (const [i, ticket] of lateTickets.entries()) {
-    const polled = await pollUntil(ticket, (b) => b.state !== 'prequeue');
-    t.like(polled, { state: 'waiting', position: 20 + i }, JSON.stringify(polled));
-  }
-});
+    const { rows } = await client.query<{ buyer_id: string; place: string }>(
+      'SELECT buyer_id, place FROM room_tickets WHERE sku = $1',
+      [sku],
+    );
+    const placeOf = new Map(rows.map((r) => [r.buyer_id, Number(r.place)]));
+    t.deepEqual(
+      early.map((b) => placeOf.get(b)).sort((a, b) => a! - b!),
+      Array.from({ length: 20 }, (_, i) => i + 1),
+      'the pre-queue holds places 1..20',
+    );
+    t.deepEqual(
+      [...late, after].map((b) => placeOf.get(b)),
+      [21, 22, 23, 24, 25, 26],
+      'who joined after the opening, in join order',
+    );
+    // A ticket handed out before its place was known reads its place once the step gave it one.
+    for (const [i, ticket] of lateTickets.entries()) {
+      const polled = await pollUntil(ticket, (b) => b.state !== 'prequeue');
+      t.like(polled, { state: 'waiting', position: 20 + i }, JSON.stringify(polled));
+    }
+  },
+);

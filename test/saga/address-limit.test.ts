@@ -101,7 +101,9 @@ test('a payment after its saga closed (a follow-up run) is held to the address l
   const first = await sys.buy(sku, 'addr-hal');
   const card = { fingerprint: 'fp-follow-up' };
   await sys.pay(await sessionOf(sys.db, first.body.purchaseId), 'succeeded', { shipping: shipping(0), card });
-  t.is((await sys.waitForPurchase(first.body.purchaseId, ended)).status, 'confirmed');
+  // A sale either way: paid inside its 2 s hold, or just after it and confirmed late (the payment's
+  // time is Stripe's whole second), it claims the address and the card.
+  t.regex((await sys.waitForPurchase(first.body.purchaseId, ended)).status, /^(confirmed|late_confirmed)$/);
 
   // The same address written another way, on another card: the follow-up run refunds it.
   await sys.pay(await sessionOf(sys.db, lateAddress.body.purchaseId), 'succeeded', {

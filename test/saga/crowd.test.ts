@@ -97,13 +97,27 @@ test.serial('a worker killed in the middle of 50 concurrent purchases loses noth
     const answers = await Promise.all(posts);
     await Promise.all(payments);
     t.true(answeredAtKill < 50, `killed with ${answeredAtKill} of 50 answered`);
+    // A session being opened on the killed worker is retried only after the step's start-to-close
+    // (20 s), past these 8 s holds: that purchase fails with its hold released, and its buyer is told
+    // to try again with a new key (503 retryWithNewKey), as the contract says.
+    const failedOpening = answers.filter((a) => a.status === 503 && a.body.retryWithNewKey === true);
     t.true(
-      answers.every((a) => a.status === 201 || (a.status === 409 && a.body.type === 'sold-out')),
+      answers.every(
+        (a) => a.status === 201 || (a.status === 409 && a.body.type === 'sold-out') || failedOpening.includes(a),
+      ),
       JSON.stringify(answers.filter((a) => a.status !== 201 && a.status !== 409).map((a) => a.body)),
     );
-    // Holds lapse while no worker runs, so a unit can go to a later buyer: at least 30 win.
+    for (const a of failedOpening) {
+      const p = await sys.waitForPurchase(a.body.purchaseId, (r) => r.status === 'failed');
+      t.regex(p.reason, /Checkout Session/);
+      const { rows } = await sys.db.query("SELECT 1 FROM holds WHERE purchase_id = $1 AND status = 'active'", [
+        a.body.purchaseId,
+      ]);
+      t.is(rows.length, 0, 'its hold went back');
+    }
+    // Holds lapse while no worker runs, so a unit can go to a later buyer: at least 30 holds taken.
     const won = answers.filter((a) => a.status === 201);
-    t.true(won.length >= 30, `${won.length} purchases opened`);
+    t.true(won.length + failedOpening.length >= 30, `${won.length} purchases opened, ${failedOpening.length} failed`);
     const ids = won.map((a) => a.body.purchaseId);
     const statuses = await waitAllFinal(sys, ids, 90_000);
     const count = (...s: string[]) => Object.values(statuses).filter((x) => s.includes(x)).length;

@@ -23,7 +23,8 @@ test.before(async () => {
 test.after.always(async () => sys?.close());
 
 const BACKLOG = 24;
-const CHECKOUT_LATENCY_MS = 300;
+// Slow enough that the confirmation has about 7 s before half the queue slips past it (one slot).
+const CHECKOUT_LATENCY_MS = 600;
 
 test('a payment is confirmed ahead of a backlog of new purchases still waiting to open their checkout', async (t) => {
   const sku = await sys.createProduct({ stock: BACKLOG + 1 });
@@ -31,7 +32,7 @@ test('a payment is confirmed ahead of a backlog of new purchases still waiting t
   t.is(first.status, 201);
   const purchaseId: string = first.body.purchaseId;
 
-  // Every new session now takes 300 ms to open: with one Stripe slot, the backlog takes seconds.
+  // Every new session now takes 600 ms to open: with one Stripe slot, the backlog takes seconds.
   const fault = await sys.emulatorCall('POST', '/_emulator/faults', {
     path: '/v1/checkout/sessions',
     method: 'POST',

@@ -56,7 +56,10 @@ async function sessionStepsQueued(sys: System, purchaseIds: string[]): Promise<n
     purchaseIds.map(async (id) => {
       const { raw } = await sys.temporal.workflow.getHandle(purchaseWorkflowId(id)).describe();
       if ((raw.pendingActivities ?? []).length > 0) return true;
-      const { rows } = await sys.db.query('SELECT 1 FROM purchases WHERE purchase_id = $1 AND checkout_url IS NOT NULL', [id]);
+      const { rows } = await sys.db.query(
+        'SELECT 1 FROM purchases WHERE purchase_id = $1 AND checkout_url IS NOT NULL',
+        [id],
+      );
       return rows.length > 0;
     }),
   );
@@ -230,29 +233,33 @@ test.serial(
     t.teardown(() => sys.close());
     await sys.startWorker({ stripeRequestsPerSecond: pace });
     const room = roomBuyers(() => sys);
-    const sku = await sys.createProduct({ stock: 30, holdSeconds: 600, waitingRoom: { maxActive: 100 } });
+    const sku = await sys.createProduct({ stock: 60, holdSeconds: 600, waitingRoom: { maxActive: 100 } });
     t.like(await sys.stock(sku), { waitingRoom: { admitPerSecond: null } });
 
-    const buyers = Array.from({ length: 30 }, (_, i) => `room-buyer-${i}`);
+    // 60 buyers at 5 a second: 12 s of budget. Admitted all at once, the last would wait about 12 s
+    // for a checkout; admitted at the budget's pace, no one waits much past the 2 s the room lets queue.
+    const buyers = Array.from({ length: 60 }, (_, i) => `room-buyer-${i}`);
     const tickets = await Promise.all(buyers.map((b) => room.join(sku, b)));
     const started = Date.now();
     const waits = await Promise.all(
       tickets.map(async (joined, i) => {
-        const admitted = await room.pollUntil(joined.body.ticket, (b) => b.state === 'admitted', 60_000);
+        const admitted = await room.pollUntil(joined.body.ticket, (b) => b.state === 'admitted', 60_000, 200);
         const asked = Date.now();
         const res = await room.buyWith(sku, buyers[i], admitted.admissionToken);
         if (res.status !== 201 && res.status !== 202) throw new Error(`${res.status} ${JSON.stringify(res.body)}`);
-        await until('the checkout', async () =>
-          (await sys.purchase(res.body.purchaseId)).body.checkoutUrl ? true : undefined,
+        await until(
+          'the checkout',
+          async () => ((await sys.purchase(res.body.purchaseId)).body.checkoutUrl ? true : undefined),
+          30_000,
+          200,
         );
         return { admittedAfter: asked - started, checkoutAfter: Date.now() - asked };
       }),
     );
     const lastAdmitted = Math.max(...waits.map((w) => w.admittedAfter)) / 1000;
-    t.true(lastAdmitted >= (30 - pace) / pace - 1, `30 admitted within ${lastAdmitted} s: no faster than the budget`);
+    t.true(lastAdmitted >= (60 - pace) / pace - 1, `60 admitted within ${lastAdmitted} s: no faster than the budget`);
     const slowest = Math.max(...waits.map((w) => w.checkoutAfter)) / 1000;
-    // Admitted at the budget's pace, a buyer's checkout waits for at most the 2 s the room lets queue.
-    t.true(slowest <= 4, `the slowest checkout took ${slowest} s after its buyer was admitted`);
+    t.true(slowest <= 6, `the slowest checkout took ${slowest} s after its buyer was admitted`);
     await assertInvariants(t, sys.db, sku);
   },
 );
