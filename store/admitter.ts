@@ -181,7 +181,7 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
   // the session could not open and the hold went back) is given back while the session lasts: the
   // buyer lost nothing by our failure and may try again with a new key.
   await client.query(
-    `UPDATE room_tickets t SET purchase_id = NULL
+    `UPDATE room_tickets t SET purchase_id = NULL, given_back_at = now()
       WHERE t.sku = $1 AND t.admitted_at IS NOT NULL AND t.left_at IS NULL AND t.purchase_id IS NOT NULL
         AND t.admission_expires_at > now()
         AND EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id AND ${REFUSED_BEFORE_HOLD_SQL})`,
@@ -198,11 +198,16 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
                                 AND NOT (${REFUSED_BEFORE_HOLD_SQL} AND t.admission_expires_at > now())) END`,
     [sku, FINAL_STATUSES],
   );
-  const { rows } = await client.query<{ inside: number }>(
-    `SELECT count(*)::int AS inside FROM room_tickets WHERE sku = $1 AND admitted_at IS NOT NULL AND left_at IS NULL`,
+  // Inside: every admitted buyer counts against maxActive. Against the units, a buyer whose turn was
+  // given back and who has not bought again does not: told nothing was free, they may have left, and
+  // a unit that comes back goes to the next in line too (whoever of the two buys first takes it).
+  const { rows } = await client.query<{ inside: number; contending: number }>(
+    `SELECT count(*)::int AS inside,
+            count(*) FILTER (WHERE purchase_id IS NOT NULL OR given_back_at IS NULL)::int AS contending
+       FROM room_tickets WHERE sku = $1 AND admitted_at IS NOT NULL AND left_at IS NULL`,
     [sku],
   );
-  const inside = rows[0].inside;
+  const { inside, contending } = rows[0];
   const stock = await stockView(client, sku);
   // Units that can still be had: free now, or held (by buyers inside) and able to come back.
   const obtainable = stock ? stock.remaining + stock.held : 0;
@@ -228,7 +233,7 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
   const k = Math.max(
     0,
     Math.floor(
-      Math.min(credit, budgetRoom, r.max_active - inside, Number(r.next_place) - serving, obtainable - inside),
+      Math.min(credit, budgetRoom, r.max_active - inside, Number(r.next_place) - serving, obtainable - contending),
     ),
   );
   if (k > 0) {

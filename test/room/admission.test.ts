@@ -246,3 +246,59 @@ test.serial(
     t.is(again!.status, 201, JSON.stringify(again!.body));
   },
 );
+
+test.serial(
+  'a buyer whose turn was given back and who walks away does not keep the unit that comes back from the next in line',
+  async (t) => {
+    const sku = `room-left-${randomUUID().slice(0, 6)}`;
+    const created = await sys.api(
+      'POST',
+      '/v1/products',
+      {
+        sku,
+        name: 'Seats',
+        priceCents: 100,
+        currency: 'usd',
+        stock: 2,
+        units: ['B1', 'B2'],
+        holdSeconds: 600,
+        waitingRoom: { admitPerSecond: 10, maxActive: 5, sessionSeconds: 600 },
+      },
+      AS_ADMIN,
+    );
+    t.is(created.status, 201, JSON.stringify(created.body));
+    const ann = await pollUntil((await join(sku, 'left-ann')).body.ticket, (b) => b.state === 'admitted');
+    const ben = await pollUntil((await join(sku, 'left-ben')).body.ticket, (b) => b.state === 'admitted');
+    const buySeat = async (buyer: string, token: string, unitId: string) =>
+      sys.api(
+        'POST',
+        '/v1/purchases',
+        { sku, unitId },
+        { 'idempotency-key': randomUUID(), ...(await asBuyer(buyer)), 'admission-token': token },
+      );
+    const annBought = await buySeat('left-ann', ann.admissionToken, 'B1');
+    t.is(annBought.status, 201, JSON.stringify(annBought.body));
+    // Ben asks for Ann's seat, is told it is taken, and leaves without trying B2. His turn lasts 600 s.
+    t.is((await buySeat('left-ben', ben.admissionToken, 'B1')).status, 409);
+    // Carl waits behind them: two inside, two units obtainable. Once Ben's turn is given back, he no
+    // longer stands between Carl and B2.
+    const carl = await pollUntil((await join(sku, 'left-carl')).body.ticket, (b) => b.state === 'admitted', 20_000);
+    const carlBought = await buySeat('left-carl', carl.admissionToken, 'B2');
+    t.is(carlBought.status, 201, JSON.stringify(carlBought.body));
+    // Ben's turn is still his: he is told the truth, that nothing is free now.
+    const benAgain = await buySeat('left-ben', ben.admissionToken, 'B2');
+    t.is(benAgain.status, 409, JSON.stringify(benAgain.body));
+    const { rows } = await sys.db.query(
+      `SELECT buyer_id, given_back_at IS NOT NULL AS given_back FROM room_tickets WHERE sku = $1 ORDER BY buyer_id`,
+      [sku],
+    );
+    t.deepEqual(
+      rows.map((r) => [r.buyer_id, r.given_back]),
+      [
+        ['left-ann', false],
+        ['left-ben', true],
+        ['left-carl', false],
+      ],
+    );
+  },
+);
