@@ -41,7 +41,7 @@ const CREATED_PREFIX = `fz${randomBytes(3).toString('hex')}`;
 
 let sys: System;
 let writes: WriteCounter;
-const seeds = { counted: '', soldOut: '', seats: '', purchase: '' };
+const seeds = { counted: '', soldOut: '', seats: '', purchase: '', refund: '' };
 const tokens = { buyer: '', other: '' };
 const stripe = new Stripe('sk_test_fuzz');
 
@@ -51,14 +51,18 @@ test.before(async () => {
   seeds.counted = await sys.createProduct({ sku: uniqueSku('fuzz-counted'), stock: 10, buckets: 3 });
   seeds.soldOut = await sys.createProduct({ sku: uniqueSku('fuzz-soldout'), stock: 0, maxPerBuyer: 2 });
   seeds.seats = await sys.createProduct({ sku: uniqueSku('fuzz-seats'), stock: 2, units: ['A1', 'A2'] });
-  // A purchase that is over (expired): readable and cancellable by its buyer, not refundable.
-  const key = randomUUID();
-  seeds.purchase = purchaseIdFor(key, BUYER);
-  await sys.db.query(
-    `INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, status)
-     VALUES ($1, $2, $3, $4, $5, 1, 'expired')`,
-    [seeds.purchase, key, JSON.stringify({ sku: seeds.soldOut, buyerId: BUYER, quantity: 1 }), seeds.soldOut, BUYER],
-  );
+  // A purchase that is over (expired): readable and cancellable by its buyer, not refundable. The
+  // refund fuzz has one of its own: the webhook fuzz's signed events may make the first one paid,
+  // and a refund support may then ask for waits its 10 s for a saga no worker runs.
+  for (const seed of ['purchase', 'refund'] as const) {
+    const key = randomUUID();
+    seeds[seed] = purchaseIdFor(key, BUYER);
+    await sys.db.query(
+      `INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, status)
+       VALUES ($1, $2, $3, $4, $5, 1, 'expired')`,
+      [seeds[seed], key, JSON.stringify({ sku: seeds.soldOut, buyerId: BUYER, quantity: 1 }), seeds.soldOut, BUYER],
+    );
+  }
   if (writes.count() === 0) throw new Error('the write counter saw none of the seeds being written');
   tokens.buyer = await buyerToken(BUYER);
   tokens.other = await buyerToken('someone-else');
@@ -136,7 +140,7 @@ function credentialOf(operationId: string): string | undefined {
 /** Good values of each path parameter, per operation (the restock fuzz must not restock the sold-out product). */
 function goodParams(operationId: string, name: string): string[] {
   if (name === 'sku') return operationId === 'restockProduct' ? [seeds.counted] : Object.values(seeds).slice(0, 3);
-  return [seeds.purchase];
+  return [operationId === 'supportRefund' ? seeds.refund : seeds.purchase];
 }
 
 /**
