@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, type WorkflowBundleOption } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import pg from 'pg';
 import { HoldDesk } from '../../store/hold-desk';
 import { Admissions } from '../../store/admission';
@@ -17,80 +17,31 @@ import { createMetrics } from '../../api/metrics';
 import { createRateLimits, type RateLimitConfig } from '../../api/rate-limits';
 import { startEmulator, type Emulator } from '../../dev/emulator';
 import type { RateLimitSettings } from '../../dev/emulator/rate-limit';
-import { createBuyerVerifier, signBuyerToken } from '../../config/buyer-tokens';
+import { createBuyerVerifier } from '../../config/buyer-tokens';
 import { createRoomTokens } from '../../config/room-tokens';
 import { WaitingRoom } from '../../api/waiting-room';
 import { Admitter } from '../../store/admitter';
 import { RoomCache } from '../../store/room-cache';
 import { createStripe } from '../../config/clients';
 import { createLogger, type Logger } from '../../config/log';
-import { bundleWorkflows, createPurchaseWorker, type PurchaseWorker } from '../../worker/create-worker';
+import { createPurchaseWorker, type PurchaseWorker } from '../../worker/create-worker';
 import { migrate } from '../../store/migrate';
 import { testDb, uniqueSku } from './db';
 
-export const ADMIN_TOKEN = 'test-admin-token';
-export const SUPPORT_TOKEN = 'test-support-token';
-export const WEBHOOK_SECRET = 'whsec_test_secret';
-/** The HS256 secret the test API verifies buyer tokens with. */
-export const BUYER_TOKEN_SECRET = 'test-buyer-token-secret-0123456789abcdef';
-/** The secret the test API signs waiting-room tickets and admission tokens with. */
-export const ROOM_TOKEN_SECRET = 'test-room-token-secret-0123456789abcdef';
-/** The bot check's secret, and a cost a test solves in milliseconds (the default is docs/architecture.md's). */
-export const BOT_CHECK = { secret: 'test-bot-check-secret-0123456789abcdef', maxNumber: 8 };
-/** Support's Authorization header: support may read any purchase. */
-export const AS_SUPPORT = { authorization: `Bearer ${SUPPORT_TOKEN}` };
+import {
+  ADMIN_TOKEN,
+  AS_SUPPORT,
+  asBuyer,
+  BOT_CHECK,
+  BUYER_TOKEN_SECRET,
+  ROOM_TOKEN_SECRET,
+  SUPPORT_TOKEN,
+  WEBHOOK_SECRET,
+} from './credentials';
+import { temporalAddress, workflowBundle } from './temporal';
 
-/**
- * An emulator fault for each of the session step's 6 attempts: served, then its answer lost (500).
- * The first opens the session; the others are replays of it under the same key.
- */
-export const SESSION_ANSWERS_LOST = {
-  path: '/v1/checkout/sessions',
-  method: 'POST',
-  status: 500,
-  count: 6,
-  afterServing: true,
-};
-
-/** A buyer token for `buyerId` (an hour long), as the merchant's login would issue. */
-export function buyerToken(buyerId: string): Promise<string> {
-  return signBuyerToken(BUYER_TOKEN_SECRET, buyerId);
-}
-/** The Authorization header of buyer `buyerId`. */
-export async function asBuyer(buyerId: string): Promise<Record<string, string>> {
-  return { authorization: `Bearer ${await buyerToken(buyerId)}` };
-}
-
-// Activity retries are expected in these tests; keep their warnings out of the output.
-Runtime.install({ logger: new DefaultLogger('ERROR') });
-
-let bundle: Promise<WorkflowBundleOption> | undefined;
-/**
- * The workflow bundle: the one `npm test` built for every file (test/run.ts, WORKFLOW_BUNDLE_PATH),
- * else one per test process (bundling takes seconds).
- */
-export function workflowBundle(): Promise<WorkflowBundleOption> {
-  const prebuilt = process.env.WORKFLOW_BUNDLE_PATH;
-  bundle ??= prebuilt
-    ? Promise.resolve({ codePath: prebuilt })
-    : bundleWorkflows(quietLogger).then((code) => ({ code }));
-  return bundle;
-}
-
-const quietLogger = {
-  log() {},
-  trace() {},
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-};
-
-export function temporalAddress(): string {
-  const address = process.env.TEMPORAL_ADDRESS;
-  if (!address) throw new Error('TEMPORAL_ADDRESS is not set: run the suite with `npm test`, which starts Temporal');
-  return address;
-}
+export * from './credentials';
+export { temporalAddress, workflowBundle } from './temporal';
 
 export interface System {
   db: pg.Pool;
