@@ -66,7 +66,7 @@ async function inPool<T>(items: T[], width: number, each: (x: T) => Promise<void
   );
 }
 
-export class CheckoutWatch {
+export class CheckoutFollower {
   private readonly accepted: Accepted[] = [];
   private readonly pending = new Map<string, Accepted>();
   private readonly ready = new Map<string, number>();

@@ -4,7 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { signBuyerToken } from '../config/buyer-tokens';
 import { reconcile } from '../store/reconcile';
-import { CheckoutWatch } from './crowd-checkouts';
+import { CheckoutFollower } from './crowd-checkouts';
 import { startsFloor } from './crowd-floor';
 import { roomBench } from './crowd-room';
 import { stripeBench } from './crowd-stripe';
@@ -256,7 +256,7 @@ async function main(): Promise<number> {
     `crowd: ${opts.buyers} buyers for ${opts.units} units, ${opts.concurrency} in flight${opts.respondAsync ? ', Prefer: respond-async' : ''}...`,
   );
   // --respond-async: every 202 is followed until its checkout URL shows (through Postgres from now on, if known).
-  const watch = opts.respondAsync ? new CheckoutWatch(performance.now(), client, db, aborter.signal) : undefined;
+  const watch = opts.respondAsync ? new CheckoutFollower(performance.now(), client, db, aborter.signal) : undefined;
   watch?.start();
   const crowd = await drive(
     'crowd: POST /v1/purchases',

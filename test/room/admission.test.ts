@@ -183,41 +183,38 @@ test.serial('the operator reads and changes a room live, and /metrics shows it',
   t.true(metrics.includes(`flashsale_room_state{sku="${sku}",state="open"} 1`), 'state in /metrics');
 });
 
+/** A product of two named seats behind a room (`extra` adds to or overrides the product). */
+async function createSeats(
+  t: import('ava').ExecutionContext,
+  prefix: string,
+  units: [string, string],
+  extra: Record<string, unknown>,
+): Promise<string> {
+  const sku = `${prefix}-${randomUUID().slice(0, 6)}`;
+  const body = { sku, name: 'Seats', priceCents: 100, currency: 'usd', stock: 2, units, ...extra };
+  const created = await sys.api('POST', '/v1/products', body, AS_ADMIN);
+  t.is(created.status, 201, JSON.stringify(created.body));
+  return sku;
+}
+
+/** `buyer` asks for seat `unitId` of `sku` with an admission token and a new key. */
+async function buySeat(sku: string, buyer: string, token: string, unitId: string, key: string = randomUUID()) {
+  const headers = { 'idempotency-key': key, ...(await asBuyer(buyer)), 'admission-token': token };
+  return sys.api('POST', '/v1/purchases', { sku, unitId }, headers);
+}
+
 test.serial(
   'a turn spent on a purchase the hold step refused is given back: the buyer buys with a new key',
   async (t) => {
-    const sku = `room-seat-${randomUUID().slice(0, 6)}`;
-    const created = await sys.api(
-      'POST',
-      '/v1/products',
-      {
-        sku,
-        name: 'Seats',
-        priceCents: 100,
-        currency: 'usd',
-        stock: 2,
-        units: ['A1', 'A2'],
-        waitingRoom: { admitPerSecond: 10, maxActive: 2, sessionSeconds: 60 },
-      },
-      AS_ADMIN,
-    );
-    t.is(created.status, 201, JSON.stringify(created.body));
+    const sku = await createSeats(t, 'room-seat', ['A1', 'A2'], {
+      waitingRoom: { admitPerSecond: 10, maxActive: 2, sessionSeconds: 60 },
+    });
     const first = await pollUntil((await join(sku, 'seat-ann')).body.ticket, (b) => b.state === 'admitted');
     const second = await pollUntil((await join(sku, 'seat-ben')).body.ticket, (b) => b.state === 'admitted');
-    const ann = await sys.api(
-      'POST',
-      '/v1/purchases',
-      { sku, unitId: 'A1' },
-      { 'idempotency-key': randomUUID(), ...(await asBuyer('seat-ann')), 'admission-token': first.admissionToken },
-    );
+    const ann = await buySeat(sku, 'seat-ann', first.admissionToken, 'A1');
     t.is(ann.status, 201, JSON.stringify(ann.body));
     // Ben asks for the seat Ann just took: the hold step refuses it, through no fault of his turn.
-    const taken = await sys.api(
-      'POST',
-      '/v1/purchases',
-      { sku, unitId: 'A1' },
-      { 'idempotency-key': randomUUID(), ...(await asBuyer('seat-ben')), 'admission-token': second.admissionToken },
-    );
+    const taken = await buySeat(sku, 'seat-ben', second.admissionToken, 'A1');
     t.is(taken.status, 409, JSON.stringify(taken.body));
     // His queue page still offers Buy at once, before the admitter's next step gives the turn back.
     const ben = (await asBuyer('seat-ben')).authorization.replace(/^Bearer /, '');
@@ -230,16 +227,7 @@ test.serial(
     // Within a few admitter steps his turn is his again, and the other seat is his with a new key.
     let again: Awaited<ReturnType<System['api']>> | undefined;
     for (let i = 0; i < 100; i++) {
-      again = await sys.api(
-        'POST',
-        '/v1/purchases',
-        { sku, unitId: 'A2' },
-        {
-          'idempotency-key': `seat-ben-${i}`,
-          ...(await asBuyer('seat-ben')),
-          'admission-token': second.admissionToken,
-        },
-      );
+      again = await buySeat(sku, 'seat-ben', second.admissionToken, 'A2', `seat-ben-${i}`);
       if (again.status !== 403) break;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -250,43 +238,23 @@ test.serial(
 test.serial(
   'a buyer whose turn was given back and who walks away does not keep the unit that comes back from the next in line',
   async (t) => {
-    const sku = `room-left-${randomUUID().slice(0, 6)}`;
-    const created = await sys.api(
-      'POST',
-      '/v1/products',
-      {
-        sku,
-        name: 'Seats',
-        priceCents: 100,
-        currency: 'usd',
-        stock: 2,
-        units: ['B1', 'B2'],
-        holdSeconds: 600,
-        waitingRoom: { admitPerSecond: 10, maxActive: 5, sessionSeconds: 600 },
-      },
-      AS_ADMIN,
-    );
-    t.is(created.status, 201, JSON.stringify(created.body));
+    const sku = await createSeats(t, 'room-left', ['B1', 'B2'], {
+      holdSeconds: 600,
+      waitingRoom: { admitPerSecond: 10, maxActive: 5, sessionSeconds: 600 },
+    });
     const ann = await pollUntil((await join(sku, 'left-ann')).body.ticket, (b) => b.state === 'admitted');
     const ben = await pollUntil((await join(sku, 'left-ben')).body.ticket, (b) => b.state === 'admitted');
-    const buySeat = async (buyer: string, token: string, unitId: string) =>
-      sys.api(
-        'POST',
-        '/v1/purchases',
-        { sku, unitId },
-        { 'idempotency-key': randomUUID(), ...(await asBuyer(buyer)), 'admission-token': token },
-      );
-    const annBought = await buySeat('left-ann', ann.admissionToken, 'B1');
+    const annBought = await buySeat(sku, 'left-ann', ann.admissionToken, 'B1');
     t.is(annBought.status, 201, JSON.stringify(annBought.body));
     // Ben asks for Ann's seat, is told it is taken, and leaves without trying B2. His turn lasts 600 s.
-    t.is((await buySeat('left-ben', ben.admissionToken, 'B1')).status, 409);
+    t.is((await buySeat(sku, 'left-ben', ben.admissionToken, 'B1')).status, 409);
     // Carl waits behind them: two inside, two units obtainable. Once Ben's turn is given back, he no
     // longer stands between Carl and B2.
     const carl = await pollUntil((await join(sku, 'left-carl')).body.ticket, (b) => b.state === 'admitted', 20_000);
-    const carlBought = await buySeat('left-carl', carl.admissionToken, 'B2');
+    const carlBought = await buySeat(sku, 'left-carl', carl.admissionToken, 'B2');
     t.is(carlBought.status, 201, JSON.stringify(carlBought.body));
     // Ben's turn is still his: he is told the truth, that nothing is free now.
-    const benAgain = await buySeat('left-ben', ben.admissionToken, 'B2');
+    const benAgain = await buySeat(sku, 'left-ben', ben.admissionToken, 'B2');
     t.is(benAgain.status, 409, JSON.stringify(benAgain.body));
     const { rows } = await sys.db.query(
       `SELECT buyer_id, given_back_at IS NOT NULL AS given_back FROM room_tickets WHERE sku = $1 ORDER BY buyer_id`,
