@@ -108,9 +108,10 @@ export interface EmulatorEvents {
   }>;
 }
 
-/** A fresh emulator on a random port, a webhook receiver and a real stripe-node client; torn down after the test. */
 /** For tests that make more calls a second than Stripe's sandbox allows, about something else than its limits. */
 export const NO_RATE_LIMIT = { rateLimit: { accountPerSecond: 0, endpointPerSecond: 0 } };
+
+/** A fresh emulator on a random port, a webhook receiver and a real stripe-node client; torn down after the test. */
 
 export async function startHarness(
   t: ExecutionContext,
@@ -217,6 +218,21 @@ export async function acceptedTypes(harness: Harness, count: number, timeoutMs =
     },
     timeoutMs,
   );
+}
+
+/**
+ * The emulator's record of its events once it holds `count` of them and has recorded the answer to every
+ * attempt it sent. The receiver answering comes a moment before the emulator records the answer: a test
+ * that reads the record (or stops the emulator) right after the receiver saw a delivery races it.
+ */
+export async function recordedEvents(harness: Harness, count: number): Promise<EmulatorEvents['data']> {
+  return waitFor(`the emulator to record the answers to ${count} events`, async () => {
+    const { data } = (await harness.control<EmulatorEvents>('GET', '/_emulator/events')).body;
+    const answered = data.every(
+      (e) => e.deliveries.length > 0 && e.deliveries.every((d) => d.state !== 'pending' && d.state !== 'in_flight'),
+    );
+    return data.length >= count && answered && data;
+  });
 }
 
 /** The PaymentIntent of a session paid through the control route with `outcome` (default succeeded). */

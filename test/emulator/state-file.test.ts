@@ -10,6 +10,7 @@ import {
   acceptedTypes,
   pay,
   paidIntent,
+  recordedEvents,
   sessionParams,
   startHarness,
   tempStateFile,
@@ -57,7 +58,7 @@ test('payment intents, charges, refunds, disputes and events are all still there
   const disputed = await paidIntent(first);
   const dispute = (await first.control<Stripe.Dispute>('POST', `/_emulator/payment_intents/${disputed}/dispute`)).body;
   await acceptedTypes(first, 7);
-  const eventsBefore = (await first.control<EmulatorEvents>('GET', '/_emulator/events')).body.data;
+  const eventsBefore = await recordedEvents(first, 7);
   await first.emulator.close();
 
   const second = await startHarness(t, { stateFile });
@@ -126,7 +127,7 @@ test('a delivery being retried when the emulator stops keeps its attempts and is
   first.receiver.answer = () => 503;
   const session = await first.stripe.checkout.sessions.create(sessionParams());
   await first.stripe.checkout.sessions.expire(session.id);
-  await waitFor('the first failed attempt', () => first.receiver.received.length === 1);
+  await recordedEvents(first, 1);
   await first.emulator.close();
 
   // The retry was due in a minute; the next emulator keeps that time, so shorten it by editing the file.
@@ -138,7 +139,7 @@ test('a delivery being retried when the emulator stops keeps its attempts and is
 
   const second = await startHarness(t, { stateFile });
   await acceptedTypes(second, 1);
-  const [record] = (await second.control<EmulatorEvents>('GET', '/_emulator/events')).body.data;
+  const [record] = await recordedEvents(second, 1);
   t.deepEqual(
     record.deliveries[0].attempts.map((a) => a.status),
     [503, 200],

@@ -6,6 +6,7 @@ import {
   NO_RATE_LIMIT,
   WEBHOOK_SECRET,
   pay,
+  recordedEvents,
   sessionParams,
   startHarness,
   waitFor,
@@ -13,7 +14,7 @@ import {
 
 test('a delivery answered with 500 is redelivered, re-signed, until it is accepted', async (t) => {
   const harness = await startHarness(t, { retryBaseMs: 40 });
-  const { stripe, receiver, control } = harness;
+  const { stripe, receiver } = harness;
   receiver.answer = (index) => (index < 2 ? 500 : 200);
   const session = await stripe.checkout.sessions.create(sessionParams());
   await pay(harness, session.id, 'succeeded');
@@ -26,8 +27,7 @@ test('a delivery answered with 500 is redelivered, re-signed, until it is accept
   });
   t.is(new Set(ids).size, 1);
 
-  const events = await control<EmulatorEvents>('GET', '/_emulator/events');
-  const [record] = events.body.data;
+  const [record] = await recordedEvents(harness, 1);
   t.is(record.type, 'checkout.session.completed');
   t.true(record.delivered);
   t.deepEqual(
@@ -44,8 +44,8 @@ test('redelivery backs off exponentially from retryBaseMs', async (t) => {
   await pay(harness, session.id, 'succeeded');
   await waitFor('the fourth attempt', () => harness.receiver.accepted().length === 1);
 
-  const events = await harness.control<EmulatorEvents>('GET', '/_emulator/events');
-  const times = events.body.data[0].deliveries[0].attempts.map((a) => Date.parse(a.at));
+  const [record] = await recordedEvents(harness, 1);
+  const times = record.deliveries[0].attempts.map((a) => Date.parse(a.at));
   const gaps = times.slice(1).map((time, i) => time - times[i]);
   // 60, 120, 240 ms, each measured from the start of the previous attempt.
   t.true(gaps[0] >= 55, `gaps ${gaps.join(', ')}`);
@@ -97,9 +97,9 @@ test('duplicate delivers each event that many times', async (t) => {
   await waitFor('three deliveries', () => harness.receiver.accepted().length === 3);
   const ids = harness.receiver.accepted().map((event) => event.id);
   t.is(new Set(ids).size, 1);
-  const events = await harness.control<EmulatorEvents>('GET', '/_emulator/events');
+  const [record] = await recordedEvents(harness, 1);
   t.deepEqual(
-    events.body.data[0].deliveries.map((d) => [d.copy, d.state]),
+    record.deliveries.map((d) => [d.copy, d.state]),
     [
       [1, 'delivered'],
       [2, 'delivered'],
