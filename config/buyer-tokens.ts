@@ -43,7 +43,7 @@ export function createBuyerVerifier(config: BuyerTokenConfig): BuyerVerifier {
   };
   return {
     async verify(token) {
-      let sub: string | undefined;
+      let sub: unknown;
       try {
         const { payload } =
           typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, key, options);
@@ -51,7 +51,12 @@ export function createBuyerVerifier(config: BuyerTokenConfig): BuyerVerifier {
       } catch (err) {
         throw new BadBuyerToken((err as Error).message);
       }
-      if (!sub || !BUYER_ID.test(sub)) throw new BadBuyerToken('the token has no usable sub (buyer id)');
+      // A claim is whatever the issuer wrote: a number would pass the pattern once coerced to text.
+      if (typeof sub !== 'string' || !BUYER_ID.test(sub)) {
+        throw new BadBuyerToken(
+          'the token has no usable sub (buyer id): it must be a string of 1 to 128 printable characters',
+        );
+      }
       return sub;
     },
   };

@@ -129,3 +129,26 @@ test.serial('300 requests with made-up buyer ids and no valid token are all 401 
   t.deepEqual(before, { purchases: 0, holds: 0 });
   t.like((await sys.api('GET', `/v1/products/${sku}`)).body, { available: 5, held: 0 });
 });
+
+test('a signed token whose sub is a number, an object or empty is 401 naming the sub, and writes nothing', async (t) => {
+  const sku = await sys.createProduct({ stock: 1 });
+  const secret = new TextEncoder().encode(BUYER_TOKEN_SECRET);
+  const exp = Math.floor(Date.now() / 1000) + 600;
+  for (const sub of [12345, { id: 'x' }, '', true]) {
+    // jose's setSubject takes a string only: the claim is written as a merchant's faulty login would.
+    const token = await new SignJWT({ sub, exp } as unknown as Record<string, unknown>)
+      .setProtectedHeader({ alg: 'HS256' })
+      .sign(secret);
+    const answer = await sys.api(
+      'POST',
+      '/v1/purchases',
+      { sku },
+      { authorization: `Bearer ${token}`, 'idempotency-key': randomUUID() },
+    );
+    t.is(answer.status, 401, `sub ${JSON.stringify(sub)}: ${JSON.stringify(answer.body)}`);
+    t.is(answer.body.type, 'unauthorized');
+    t.regex(answer.body.detail as string, /sub/);
+  }
+  t.deepEqual(await counts(sku), { purchases: 0, holds: 0 });
+  await assertInvariants(t, sys.db, sku);
+});
