@@ -13,14 +13,15 @@ export function toPaymentEvent(event: Stripe.Event): { purchaseId?: string; paym
     id: string;
     object: string;
     metadata?: Record<string, string> | null;
-    client_reference_id?: string | null;
     payment_intent?: Id;
     payment_status?: string;
     amount_total?: number | null;
     amount?: number | null;
     currency?: string | null;
   };
-  const purchaseId = obj.metadata?.purchase_id ?? obj.client_reference_id ?? undefined;
+  // Only metadata.purchase_id names a purchase: a payer can set client_reference_id (a Payment Link
+  // does), so a session elsewhere on the account that only carries it is recorded and left alone.
+  const purchaseId = obj.metadata?.purchase_id ?? undefined;
   const isSession = obj.object === 'checkout.session';
   const amount = isSession ? obj.amount_total : obj.amount;
   return {

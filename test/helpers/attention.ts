@@ -72,18 +72,26 @@ export async function refundFailedAfterSagaEnded(
 }
 
 /**
- * A 1-cent Checkout Session that another app on the same Stripe account created, claiming `purchaseId`
- * in its metadata and client_reference_id: not the purchase's own.
+ * A Checkout Session (1 cent by default) that another app on the same Stripe account created, claiming
+ * `purchaseId` in its metadata and client_reference_id: not the purchase's own. With `referenceOnly`,
+ * only client_reference_id names it, as a payer can set on a Payment Link.
  */
-export function foreignSession(sys: System, purchaseId: string): Promise<Stripe.Checkout.Session> {
+export function foreignSession(
+  sys: System,
+  purchaseId: string,
+  o: { amountCents?: number; referenceOnly?: boolean } = {},
+): Promise<Stripe.Checkout.Session> {
   const otherApp = createStripe({ stripeSecretKey: 'sk_test_another_app', stripeApiUrl: sys.emulator.url });
+  const claim = o.referenceOnly ? {} : { metadata: { purchase_id: purchaseId } };
   return otherApp.checkout.sessions.create({
     mode: 'payment',
-    line_items: [{ quantity: 1, price_data: { currency: 'usd', unit_amount: 1, product_data: { name: 'Gift' } } }],
+    line_items: [
+      { quantity: 1, price_data: { currency: 'usd', unit_amount: o.amountCents ?? 1, product_data: { name: 'Gift' } } },
+    ],
     success_url: 'https://other-app.test/thanks',
     client_reference_id: purchaseId,
-    metadata: { purchase_id: purchaseId },
-    payment_intent_data: { metadata: { purchase_id: purchaseId } },
+    ...claim,
+    ...(o.referenceOnly ? {} : { payment_intent_data: claim }),
   });
 }
 

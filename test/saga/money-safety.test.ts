@@ -100,6 +100,41 @@ test('a paid foreign session naming a purchase confirms nothing, is refunded onc
   await assertInvariants(t, sys.db, sku);
 });
 
+test('a session elsewhere on the account that names a purchase only by client_reference_id is recorded and left alone', async (t) => {
+  const sku = await sys.createProduct({ priceCents: 12_000 });
+  const { purchaseId, sessionId } = await buyAwaiting(sku, 'flo');
+  // A payer's Payment Link sets client_reference_id; only our sessions carry metadata.purchase_id.
+  const other = await foreignSession(sys, purchaseId, { amountCents: 25_000, referenceOnly: true });
+  t.is((await sys.pay(other.id, 'succeeded')).status, 200);
+  const completed = await until('the emulator to deliver the completed event', async () => {
+    const { body } = await sys.emulatorCall('GET', '/_emulator/events?type=checkout.session.completed');
+    const events = body.data as {
+      id: string;
+      object_id: string;
+      delivered: boolean;
+      event: { data: { object: { payment_intent: string } } };
+    }[];
+    return events.find((e) => e.object_id === other.id && e.delivered);
+  });
+  const { rows: ignored } = await sys.db.query('SELECT status, purchase_id FROM webhook_events WHERE event_id = $1', [
+    completed.id,
+  ]);
+  t.like(ignored[0], { status: 'ignored', purchase_id: null });
+
+  await sys.pay(sessionId, 'succeeded');
+  await sys.waitForPurchase(purchaseId, (r) => r.status === 'confirmed');
+  await sleep(500); // any redelivery of the other session's events
+  const { body: refunds } = await sys.emulatorCall('GET', '/_emulator/events?type=refund.created');
+  const refunded = (refunds.data as { event: { data: { object: { payment_intent: string } } } }[]).filter(
+    (e) => e.event.data.object.payment_intent === completed.event.data.object.payment_intent,
+  );
+  t.is(refunded.length, 0);
+  const { rows: strays } = await sys.db.query('SELECT 1 FROM stray_payments WHERE session_id = $1', [other.id]);
+  t.is(strays.length, 0);
+  t.like(await sys.stock(sku), { sold: 1, held: 0 });
+  await assertInvariants(t, sys.db, sku);
+});
+
 test('an event on the purchase own session with another amount, currency or mode is refused and flagged', async (t) => {
   const sku = await sys.createProduct({ priceCents: 12_000 });
   const { purchaseId, sessionId } = await buyAwaiting(sku, 'gus');
