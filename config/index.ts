@@ -149,7 +149,7 @@ function checkoutUrl(r: Reader, name: string, dflt: string): string {
 }
 
 function common(r: Reader): CommonConfig {
-  return { databaseUrl: r.need('DATABASE_URL', 'the Postgres holding stock and purchases'), ...temporal(r) };
+  return { databaseUrl: r.postgresUrl('DATABASE_URL', 'the Postgres holding stock and purchases'), ...temporal(r) };
 }
 
 /** Admin and support tokens outside development: long enough not to be guessed. */
@@ -239,7 +239,7 @@ export function loadApiConfig(env: Env): ApiConfig {
     ...common(r),
     ...stripe(r),
     stripeWebhookSecret: r.need('STRIPE_WEBHOOK_SECRET', 'whsec_ secret that signs Stripe webhooks'),
-    port: r.int('PORT', 3000, 0),
+    port: r.port('PORT', 3000),
     host: r.text('HOST', '127.0.0.1'),
     adminToken: operatorToken(r, 'ADMIN_TOKEN', 'bearer token for the catalogue routes'),
     supportToken: operatorToken(r, 'SUPPORT_TOKEN', 'bearer token for support refunds'),
@@ -276,7 +276,7 @@ export function loadWorkerConfig(env: Env): WorkerConfig {
     maxActivities: r.int('WORKER_MAX_ACTIVITIES', 50, 1),
     maxLocalActivities: r.int('WORKER_MAX_LOCAL_ACTIVITIES', 30, 1),
     maxStripeCalls: r.int('WORKER_MAX_STRIPE_CALLS', 20, 1),
-    metrics: { port: r.int('WORKER_METRICS_PORT', 9464, 0), host: r.text('WORKER_METRICS_HOST', '127.0.0.1') },
+    metrics: { port: r.port('WORKER_METRICS_PORT', 9464), host: r.text('WORKER_METRICS_HOST', '127.0.0.1') },
     workflowBundlePath: bundlePath(r),
   });
 }

@@ -27,6 +27,29 @@ export class Reader {
     return n;
   }
 
+  /** A TCP port to listen on: 0 (any free port) to 65535. */
+  port(name: string, dflt: number): number {
+    const n = this.int(name, dflt, 0);
+    if (Number.isInteger(n) && n > 65_535) this.problems.push(`${name} must be a TCP port (0 to 65535), got "${n}"`);
+    return n;
+  }
+
+  /** A Postgres connection URL (postgres:// or postgresql://), required. */
+  postgresUrl(name: string, why: string): string {
+    const v = this.need(name, why);
+    if (!v) return v;
+    let protocol: string | undefined;
+    try {
+      protocol = new URL(v).protocol;
+    } catch {
+      // not a URL at all: named below without echoing it (it may hold a password)
+    }
+    if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+      this.problems.push(`${name} must be a postgres:// or postgresql:// URL (${why})`);
+    }
+    return v;
+  }
+
   done<T>(config: T): T {
     if (this.problems.length) {
       throw new ConfigError(`invalid configuration:\n  - ${this.problems.join('\n  - ')}`);

@@ -88,3 +88,17 @@ test('DEV_SIGN_IN=1 without an HS256 buyer-token secret stops the API naming BUY
   const typo = t.throws(() => loadApiConfig({ ...api, DEV_SIGN_IN: 'yes' }), { instanceOf: ConfigError });
   t.regex(typo.message, /DEV_SIGN_IN must be 0 or 1, got "yes"/);
 });
+
+test('a port past 65535, a DATABASE_URL that is no Postgres URL and other problems are named all at once', (t) => {
+  const err = t.throws(() => loadApiConfig({ ...api, PORT: '99999', DATABASE_URL: 'garbage', ADMIN_TOKEN: 'short' }), {
+    instanceOf: ConfigError,
+  });
+  t.regex(err.message, /PORT must be a TCP port \(0 to 65535\), got "99999"/);
+  t.regex(err.message, /DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL/);
+  t.regex(err.message, /ADMIN_TOKEN/);
+  t.notRegex(err.message, /garbage/);
+  t.throws(() => loadWorkerConfig({ ...common, WORKER_METRICS_PORT: '70000' }), {
+    message: /WORKER_METRICS_PORT must be a TCP port/,
+  });
+  t.like(loadApiConfig({ ...api, PORT: '65535', DATABASE_URL: 'postgresql://u:p@db:5432/shop' }), { port: 65535 });
+});
