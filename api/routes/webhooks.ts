@@ -96,6 +96,9 @@ async function rejectForeign(
   await startStrayRefund(deps, stray);
 }
 
+/** How far a signature's time may be from now, either way (Stripe's default is 300 s behind). */
+const SIGNATURE_TOLERANCE_SECONDS = 300;
+
 /**
  * POST /v1/webhooks/stripe. Verifies the signature over the raw body (no unverified mode) and the
  * event's shape (a signed body that is no event is 400 `bad-signature`, never a 500 Stripe would
@@ -115,7 +118,12 @@ export function webhookRoutes(deps: ApiDeps): Router {
     let event: Stripe.Event;
     try {
       if (!signature) throw new Error('no Stripe-Signature header');
-      event = deps.stripe.webhooks.constructEvent(body, signature, deps.webhookSecret, 300);
+      event = deps.stripe.webhooks.constructEvent(body, signature, deps.webhookSecret, SIGNATURE_TOLERANCE_SECONDS);
+      // stripe-node bounds a signature's age only: one dated ahead would stay good until its day.
+      const signedAt = Number(/(?:^|,)t=(\d+)/.exec(signature)?.[1]);
+      if (signedAt > Date.now() / 1000 + SIGNATURE_TOLERANCE_SECONDS) {
+        throw new Error(`the signature is dated more than ${SIGNATURE_TOLERANCE_SECONDS} s ahead`);
+      }
       // Signed is not yet well-formed: the fields read below must have an event's shape.
       const why = notAnEvent(event);
       if (why) throw new Error(`the body is not a Stripe event: ${why}`);

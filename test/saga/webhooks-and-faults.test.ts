@@ -1,8 +1,9 @@
 import test from 'ava';
+import Stripe from 'stripe';
 import { createStripe } from '../../config/clients';
 import { purchaseWorkflowId } from '../../vocabulary';
 import { assertInvariants } from '../helpers/db';
-import { asBuyer, SESSION_ANSWERS_LOST, sessionOf, startSystem, type System } from '../helpers/system';
+import { asBuyer, SESSION_ANSWERS_LOST, sessionOf, startSystem, type System, WEBHOOK_SECRET } from '../helpers/system';
 
 let sys: System;
 test.before(async () => {
@@ -88,6 +89,9 @@ test('a webhook with a bad signature is refused with 400 and changes nothing', a
   const event = {
     id: 'evt_forged_1',
     object: 'event',
+    api_version: '2024-06-20',
+    created: Math.floor(Date.now() / 1000),
+    livemode: false,
     type: 'checkout.session.completed',
     data: {
       object: {
@@ -99,7 +103,13 @@ test('a webhook with a bad signature is refused with 400 and changes nothing', a
     },
   };
   const t0 = Math.floor(Date.now() / 1000);
-  for (const signature of [`t=${t0},v1=${'0'.repeat(64)}`, '', 'garbage']) {
+  // Signed with the right secret but dated a year ahead: a signature kept for later replay.
+  const ahead = Stripe.webhooks.generateTestHeaderString({
+    payload: JSON.stringify(event),
+    secret: WEBHOOK_SECRET,
+    timestamp: t0 + 365 * 24 * 3600,
+  });
+  for (const signature of [`t=${t0},v1=${'0'.repeat(64)}`, '', 'garbage', ahead]) {
     const r = await sys.api('POST', '/v1/webhooks/stripe', JSON.stringify(event), {
       'content-type': 'application/json',
       ...(signature ? { 'stripe-signature': signature } : {}),
