@@ -26,6 +26,8 @@ export interface DbClockOptions {
 const DEFAULT_REFRESH_MS = 30_000;
 /** Round trips per measurement: the quickest one bounds the error best (at most half its length). */
 const SAMPLES = 5;
+/** The host clock's step (Date.now() counts whole milliseconds): part of every error bound. */
+const LOCAL_RESOLUTION_MS = 1;
 /** An offset larger than this is logged: the host's clock wants fixing, whatever this corrects. */
 const WARN_OFFSET_MS = 1_000;
 /**
@@ -98,7 +100,12 @@ export class DbClock implements Clock {
         'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS at',
       );
       const back = this.local();
-      const sample = { offsetMs: rows[0].at - (sent + back) / 2, errorMs: (back - sent) / 2 };
+      // The host's clock counts whole milliseconds: the query began in [sent, sent + 1) and its answer
+      // came in [back, back + 1), so Postgres read its clock somewhere in [sent, back + 1).
+      const sample = {
+        offsetMs: rows[0].at - (sent + back + LOCAL_RESOLUTION_MS) / 2,
+        errorMs: (back + LOCAL_RESOLUTION_MS - sent) / 2,
+      };
       if (!best || sample.errorMs < best.errorMs) best = sample;
     }
     const was = this.last;
