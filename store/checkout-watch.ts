@@ -4,7 +4,7 @@ import { getPurchase, type PurchaseRecord } from './purchases';
 
 // The API's wait for a purchase's Checkout Session: the saga answers once its hold is taken
 // (holdAnsweredUpdate), and the session step, on the Stripe queue, writes the checkout URL to the
-// purchase record; a trigger (migration 018) notifies `purchase_answered` when a purchase leaves
+// purchase record; a trigger (migration 016) notifies `purchase_answered` when a purchase leaves
 // `holding`, and the waiters of this process wake. The buyer's 201 does not wait for the saga's next
 // workflow task.
 

@@ -17,3 +17,16 @@ ALTER TABLE purchases ADD COLUMN checkout_at timestamptz;
 
 -- A waiting room without its own admission rate follows the Stripe budget (store/admitter.ts).
 ALTER TABLE rooms ALTER COLUMN admit_per_second DROP NOT NULL;
+
+-- The API's wait for a checkout (store/checkout-watch.ts): a purchase leaving `holding` (its session
+-- open, or refused, or failed) is announced, so the buyer's answer need not wait for the saga's next
+-- workflow task.
+CREATE FUNCTION notify_purchase_answered() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('purchase_answered', NEW.purchase_id);
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER purchase_answered AFTER UPDATE OF status ON purchases FOR EACH ROW
+  WHEN (OLD.status = 'holding' AND NEW.status IS DISTINCT FROM 'holding')
+  EXECUTE FUNCTION notify_purchase_answered();
