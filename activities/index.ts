@@ -176,10 +176,16 @@ export function createStoreActivities(deps: ActivityDeps) {
       return r.outcome;
     },
 
-    /** A late payment takes its units again with the conditional update, once; `sold_out` when none are free. */
-    async retakeForLatePayment(purchaseId: string): Promise<{ outcome: 'sold' | 'sold_out'; oversold: boolean }> {
+    /**
+     * A late payment takes its units again with the conditional update, once; `sold_out` when none
+     * are free, `limit_exceeded` when the buyer bought or holds its limit meanwhile (with the limit).
+     */
+    async retakeForLatePayment(
+      purchaseId: string,
+    ): Promise<{ outcome: 'sold' | 'sold_out' | 'limit_exceeded'; oversold: boolean; limit?: number }> {
       const r = await holds.retakeForLatePayment(db, purchaseId);
       if (r.outcome === 'not_found') throw holdOf(r.outcome, purchaseId);
+      if (r.outcome === 'limit_exceeded') return { outcome: r.outcome, oversold: false, limit: r.limit };
       return { outcome: r.outcome, oversold: r.outcome === 'sold' && r.hold.oversold > 0 };
     },
 

@@ -187,12 +187,17 @@ export async function convertHold(
   });
 }
 
-export type RetakeResult = { outcome: 'sold'; hold: Hold } | { outcome: 'sold_out' } | { outcome: 'not_found' };
+export type RetakeResult =
+  | { outcome: 'sold'; hold: Hold }
+  | { outcome: 'sold_out' }
+  | { outcome: 'limit_exceeded'; limit: number; alreadyCommitted: number }
+  | { outcome: 'not_found' };
 
 /**
  * For a payment that arrived after its hold went back to stock: takes the units again with the
- * same conditional update and records the sale (`released|expired` → `sold`), once. Per-buyer
- * limits are not applied again: the buyer was within them when the hold was taken.
+ * same conditional update and records the sale (`released|expired` → `sold`), once. The per-buyer
+ * limit is applied again: once the hold went back, the buyer could hold or buy other units meanwhile,
+ * and those count (`limit_exceeded`, nothing taken).
  */
 export async function retakeForLatePayment(db: Db, purchaseId: string): Promise<RetakeResult> {
   try {
@@ -214,6 +219,11 @@ export async function retakeForLatePayment(db: Db, purchaseId: string): Promise<
       }
       await reclaimExpired(tx, locked.sku);
       const product = (await getProduct(tx, locked.sku))!;
+      const committed =
+        (await buyerCommitments(tx, locked.sku, [locked.buyer_id])).get(locked.buyer_id)?.committed ?? 0;
+      if (committed + locked.quantity > product.maxPerBuyer) {
+        return { outcome: 'limit_exceeded' as const, limit: product.maxPerBuyer, alreadyCommitted: committed };
+      }
       let unitIds: string[] | null = null;
       if (product.hasUnits) {
         // The same seats if still free, else any.

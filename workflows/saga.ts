@@ -147,6 +147,10 @@ export class PurchaseSaga {
       });
       return;
     }
+    if (retake.outcome === 'limit_exceeded') {
+      const reason = `limit per buyer: after this hold lapsed, this buyer bought or held the most of ${this.input.sku} one buyer may (${retake.limit})`;
+      return this.refundPaid(reason, 'refunded_buyer_limit');
+    }
     return this.refundPaid(
       'sold out: the hold had lapsed and no unit was left when the payment was confirmed',
       'refunded_sold_out',

@@ -1,10 +1,12 @@
 import test from 'ava';
+import { purchaseWorkflowId } from '../../vocabulary';
 import { assertInvariants } from '../helpers/db';
 import { sessionOf, startSystem, type System } from '../helpers/system';
 
 // Limits per payment card: the card fingerprint Stripe reports on the payment is counted against
 // what that card already bought of the SKU; beyond `maxPerCard` the payment is refunded and the unit
-// goes back on sale.
+// goes back on sale. And the per-buyer limit holds for a payment that arrives after its hold lapsed:
+// the re-take of a unit counts what the buyer bought meanwhile.
 
 let sys: System;
 test.before(async () => {
@@ -40,5 +42,33 @@ test('two purchases paid with the same card where maxPerCard is 1: one confirmed
   const { rows } = await sys.db.query('SELECT kind FROM notifications WHERE purchase_id = $1', [refunded.purchase_id]);
   t.deepEqual(rows, [{ kind: 'refunded_card_limit' }]);
   t.like(await sys.stock(sku), { sold: 2, held: 0, available: 3 });
+  await assertInvariants(t, sys.db, sku);
+});
+
+test('a payment after its hold lapsed, from a buyer who bought another unit meanwhile where maxPerBuyer is 1: refunded with the reason, not re-taken', async (t) => {
+  const sku = await sys.createProduct({ stock: 5, holdSeconds: 2, maxPerBuyer: 1 });
+  const buyer = 'limit-lia';
+  // Purchase A lapses and its saga closes: its unit is back on sale and the buyer may buy again.
+  const a = await sys.buy(sku, buyer);
+  await sys.waitForPurchase(a.body.purchaseId, (r) => r.status === 'expired', 20_000);
+  const handle = sys.temporal.workflow.getHandle(purchaseWorkflowId(a.body.purchaseId));
+  await handle.result().catch(() => undefined);
+  // Purchase B, bought and paid: the buyer's one unit.
+  const b = await sys.buy(sku, buyer);
+  t.is(b.status, 201, JSON.stringify(b.body));
+  await sys.pay(await sessionOf(sys.db, b.body.purchaseId), 'succeeded', { force: true });
+  const ended = (r: { status: string }) => ['confirmed', 'late_confirmed', 'refunded'].includes(r.status);
+  t.regex((await sys.waitForPurchase(b.body.purchaseId, ended)).status, /^(confirmed|late_confirmed)$/);
+  // Then A's session is paid after all: a re-take would sell this buyer a second unit.
+  await sys.pay(await sessionOf(sys.db, a.body.purchaseId), 'succeeded', { force: true });
+  const late = await sys.waitForPurchase(a.body.purchaseId, ended);
+  t.is(late.status, 'refunded', JSON.stringify(late));
+  t.regex(late.reason, /limit per buyer/);
+  t.like(await sys.waitForPurchase(a.body.purchaseId, (r) => r.refund_status === 'succeeded'), {
+    refund_status: 'succeeded',
+  });
+  const { rows } = await sys.db.query('SELECT kind FROM notifications WHERE purchase_id = $1', [a.body.purchaseId]);
+  t.deepEqual(rows, [{ kind: 'refunded_buyer_limit' }]);
+  t.like(await sys.stock(sku), { sold: 1, held: 0, available: 4 });
   await assertInvariants(t, sys.db, sku);
 });
