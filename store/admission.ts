@@ -55,6 +55,8 @@ export class Admissions {
   private readonly products = new Map<string, ProductRules>();
   /** The known-key and one-hold reads of concurrent requests, one statement per batch. */
   private readonly lookups: Batcher<AdmissionLookup, Awaited<ReturnType<typeof lookupForAdmission>>[number]>;
+  /** The admission running in this process for each purchase id (buyer and key): the next one with it waits. */
+  private readonly admitting = new Map<string, Promise<Admission>>();
 
   constructor(
     private readonly db: Db,
@@ -75,8 +77,34 @@ export class Admissions {
     admission?: { ticketId: string } | null,
   ): Promise<Admission> {
     const purchaseId = purchaseIdFor(idempotencyKey, req.buyerId);
+    // Requests with one key at once are one purchase: while the first is admitted the others wait, then
+    // answer from the purchase it recorded. Otherwise the gate would count the first's permit against
+    // the others and tell them `sold_out` (nothing was written for a refusal: a waiter is judged afresh).
+    const first = this.admitting.get(purchaseId);
+    if (first) {
+      const was = await first.catch(() => null);
+      if (was?.outcome === 'new' || was?.outcome === 'known') return this.answerKnown(was.record, req);
+      return this.admit(idempotencyKey, req, admission);
+    }
+    const mine = this.admitOnce(purchaseId, idempotencyKey, req, admission);
+    this.admitting.set(purchaseId, mine);
+    try {
+      return await mine;
+    } finally {
+      if (this.admitting.get(purchaseId) === mine) this.admitting.delete(purchaseId);
+    }
+  }
+
+  private async admitOnce(
+    purchaseId: string,
+    idempotencyKey: string,
+    req: PurchaseRequest,
+    admission?: { ticketId: string } | null,
+  ): Promise<Admission> {
+    const lookup = { purchaseId, sku: req.sku, buyerId: req.buyerId };
+    const lookedUpAt = Date.now();
     // A retry of a known key is answered from its purchase, before any shortcut below.
-    const { record: known, heldBy } = await this.lookups.call({ purchaseId, sku: req.sku, buyerId: req.buyerId });
+    const { record: known, heldBy } = await this.lookups.call(lookup);
     if (known) return this.answerKnown(known, req);
     // One active hold per buyer and SKU: the holder is told which purchase it is, without a saga.
     if (heldBy) return { outcome: 'hold_exists', heldBy, detail: `buyer ${req.buyerId} already holds ${req.sku}` };
@@ -108,6 +136,12 @@ export class Admissions {
       return { outcome: 'refused', reason: 'product_not_found', detail: `no product with SKU ${req.sku}` };
     }
     if (entry.outcome === 'sold_out') {
+      // A view read since the lookup may count this key's own hold, taken through another API process:
+      // its purchase is committed before its hold, so a second lookup finds it.
+      if (entry.viewReadAt >= lookedUpAt) {
+        const { record: meanwhile } = await this.lookups.call(lookup);
+        if (meanwhile) return this.answerKnown(meanwhile, req);
+      }
       const detail = entry.final
         ? `${req.sku} is sold out`
         : `${req.sku} is sold out for now: units are held and may come back`;

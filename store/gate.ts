@@ -46,8 +46,11 @@ export interface Permit {
 
 export type GateAnswer =
   | { outcome: 'permit'; permit: Permit }
-  /** Nothing to be had now. `final`: nothing is held or in flight, so nothing can come back. */
-  | { outcome: 'sold_out'; final: boolean; retryAt?: Date }
+  /**
+   * Nothing to be had now. `final`: nothing is held or in flight, so nothing can come back.
+   * `viewReadAt`: when the read this answer comes from had returned (Date.now()).
+   */
+  | { outcome: 'sold_out'; final: boolean; retryAt?: Date; viewReadAt: number }
   | { outcome: 'unknown_product' };
 
 interface InFlight {
@@ -155,10 +158,11 @@ export class Gate {
       return { outcome: 'permit', permit };
     }
     const inFlight = [...s.inFlight].some((f) => f.settledAt === undefined);
-    if (view.held === 0 && !inFlight) return { outcome: 'sold_out', final: true };
+    const viewReadAt = s.readAt;
+    if (view.held === 0 && !inFlight) return { outcome: 'sold_out', final: true, viewReadAt };
     const retryAt =
       view.held > 0 && view.nextLapseAt ? view.nextLapseAt : new Date(this.clock.now() + IN_FLIGHT_RETRY_MS);
-    return { outcome: 'sold_out', final: false, retryAt };
+    return { outcome: 'sold_out', final: false, retryAt, viewReadAt };
   }
 
   /** The current view of every SKU this process has seen (for metrics). */
