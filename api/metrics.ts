@@ -92,6 +92,11 @@ export function createMetrics(
       'New sagas that took a hold and opened a Checkout Session',
     ),
     paymentEvents: counter('flashsale_payment_events_total', 'Stripe events handed to sagas, by type', ['type']),
+    // Paid: a completed session paid at once, or a delayed payment that succeeded (vocabulary `bringsMoney`).
+    paymentsReceived: counter(
+      'flashsale_payments_received_total',
+      'Payments handed to sagas: sessions paid at once and delayed payments that succeeded',
+    ),
     webhookEvents: counter('flashsale_webhook_events_total', 'Stripe webhook deliveries by result', ['result']),
     checkoutSeconds: new client.Histogram({
       name: 'flashsale_purchase_checkout_seconds',

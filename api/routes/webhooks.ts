@@ -197,6 +197,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
     );
     await markEventDelivered(deps.db, event.id);
     deps.metrics.paymentEvents.inc({ type: mapped.payment.type });
+    if (bringsMoney(mapped.payment)) deps.metrics.paymentsReceived.inc();
     deps.metrics.webhookEvents.inc({ result: 'delivered' });
     ctx.body = { received: true };
   });

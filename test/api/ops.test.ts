@@ -1,4 +1,5 @@
 import test from 'ava';
+import { dashboardPanels, selectedValues, selectorsOf } from '../helpers/promql';
 import { startSystem, type System } from '../helpers/system';
 
 let sys: System;
@@ -29,6 +30,12 @@ test.serial(
     t.regex(text, /flashsale_purchase_checkout_seconds_count 1/);
     t.regex(text, /flashsale_webhook_events_total\{result="delivered"\} [1-9]/);
     t.regex(text, /flashsale_purchases\{status="confirmed"\} [1-9]/);
+    t.regex(text, /^flashsale_payments_received_total 1$/m);
+    // The dashboard's "Paid /s" reads this payment: every series its query selects is in the scrape, counted.
+    const paid = dashboardPanels().find((p) => p.title === 'Paid /s')!;
+    for (const selector of paid.exprs.flatMap(selectorsOf)) {
+      t.deepEqual(selectedValues(text, selector), [1], `"Paid /s" selects ${JSON.stringify(selector)}`);
+    }
   },
 );
 
