@@ -163,9 +163,12 @@ export function createStoreActivities(deps: ActivityDeps) {
       return holds.releaseHold(db, purchaseId, reason);
     },
 
-    /** Keeps an active hold while a delayed payment settles; null when it already lapsed. */
+    /**
+     * Keeps an active hold while a delayed payment settles, and marks the purchase settling (its
+     * buyer leaves the waiting room); null when the hold already lapsed.
+     */
     async extendHold(purchaseId: string, seconds: number): Promise<string | null> {
-      return holds.extendHold(db, purchaseId, seconds);
+      return holds.holdWhileSettling(db, purchaseId, seconds);
     },
 
     /** The hold becomes a sale, once, with the sale's record. `lapsed` when it already went back to stock. */

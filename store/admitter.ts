@@ -3,6 +3,9 @@ import { FINAL_STATUSES } from '../vocabulary';
 import { stockView } from './products';
 import { REFUSED_BEFORE_HOLD_SQL } from './room';
 
+/** A purchase whose delayed payment is settling (migration 020): its hold stays, its buyer is done. */
+const SETTLING_SQL = "p.status = 'awaiting_payment' AND p.settling_at IS NOT NULL";
+
 // Any fixed number other than the migrator's: the one admitter of all API processes holds it.
 const ADMITTER_LOCK = 7_402_114;
 const DEFAULT_TICK_MS = 100;
@@ -187,14 +190,16 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
         AND EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id AND ${REFUSED_BEFORE_HOLD_SQL})`,
     [sku],
   );
-  // Who left: an admission whose session ended unused, or whose purchase reached a final status. Each
-  // statement reads its own snapshot: a purchase refused between the two is not taken for a finished
-  // one while its session lasts, so the next step gives that turn back.
+  // Who left: an admission whose session ended unused, or whose purchase reached a final status, or
+  // whose delayed payment is settling (a bank debit can take days: the buyer is done with the
+  // checkout). Each statement reads its own snapshot: a purchase refused between the two is not taken
+  // for a finished one while its session lasts, so the next step gives that turn back.
   await client.query(
     `UPDATE room_tickets t SET left_at = now(), left_reason = CASE WHEN t.purchase_id IS NULL THEN 'expired' ELSE 'done' END
       WHERE t.sku = $1 AND t.admitted_at IS NOT NULL AND t.left_at IS NULL
         AND CASE WHEN t.purchase_id IS NULL THEN t.admission_expires_at <= now()
-                 ELSE EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id AND p.status = ANY($2::text[])
+                 ELSE EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id
+                                AND (p.status = ANY($2::text[]) OR (${SETTLING_SQL}))
                                 AND NOT (${REFUSED_BEFORE_HOLD_SQL} AND t.admission_expires_at > now())) END`,
     [sku, FINAL_STATUSES],
   );
@@ -208,6 +213,13 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
     [sku],
   );
   const { inside, contending } = rows[0];
+  // Units held by settling payments, whose buyers left: not offered to the next in line (they may
+  // still sell), though they can come back, so they keep the room open.
+  const settlingQuery = await client.query<{ units: number }>(
+    `SELECT coalesce(sum(quantity), 0)::int AS units FROM purchases p WHERE p.sku = $1 AND ${SETTLING_SQL}`,
+    [sku],
+  );
+  const settling = settlingQuery.rows[0].units;
   const stock = await stockView(client, sku);
   // Units that can still be had: free now, or held (by buyers inside) and able to come back.
   const obtainable = stock ? stock.remaining + stock.held : 0;
@@ -233,7 +245,13 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
   const k = Math.max(
     0,
     Math.floor(
-      Math.min(credit, budgetRoom, r.max_active - inside, Number(r.next_place) - serving, obtainable - contending),
+      Math.min(
+        credit,
+        budgetRoom,
+        r.max_active - inside,
+        Number(r.next_place) - serving,
+        obtainable - contending - settling,
+      ),
     ),
   );
   if (k > 0) {

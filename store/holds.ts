@@ -139,7 +139,7 @@ export async function releaseHold(
  * payment, settled by a re-take).
  */
 export async function extendHold(
-  db: Db,
+  db: Db | Tx,
   purchaseId: string,
   seconds: number,
   runningAt?: Date,
@@ -153,6 +153,20 @@ export async function extendHold(
     [purchaseId, seconds, runningAt ?? null],
   );
   return rows[0]?.expires_at.toISOString() ?? null;
+}
+
+/**
+ * A delayed payment was completed in time: the purchase is marked settling (its buyer is done with
+ * the checkout and leaves the waiting room) and its hold kept `seconds` longer, in one transaction.
+ * The hold's new end, or null when it had already ended (as extendHold).
+ */
+export async function holdWhileSettling(db: Db, purchaseId: string, seconds: number): Promise<string | null> {
+  return withTx(db, async (tx) => {
+    await tx.query('UPDATE purchases SET settling_at = coalesce(settling_at, now()) WHERE purchase_id = $1', [
+      purchaseId,
+    ]);
+    return extendHold(tx, purchaseId, seconds);
+  });
 }
 
 export type ConvertResult =

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { createRoomTokens } from '../../config/room-tokens';
-import { ADMIN_TOKEN, asBuyer, ROOM_TOKEN_SECRET, startSystem, type System } from '../helpers/system';
+import { assertInvariants } from '../helpers/db';
+import { ADMIN_TOKEN, asBuyer, ROOM_TOKEN_SECRET, sessionOf, startSystem, type System } from '../helpers/system';
 import { roomBuyers } from '../helpers/room';
 
 const AS_ADMIN = { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -268,5 +269,45 @@ test.serial(
         ['left-carl', false],
       ],
     );
+  },
+);
+
+test.serial(
+  'buyers whose delayed payment (a bank debit) is settling leave the room: the next in line gets their places, but not units they hold',
+  async (t) => {
+    const sku = await sys.createProduct({ stock: 3, waitingRoom: { admitPerSecond: 50, maxActive: 2 } });
+    // Two buyers take the two places and pay by bank debit: pending for days.
+    const settling: string[] = [];
+    for (const buyer of ['debit-ann', 'debit-ben']) {
+      const { body } = await join(sku, buyer);
+      const admitted = await pollUntil(body.ticket, (b) => b.state === 'admitted');
+      const bought = await buyWith(sku, buyer, admitted.admissionToken);
+      t.is(bought.status, 201, JSON.stringify(bought.body));
+      await sys.pay(await sessionOf(sys.db, bought.body.purchaseId), 'async_pending');
+      settling.push(bought.body.purchaseId);
+    }
+    for (const id of settling) {
+      await sys.waitForPurchase(id, (r) => /delayed payment is settling/.test(r.reason ?? ''));
+    }
+    // The next buyer is let in to the one free unit, though both settling payments are still pending.
+    const { body: third } = await join(sku, 'debit-cat');
+    const admitted = await pollUntil(third.ticket, (b) => b.state === 'admitted');
+    for (const id of settling) t.is((await sys.purchase(id)).body.status, 'awaiting_payment');
+    // One behind her is not let in to the units the settling payments hold: they may still sell. The
+    // admitter steps every 50 ms; a second is twenty steps.
+    const { body: fourth } = await join(sku, 'debit-dan');
+    await new Promise((r) => setTimeout(r, 1000));
+    t.like((await sys.api('GET', `/v1/queue/${fourth.ticket}`)).body, { state: 'waiting' });
+    // She buys the free unit; once both debits settle, the room is sold out and says so.
+    const bought = await buyWith(sku, 'debit-cat', admitted.admissionToken);
+    t.is(bought.status, 201, JSON.stringify(bought.body));
+    await sys.pay(await sessionOf(sys.db, bought.body.purchaseId), 'succeeded');
+    for (const id of settling) await sys.pay(await sessionOf(sys.db, id), 'async_succeeded');
+    for (const id of [...settling, bought.body.purchaseId]) {
+      await sys.waitForPurchase(id, (r) => r.status === 'confirmed');
+    }
+    await pollUntil(fourth.ticket, (b) => b.state === 'sold_out');
+    t.like(await sys.stock(sku), { sold: 3, held: 0, available: 0 });
+    await assertInvariants(t, sys.db, sku);
   },
 );
