@@ -31,6 +31,11 @@ export interface RefundInput {
   step: 'late' | 'support' | 'stray';
   /** A new refund after an earlier one failed: 1, 2, ... (part of the idempotency key). */
   attempt?: number;
+  /**
+   * The refund this one makes again, having failed after its saga ended (part of the idempotency
+   * key): each failed refund is made again at most once, however often support asks.
+   */
+  replaces?: string;
   /** For a stray payment: the foreign session whose money goes back. */
   sessionId?: string;
 }
@@ -243,13 +248,15 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall 
 
     /**
      * Refunds a payment in full. Idempotency key `refund-<step>-<purchaseId>` (a stray payment: its
-     * session id; a retry after a failed refund: `-<attempt>`), so each refund path refunds at most
+     * session id; a refund made again after one failed once its saga ended: `-after-<refundId>`; a
+     * retry after a refused or failed refund: `-<attempt>`), so each refund path refunds at most
      * once; a payment already refunded in full counts as done. The refund's metadata names the
      * purchase and the path, so its later events reach the saga that waits for it.
      */
     async refundPayment(input: RefundInput): Promise<RefundState> {
       const subject = input.step === 'stray' ? input.sessionId : input.purchaseId;
-      const key = `refund-${input.step}-${subject}${input.attempt ? `-${input.attempt}` : ''}`;
+      const again = input.replaces ? `-after-${input.replaces}` : '';
+      const key = `refund-${input.step}-${subject}${again}${input.attempt ? `-${input.attempt}` : ''}`;
       try {
         const refund = await call('refunds.create', () =>
           stripe.refunds.create(

@@ -1,7 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { SignalDefinition } from '@temporalio/common';
 import type { Db } from '../store/db';
-import { getPurchase } from '../store/purchases';
+import { getPurchase, type PurchaseRecord } from '../store/purchases';
 import {
   isRefundable,
   purchaseWorkflowId,
@@ -13,6 +13,7 @@ import {
   type SupportAction,
 } from '../vocabulary';
 import { refundEventSignal, supportActionSignal } from '../workflows/definitions';
+import type { refundAgainWorkflow } from '../workflows/refund-again';
 import type { strayPaymentWorkflow } from '../workflows/stray-payment';
 import type { supportRefundWorkflow } from '../workflows/support-refund';
 
@@ -53,8 +54,7 @@ export async function requestSupportRefund(
   const handle = deps.temporal.workflow.getHandle<typeof supportRefundWorkflow>(workflowId);
   if (record.status === 'needs_attention' && record.refund?.status === 'failed') {
     // A refund of ours that Stripe refused or that failed: its saga waits for a word to try again.
-    const told = await tellSupportAction(deps.temporal, input.purchaseId, { action: 'retry', actor: input.actor });
-    if (told.length === 0) return { outcome: 'not_refundable', detail: `the refund failed: ${record.reason}` };
+    await tellOrRefundAgain(deps, record, { action: 'retry', actor: input.actor });
   } else if (!isRefundable(record.status)) {
     return {
       outcome: 'not_refundable',
@@ -153,6 +153,30 @@ export async function tellSupportAction(
     if (await signalIfRunning(temporal, workflowId, supportActionSignal, action)) told.push(workflowId);
   }
   return told;
+}
+
+/**
+ * Support's word for a purchase in `needs_attention`: to each of its running sagas, or, when none runs
+ * and the record shows a refund that failed after its saga ended, to a new run that makes the refund
+ * again (`refundAgainWorkflow`, signal-with-start on `refund-<purchaseId>`: two words at once start
+ * one run). Returns the workflow ids told; empty when nothing can hear it.
+ */
+export async function tellOrRefundAgain(
+  deps: { temporal: Client; taskQueue: string },
+  record: PurchaseRecord,
+  action: SupportAction,
+): Promise<string[]> {
+  const told = await tellSupportAction(deps.temporal, record.purchaseId, action);
+  if (told.length > 0 || record.status !== 'needs_attention' || record.refund?.status !== 'failed') return told;
+  const workflowId = refundWorkflowId(record.purchaseId);
+  await deps.temporal.workflow.signalWithStart<typeof refundAgainWorkflow, [SupportAction]>('refundAgainWorkflow', {
+    workflowId,
+    taskQueue: deps.taskQueue,
+    args: [{ purchaseId: record.purchaseId, actor: action.actor }],
+    signal: supportActionSignal,
+    signalArgs: [action],
+  });
+  return [workflowId];
 }
 
 /** Starts (or joins) the refund of money that arrived on a session that named a purchase without being its own. */

@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import { tellStraySupportAction, tellSupportAction } from '../client/refunds';
+import { tellOrRefundAgain, tellStraySupportAction } from '../client/refunds';
 import type { Db } from '../store/db';
 import { getStrayPayment, listStrayPayments, type StrayPayment } from '../store/payments';
 import { appendAudit, getPurchase, listNeedingAttention, type PurchaseRecord } from '../store/purchases';
@@ -15,6 +15,8 @@ import { whyItWaits } from './stuck-records';
 export interface AttentionDeps {
   db: Db;
   temporal: Client;
+  /** Where a refund made again runs (a refund that failed after its saga ended). */
+  taskQueue: string;
   /** Who asks, for the audit trail (`support-cli:<user>`). */
   actor: string;
   /** How long to wait for the saga's answer on the record. */
@@ -63,7 +65,7 @@ export async function actOnPurchase(deps: AttentionDeps, purchaseId: string, ver
   if (record.status !== 'needs_attention') {
     return fail(`purchase ${purchaseId} is ${record.status}, not needs_attention: nothing waits for support`);
   }
-  const told = await tellSupportAction(deps.temporal, purchaseId, toAction(verb, deps.actor));
+  const told = await tellOrRefundAgain(deps, record, toAction(verb, deps.actor));
   if (told.length === 0) {
     return fail(
       `no saga of purchase ${purchaseId} is running (${purchaseWorkflowId(purchaseId)}, ${refundWorkflowId(purchaseId)}): ` +

@@ -39,6 +39,8 @@ retries with backoff and waits for support), see also npm run sagas -- stuck:
 retry: tells the purchase's waiting saga(s) to try the refused step now, and reports the outcome.
 settle: the step was settled by hand (say, refunded by bank transfer): the saga stops trying and
 records the note (required) as the refund's reason. The purchase ends refunded.
+A refund that failed after its saga ended gets a new saga (refund-<purchaseId>) from retry, settle or
+refund: retry and refund make it again (once per failed refund), settle records the note.
 retry-stray, settle-stray: the same for the refund of a stray payment (money paid on a Checkout
 Session that named one of our purchases without being its own), by its session id.
 list-attention: purchases and stray payments in needs_attention, with Stripe's message.
@@ -210,7 +212,7 @@ async function main(args: Args): Promise<number> {
       }
     }
   };
-  const attention: AttentionDeps = { db, temporal: clients.temporal!, actor };
+  const attention: AttentionDeps = { db, temporal: clients.temporal!, taskQueue: clients.taskQueue, actor };
   try {
     switch (args.command) {
       case 'refund':

@@ -289,6 +289,13 @@ export interface SupportRefundInput {
   actor: string;
 }
 
+/** A refund that failed after its saga ended, made again (or settled by hand) on support's word. */
+export interface RefundAgainInput {
+  purchaseId: string;
+  /** Who asked first (support's later words name themselves). */
+  actor: string;
+}
+
 export interface SupportRefundResult {
   purchaseId: string;
   outcome: 'refunded' | 'not_refundable';

@@ -1,5 +1,6 @@
 import { condition } from '@temporalio/workflow';
 import type { RefundState } from '../activities/stripe';
+import type { RefundSummary } from '../vocabulary';
 import { attended, refundSettled, refusalOf, type SupportDesk } from './attended';
 import { stripeActs } from './proxies';
 
@@ -33,7 +34,20 @@ export interface RefundPlan {
   record: (news: RefundNews) => Promise<void>;
 }
 
-export type RefundEnd = { outcome: 'succeeded'; refund: RefundState } | { outcome: 'by_hand'; note: string };
+export type RefundEnd =
+  { outcome: 'succeeded'; refund: RefundState } | { outcome: 'by_hand'; note: string; actor: string };
+
+/** What the record says of a refund settled by hand: who settled it, and their note. */
+export function settledByHand(by: { actor: string; note: string }): string {
+  return `settled by hand by ${by.actor}: ${by.note}`;
+}
+
+/** The refund on the record once it ended: Stripe's refund, or, settled by hand, who did it and how. */
+export function endedRefund(reason: string, ended: RefundEnd): RefundSummary {
+  return ended.outcome === 'by_hand'
+    ? { status: 'succeeded', reason: settledByHand(ended) }
+    : { status: ended.refund.status, reason, refundId: ended.refund.refundId };
+}
 
 /** Refunds, and follows the refund until its money is back with the buyer or support has settled it. */
 export async function refundToTheEnd(plan: RefundPlan): Promise<RefundEnd> {
@@ -68,7 +82,7 @@ export async function refundToTheEnd(plan: RefundPlan): Promise<RefundEnd> {
 async function byHand(plan: RefundPlan, desk: SupportDesk): Promise<RefundEnd> {
   const { note, actor } = desk.settled!;
   await plan.record({ phase: 'by_hand', note, actor });
-  return { outcome: 'by_hand', note };
+  return { outcome: 'by_hand', note, actor };
 }
 
 /** Waits for the refund's webhook, reading the refund from Stripe when it is late. */

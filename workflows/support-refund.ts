@@ -1,7 +1,7 @@
 import { isRefundable, type SupportRefundInput, type SupportRefundResult } from '../vocabulary';
 import { SupportDesk } from './attended';
 import { acts, stripeActs } from './proxies';
-import { refundToTheEnd, type RefundNews } from './refunds';
+import { endedRefund, refundToTheEnd, type RefundNews } from './refunds';
 
 /**
  * Support refunds a confirmed order: Stripe refund with key `refund-support-<purchaseId>`, followed
@@ -44,10 +44,7 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
   });
   // The unit goes back on sale only once the money is back with the buyer.
   const restocked = input.restock ? await acts.restockSale(input.purchaseId) : false;
-  const summary =
-    ended.outcome === 'by_hand'
-      ? { status: 'succeeded', reason: `${input.reason} (settled by hand: ${ended.note})` }
-      : { status: ended.refund.status, reason: input.reason, refundId: ended.refund.refundId };
+  const summary = endedRefund(input.reason, ended);
   await acts.recordPurchase(input.purchaseId, { status: 'refunded', reason: input.reason, refund: summary });
   await acts.appendAudit(input.purchaseId, input.actor, 'refunded', { refundId: summary.refundId, restocked });
   await acts.notifyBuyer(
@@ -60,7 +57,10 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
 }
 
 /** The refund's steps before it settles, on the record (the final write follows the restock). */
-async function recordSupportRefund(input: SupportRefundInput, news: RefundNews): Promise<void> {
+export async function recordSupportRefund(
+  input: Pick<SupportRefundInput, 'purchaseId' | 'reason'>,
+  news: RefundNews,
+): Promise<void> {
   const reason = input.reason;
   switch (news.phase) {
     case 'created':

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import type Stripe from 'stripe';
 import { createStripe } from '../../config/clients';
-import { sellTo, sessionOf, type System } from './system';
+import { AS_SUPPORT, sellTo, sessionOf, type System } from './system';
 
 // Money that waits for support, made for real: Stripe (the emulator) refuses every refund, and a
 // payment arrives that must be refunded. The sagas then flag `needs_attention` and keep retrying.
@@ -69,6 +69,41 @@ export async function refundFailedAfterSagaEnded(
   if (failed.status !== 200) throw new Error(`failing the refund: ${failed.status} ${JSON.stringify(failed.body)}`);
   await sys.waitForPurchase(made.purchaseId, (r) => r.status === 'needs_attention');
   return made;
+}
+
+/** A confirmed purchase of a new product, paid in time. */
+export async function confirmedPurchase(sys: System, buyer: string): Promise<{ sku: string; purchaseId: string }> {
+  const sku = await sys.createProduct();
+  const res = await sys.buy(sku, buyer);
+  if (res.status !== 201) throw new Error(`buying: ${res.status} ${JSON.stringify(res.body)}`);
+  await sys.pay(await sessionOf(sys.db, res.body.purchaseId), 'succeeded');
+  await sys.waitForPurchase(res.body.purchaseId, (p) => p.status === 'confirmed');
+  return { sku, purchaseId: res.body.purchaseId as string };
+}
+
+/**
+ * A purchase in `needs_attention` with no saga left: support refunded the confirmed order (with
+ * `restock`), its refund saga ended, then the refund failed (`refund.failed`, a closed card).
+ */
+export async function supportRefundFailedAfterSagaEnded(
+  sys: System,
+  buyer: string,
+  restock = false,
+): Promise<{ sku: string; purchaseId: string; refundId: string }> {
+  const made = await confirmedPurchase(sys, buyer);
+  const asked = await sys.api(
+    'POST',
+    `/v1/support/purchases/${made.purchaseId}/refund`,
+    { reason: 'wrong size shipped', restock },
+    AS_SUPPORT,
+  );
+  if (asked.status !== 202) throw new Error(`refunding: ${asked.status} ${JSON.stringify(asked.body)}`);
+  await sys.temporal.workflow.getHandle(`refund-${made.purchaseId}`).result();
+  const refunded = await sys.waitForPurchase(made.purchaseId, (r) => r.refund_status === 'succeeded');
+  const failed = await sys.emulatorCall('POST', `/_emulator/refunds/${refunded.refund_id}/fail`, {});
+  if (failed.status !== 200) throw new Error(`failing the refund: ${failed.status} ${JSON.stringify(failed.body)}`);
+  await sys.waitForPurchase(made.purchaseId, (r) => r.status === 'needs_attention');
+  return { ...made, refundId: refunded.refund_id as string };
 }
 
 /**

@@ -1,0 +1,112 @@
+import test, { type ExecutionContext } from 'ava';
+import { createStripe } from '../../config/clients';
+import { allowRefunds, refuseRefunds, runOpsCli, supportRefundFailedAfterSagaEnded } from '../helpers/attention';
+import { assertInvariants } from '../helpers/db';
+import { until } from '../helpers/poll';
+import { startSystem, type System } from '../helpers/system';
+
+// Money that waits for support after its saga ended: a refund that failed once the refund saga had
+// closed. Each test has a system of its own (its own database, so the needs-attention count is its
+// own, and its own emulator, so refusing refunds touches no other test); they run one at a time.
+
+async function ownSystem(t: ExecutionContext): Promise<System> {
+  const own = await startSystem({ ownDatabase: true });
+  t.teardown(() => own.close());
+  return own;
+}
+
+function supportCli(on: System, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return runOpsCli('support', args, { TASK_QUEUE: on.taskQueue, DATABASE_URL: on.databaseUrl });
+}
+
+/** The refunds Stripe (the emulator) holds for the purchase's payment, as stripe-node lists them. */
+async function refundsAtStripe(on: System, purchaseId: string): Promise<{ status: string; amount: number }[]> {
+  const { rows } = await on.db.query('SELECT payment_intent_id FROM purchases WHERE purchase_id = $1', [purchaseId]);
+  const stripe = createStripe({ stripeSecretKey: 'sk_test_emulator', stripeApiUrl: on.emulator.url });
+  const list = await stripe.refunds.list({ payment_intent: rows[0].payment_intent_id });
+  return list.data.map((r) => ({ status: r.status ?? '', amount: r.amount }));
+}
+
+/** `flashsale_purchases{status="needs_attention"}` as the API serves it (counted every few seconds), once it is `n`. */
+async function needsAttentionMetric(on: System, n: number): Promise<number> {
+  return until(
+    `flashsale_purchases{status="needs_attention"} to be ${n}`,
+    async () => {
+      const text = (await on.api('GET', '/metrics')).body as string;
+      const m = /^flashsale_purchases\{status="needs_attention"\} (\d+)$/m.exec(text);
+      const value = m ? Number(m[1]) : 0;
+      return value === n ? value : undefined;
+    },
+    45_000,
+    500,
+  );
+}
+
+async function auditActions(on: System, purchaseId: string): Promise<string[]> {
+  const { rows } = await on.db.query('SELECT action FROM audit_log WHERE purchase_id = $1 ORDER BY id', [purchaseId]);
+  return rows.map((r) => r.action as string);
+}
+
+test.serial(
+  'a refund that failed after its saga ended is refunded again by refund or retry: refused is exit 1, accepted is one new refund',
+  async (t) => {
+    const own = await ownSystem(t);
+    const { sku, purchaseId } = await supportRefundFailedAfterSagaEnded(own, 'attn-ended-retry');
+    await needsAttentionMetric(own, 1);
+
+    await refuseRefunds(own);
+    const refused = await supportCli(own, ['refund', purchaseId, '--reason', 'wrong size shipped']);
+    t.is(refused.code, 1, refused.stdout + refused.stderr);
+    t.regex(refused.stderr, /Injected fault: HTTP 400/);
+    const again = await supportCli(own, ['retry', purchaseId]);
+    t.is(again.code, 1, again.stdout + again.stderr);
+    t.true(again.stdout.includes(`told refund-${purchaseId} to try again now`), again.stdout);
+    t.regex(again.stderr, new RegExp(`purchase ${purchaseId}: Stripe refused again: .*Injected fault: HTTP 400`));
+    t.like(await own.waitForPurchase(purchaseId, () => true), { status: 'needs_attention' });
+
+    await allowRefunds(own);
+    const out = await supportCli(own, ['retry', purchaseId]);
+    t.is(out.code, 0, out.stderr);
+    t.regex(
+      out.stdout,
+      new RegExp(`purchase ${purchaseId}: refunded, refund (succeeded|pending) \\(wrong size shipped\\)`),
+    );
+    const p = await own.waitForPurchase(purchaseId, (r) => r.status === 'refunded' && r.refund_status === 'succeeded');
+    await own.temporal.workflow.getHandle(`refund-${purchaseId}`).result();
+
+    // Asked again, and once more over the route: nothing waits, and Stripe refunds nothing more.
+    const late = await supportCli(own, ['retry', purchaseId]);
+    t.is(late.code, 1);
+    t.regex(late.stderr, new RegExp(`purchase ${purchaseId} is refunded, not needs_attention`));
+    t.is((await supportCli(own, ['refund', purchaseId, '--reason', 'again'])).code, 0);
+    const refunds = await refundsAtStripe(own, purchaseId);
+    t.deepEqual(refunds.map((r) => r.status).sort(), ['failed', 'succeeded'], 'the failed one and one new refund');
+    t.is(refunds.find((r) => r.status === 'succeeded')!.amount, Number(p.amount_cents));
+    t.true((await auditActions(own, purchaseId)).includes('support_retry'));
+    await needsAttentionMetric(own, 0);
+    await assertInvariants(t, own.db, sku);
+  },
+);
+
+test.serial(
+  'a refund that failed after its saga ended can be settled by hand: the purchase ends refunded with the note, and Stripe refunds nothing',
+  async (t) => {
+    const own = await ownSystem(t);
+    const { sku, purchaseId } = await supportRefundFailedAfterSagaEnded(own, 'attn-ended-settle');
+
+    const out = await supportCli(own, ['settle', purchaseId, '--note', 'refunded by bank transfer']);
+    t.is(out.code, 0, out.stderr);
+    t.true(out.stdout.includes(`told refund-${purchaseId} that it was settled by hand`), out.stdout);
+    t.regex(out.stdout, /settled by hand by support-cli:\S+: refunded by bank transfer/);
+    const p = await own.waitForPurchase(purchaseId, (r) => r.status === 'refunded');
+    t.regex(p.refund_reason, /^settled by hand by support-cli:\S+: refunded by bank transfer$/);
+    await own.temporal.workflow.getHandle(`refund-${purchaseId}`).result();
+    t.deepEqual(
+      (await refundsAtStripe(own, purchaseId)).map((r) => r.status),
+      ['failed'],
+    );
+    t.true((await auditActions(own, purchaseId)).includes('settled_by_hand'));
+    await needsAttentionMetric(own, 0);
+    await assertInvariants(t, own.db, sku);
+  },
+);
