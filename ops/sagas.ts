@@ -12,7 +12,8 @@ const USAGE = `usage: npm run sagas -- stuck [--older-than 5m] [--json] [--fail-
 
 Lists purchase and refund sagas that should have moved on and did not:
   - holding or awaiting payment, with the hold expired more than --older-than ago
-  - still taking the hold more than --older-than after starting
+  - still taking the hold more than --older-than after starting (with the database: after its
+    slot in the line for Checkout Sessions)
   - an activity failing repeatedly (attempt 3 or later), with its last failure
   - a workflow task failing, or waiting for a worker
   - needs_attention, whatever its age: Stripe refused a step that settles the money (or a refund

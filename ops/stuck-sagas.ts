@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
 import type { Db } from '../store/db';
+import { inCheckoutLine } from '../store/purchases';
 import { HOLDING_STATUSES } from '../vocabulary';
 import { BuyerIdKey, HoldExpiresAtKey, PurchaseStatusKey, SkuKey } from '../workflows/definitions';
 import { askWhy, findAttentionRecords, findOrphans, findStrayAttention } from './stuck-records';
@@ -150,7 +151,17 @@ export async function scanStuckSagas(client: Client, opts: FindStuckOptions): Pr
       `hold lapsed at ${expires?.toISOString()}${ago} but the saga is still ${status}: it should have released the hold`,
     );
   }
+  // Given the database, a purchase waiting its turn in the line for Checkout Sessions counts from its
+  // slot, not its start: at a drop the line can be minutes long, and none of it is stuck.
+  const inLine = opts.db
+    ? await inCheckoutLine(
+        opts.db,
+        holding.map((info) => purchaseIdOf(info.workflowId)),
+        cutoff,
+      )
+    : new Set<string>();
   for (const info of holding) {
+    if (inLine.has(purchaseIdOf(info.workflowId))) continue;
     note(
       info,
       'stuck_holding',

@@ -367,6 +367,16 @@ export interface CheckoutQueuePlace {
   holdExpiresAt?: string;
 }
 
+/** Which of these purchases are still `holding` with their slot in the line for Checkout Sessions after `since`. */
+export async function inCheckoutLine(db: Db, purchaseIds: string[], since: Date): Promise<Set<string>> {
+  if (purchaseIds.length === 0) return new Set();
+  const { rows } = await db.query<{ purchase_id: string }>(
+    `SELECT purchase_id FROM purchases WHERE purchase_id = ANY($1::text[]) AND status = 'holding' AND checkout_at > $2`,
+    [purchaseIds, since],
+  );
+  return new Set(rows.map((r) => r.purchase_id));
+}
+
 /** Where a `holding` purchase stands in the line for Checkout Sessions; null for any other, or one with no slot. */
 export async function checkoutQueueOf(db: Db, purchaseId: string): Promise<CheckoutQueuePlace | null> {
   const { rows } = await db.query<{ ahead: number; checkout_at: Date; expires_at: Date | null }>(
