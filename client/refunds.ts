@@ -20,6 +20,8 @@ import type { supportRefundWorkflow } from '../workflows/support-refund';
 export type SupportRefundAnswer =
   | { outcome: 'not_found' }
   | { outcome: 'not_refundable'; detail: string }
+  /** Stripe refused the refund or it failed: the purchase is `needs_attention`, its saga tries again. */
+  | { outcome: 'needs_attention'; purchaseId: string; refund: { status: 'failed'; reason: string }; detail: string }
   | {
       outcome: 'accepted';
       purchaseId: string;
@@ -32,8 +34,8 @@ export type SupportRefundAnswer =
  * Starts (or joins) the support refund saga of one purchase, workflow id `refund-<purchaseId>`, and
  * waits briefly for its outcome. Used by the support route and the support CLI alike. Calling it
  * again never refunds twice: the workflow id and the Stripe idempotency key both prevent it. A
- * refund Stripe refused is answered `not_refundable` with Stripe's words (the purchase is then
- * `needs_attention`); calling again asks the waiting saga to try once more.
+ * refund Stripe refused or that failed is answered `needs_attention` with Stripe's words (its saga
+ * keeps trying); calling again asks the waiting saga to try once more.
  */
 export async function requestSupportRefund(
   deps: { db: Db; temporal: Client; taskQueue: string },
@@ -48,6 +50,15 @@ export async function requestSupportRefund(
     sku: record.sku,
     refund: { status: refund.status, reason: refund.reason },
     ...(restocked !== undefined ? { restocked } : {}),
+  });
+  const failing = (now: PurchaseRecord): SupportRefundAnswer => ({
+    outcome: 'needs_attention',
+    purchaseId: input.purchaseId,
+    refund: { status: 'failed', reason: now.refund?.reason ?? input.reason },
+    detail:
+      `the refund failed and is being retried (Stripe: ${now.refund?.failureReason ?? now.reason}). ` +
+      'The purchase needs attention: its saga tries again with backoff; call again to try now, or, once the ' +
+      `money went back another way, npm run support -- settle ${input.purchaseId} --note "what was done"`,
   });
   if (record.status === 'refunded' && record.refund) return accepted(record.refund);
   const workflowId = refundWorkflowId(input.purchaseId);
@@ -98,8 +109,7 @@ export async function requestSupportRefund(
     }
     const now = await getPurchase(deps.db, input.purchaseId);
     if (now?.updatedAt === record.updatedAt || !now?.refund) continue;
-    if (now.status === 'needs_attention')
-      return { outcome: 'not_refundable', detail: `the refund failed: ${now.reason}` };
+    if (now.status === 'needs_attention') return failing(now);
     if (now.status === 'refunded' && now.refund.status === 'pending') return accepted(now.refund);
   }
   return accepted({ status: 'pending', reason: input.reason });

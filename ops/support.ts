@@ -203,6 +203,9 @@ async function main(args: Args): Promise<number> {
       case 'not_refundable':
         console.error(`support: ${purchaseId} not refundable: ${answer.detail}`);
         return 1;
+      case 'needs_attention':
+        console.error(`support: ${purchaseId}: ${answer.detail}`);
+        return 1;
       case 'accepted': {
         const r = answer.refund;
         const back = answer.restocked === undefined ? '' : answer.restocked ? ', unit back on sale' : ', not restocked';

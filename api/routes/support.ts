@@ -67,6 +67,12 @@ export function supportRoutes(deps: ApiDeps): Router {
     });
     if (answer.outcome === 'not_found') throw new Problem(404, 'purchase-not-found', `no purchase ${ctx.params.id}`);
     if (answer.outcome === 'not_refundable') throw new Problem(409, 'not-refundable', answer.detail);
+    if (answer.outcome === 'needs_attention') {
+      throw new Problem(409, 'not-refundable', answer.detail, {
+        purchaseStatus: 'needs_attention',
+        refund: answer.refund,
+      });
+    }
     if (answer.restocked) await deps.admissions.stockChanged(answer.sku);
     ctx.status = 202;
     ctx.body = {

@@ -1,9 +1,15 @@
 import test, { type ExecutionContext } from 'ava';
 import { createStripe } from '../../config/clients';
-import { allowRefunds, refuseRefunds, runOpsCli, supportRefundFailedAfterSagaEnded } from '../helpers/attention';
+import {
+  allowRefunds,
+  confirmedPurchase,
+  refuseRefunds,
+  runOpsCli,
+  supportRefundFailedAfterSagaEnded,
+} from '../helpers/attention';
 import { assertInvariants } from '../helpers/db';
 import { until } from '../helpers/poll';
-import { startSystem, type System } from '../helpers/system';
+import { AS_SUPPORT, startSystem, type System } from '../helpers/system';
 
 // Money that waits for support after its saga ended: a refund that failed once the refund saga had
 // closed. Each test has a system of its own (its own database, so the needs-attention count is its
@@ -108,5 +114,34 @@ test.serial(
     t.true((await auditActions(own, purchaseId)).includes('settled_by_hand'));
     await needsAttentionMetric(own, 0);
     await assertInvariants(t, own.db, sku);
+  },
+);
+
+test.serial(
+  'a support refund Stripe refuses is answered 409 saying it failed, needs attention and is retried, not that the purchase cannot be refunded',
+  async (t) => {
+    const own = await ownSystem(t);
+    const { purchaseId } = await confirmedPurchase(own, 'attn-refused-wording');
+    await refuseRefunds(own);
+    const path = `/v1/support/purchases/${purchaseId}/refund`;
+    for (let i = 0; i < 2; i++) {
+      const refused = await own.api('POST', path, { reason: 'wrong size', restock: false }, AS_SUPPORT);
+      t.is(refused.status, 409, JSON.stringify(refused.body));
+      t.like(refused.body, {
+        type: 'not-refundable',
+        purchaseStatus: 'needs_attention',
+        refund: { status: 'failed', reason: 'wrong size' },
+      });
+      t.notRegex(`${refused.body.title} ${refused.body.detail}`, /cannot be refunded|not refundable/i);
+      t.regex(refused.body.detail, /^the refund failed and is being retried \(Stripe: .*Injected fault: HTTP 400/);
+      t.regex(refused.body.detail, /needs attention/);
+      t.regex(refused.body.detail, new RegExp(`settle ${purchaseId} --note`));
+    }
+    const cli = await supportCli(own, ['refund', purchaseId, '--reason', 'wrong size']);
+    t.is(cli.code, 1);
+    t.regex(cli.stderr, new RegExp(`^support: ${purchaseId}: the refund failed and is being retried`));
+    await allowRefunds(own);
+    const ok = await own.api('POST', path, { reason: 'wrong size', restock: false }, AS_SUPPORT);
+    t.is(ok.status, 202, JSON.stringify(ok.body));
   },
 );
