@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type Stripe from 'stripe';
 import { isPaymentEventType, type PaymentEvent } from '../vocabulary';
 
@@ -5,6 +6,46 @@ import { isPaymentEventType, type PaymentEvent } from '../vocabulary';
 
 type Id = string | { id: string } | null | undefined;
 const idOf = (v: Id): string | undefined => (typeof v === 'string' ? v : (v?.id ?? undefined));
+
+/**
+ * The sha256 (hex) of what an event says: its type, time, mode and data. Not of the bytes: Stripe
+ * renders a retry's envelope anew (`pending_webhooks` counts the endpoints still waiting), and a
+ * redelivery of the same event must stay a duplicate.
+ */
+export function contentDigest(event: Stripe.Event): string {
+  return createHash('sha256')
+    .update(JSON.stringify([event.type, event.created, event.livemode ?? null, event.data]))
+    .digest('hex');
+}
+
+/** The object each event type we act on carries, and the fields of it Stripe always fills in. */
+function expectedObject(type: string): { object: string; fields: string[] } | null {
+  if (type.startsWith('checkout.session.')) return { object: 'checkout.session', fields: ['amount_total', 'currency'] };
+  if (type.startsWith('payment_intent.')) return { object: 'payment_intent', fields: ['amount', 'currency'] };
+  if (type.startsWith('refund.')) return { object: 'refund', fields: ['amount', 'currency'] };
+  if (type.startsWith('charge.dispute.')) return { object: 'dispute', fields: [] };
+  if (type.startsWith('charge.')) return { object: 'charge', fields: [] };
+  return null;
+}
+
+/**
+ * What an event we act on lacks of what Stripe always sends (`livemode`, the object its type names,
+ * that object's amount and currency), or null. Missing is a mismatch, never a pass: an event without
+ * `object` read as a PaymentIntent's and skipped the session check; one without an amount or
+ * livemode skipped those checks.
+ */
+export function missingFields(event: Stripe.Event): string | null {
+  const expected = expectedObject(event.type);
+  if (!expected) return null;
+  if (typeof event.livemode !== 'boolean') return 'the event has no `livemode`';
+  const obj = event.data.object as unknown as Record<string, unknown>;
+  if (obj.object !== expected.object) {
+    const was = obj.object === undefined || obj.object === null ? 'missing' : JSON.stringify(obj.object);
+    return `\`data.object.object\` is ${was}, not ${expected.object} as ${event.type} carries`;
+  }
+  const absent = expected.fields.filter((field) => obj[field] === undefined || obj[field] === null);
+  return absent.length > 0 ? `the ${expected.object} has no ${absent.map((f) => `\`${f}\``).join(' or ')}` : null;
+}
 
 /** A payment event (checkout.session.*, payment_intent.payment_failed) and the purchase it names. */
 export function toPaymentEvent(event: Stripe.Event): { purchaseId?: string; payment: PaymentEvent } | null {

@@ -7,6 +7,7 @@ import { extendHold } from '../../store/holds';
 import { noteStrayPayment } from '../../store/payments';
 import { appendAudit, getPurchase, type PurchaseRecord } from '../../store/purchases';
 import {
+  claimEventId,
   markEventDelivered,
   recordIgnoredEvent,
   recordReceivedEvent,
@@ -27,7 +28,7 @@ import type { ApiDeps } from '../deps';
 import { notAnEvent, scrubEvent } from '../event-guard';
 import { recordMoneyNews } from '../money-news';
 import { Problem, tooLarge } from '../problem';
-import { toMoneyNews, toPaymentEvent } from '../stripe-events';
+import { contentDigest, missingFields, toMoneyNews, toPaymentEvent } from '../stripe-events';
 
 const MAX_BODY = 512 * 1024;
 /** How long a hold paid in time is kept for its saga to turn into the sale. */
@@ -64,8 +65,9 @@ async function orRetryLater<T>(deps: ApiDeps, log: Logger, what: string, step: (
 }
 
 /**
- * An event that names a purchase but is not its own (another session, amount, currency or mode):
- * recorded with why, never delivered. Money paid on a foreign session is refunded by its own saga.
+ * An event that names a purchase but is not its own (another session, amount, currency or mode) or
+ * lacks what Stripe always sends: recorded with why, never delivered. Money paid on a foreign
+ * session is refunded by its own saga; an incomplete event (`complete` false) moves no money.
  */
 async function rejectForeign(
   deps: ApiDeps,
@@ -73,6 +75,7 @@ async function rejectForeign(
   payment: PaymentEvent,
   purchase: PurchaseRecord,
   why: string,
+  complete: boolean,
 ): Promise<void> {
   await recordRejectedEvent(deps.db, event.id, event.type, purchase.purchaseId, why);
   await appendAudit(deps.db, purchase.purchaseId, 'webhook', 'payment_event_rejected', {
@@ -81,6 +84,7 @@ async function rejectForeign(
     why,
   });
   const strayMoney =
+    complete &&
     bringsMoney(payment) &&
     payment.sessionId !== undefined &&
     payment.sessionId !== purchase.sessionId &&
@@ -102,8 +106,10 @@ const SIGNATURE_TOLERANCE_SECONDS = 300;
 /**
  * POST /v1/webhooks/stripe. Verifies the signature over the raw body (no unverified mode) and the
  * event's shape (a signed body that is no event is 400 `bad-signature`, never a 500 Stripe would
- * retry for days; NUL and lone surrogates in it are scrubbed before anything is stored), dedupes
- * on event id, checks the event is its purchase's own, and hands it to its purchase workflow with
+ * retry for days; NUL and lone surrogates in it are scrubbed before anything is stored), holds an
+ * event id to the content it was first received with (other content under it is refused, 200 with
+ * `rejected`, counted in `webhook_events.other_bodies`), dedupes on event id, checks the event
+ * carries what Stripe always sends and is its purchase's own, and hands it to its purchase workflow with
  * signal-with-start: a running saga gets the signal; a closed one is followed up by a new run that
  * settles the payment. Refund and dispute events go on the purchase's record (and to the saga
  * waiting for its refund). 200 only once Temporal and Postgres have it; 5xx otherwise, so Stripe
@@ -133,11 +139,32 @@ export function webhookRoutes(deps: ApiDeps): Router {
       throw new Problem(400, 'bad-signature', (err as Error).message);
     }
 
+    const log = requestLog(ctx);
+    const digest = contentDigest(event);
+    if (
+      !(await orRetryLater(deps, log, `record ${event.id}`, () => claimEventId(deps.db, event.id, event.type, digest)))
+    ) {
+      // Stripe never changes an event: other content under a known id is not that event.
+      log.warn({ eventId: event.id, type: event.type }, 'webhook: an event id came again with other content; refused');
+      deps.metrics.webhookEvents.inc({ result: 'conflict' });
+      ctx.body = { received: true, rejected: `event ${event.id} was first received with other content` };
+      return;
+    }
+    const missing = missingFields(event);
+
     const news = toMoneyNews(event);
     if (news) {
-      const result = await orRetryLater(deps, requestLog(ctx), `record ${event.type} ${event.id}`, () =>
+      if (missing) {
+        await recordIgnoredEvent(deps.db, event.id, event.type, null, missing);
+        deps.metrics.webhookEvents.inc({ result: 'rejected' });
+        ctx.body = { received: true, rejected: missing };
+        return;
+      }
+      const result = await orRetryLater(deps, log, `record ${event.type} ${event.id}`, () =>
         recordMoneyNews(deps, news),
       );
+      if (result === 'recorded') await markEventDelivered(deps.db, event.id);
+      else await recordIgnoredEvent(deps.db, event.id, event.type, null);
       deps.metrics.webhookEvents.inc({ result });
       ctx.body = { received: true };
       return;
@@ -151,10 +178,10 @@ export function webhookRoutes(deps: ApiDeps): Router {
       ctx.body = { received: true };
       return;
     }
-    const foreign = foreignEventReason(mapped.payment, purchase, deps.livemode);
+    const foreign = missing ?? foreignEventReason(mapped.payment, purchase, deps.livemode);
     if (foreign) {
-      await orRetryLater(deps, requestLog(ctx), `settle the foreign event ${event.id} of ${purchase.purchaseId}`, () =>
-        rejectForeign(deps, event, mapped.payment, purchase, foreign),
+      await orRetryLater(deps, log, `settle the foreign event ${event.id} of ${purchase.purchaseId}`, () =>
+        rejectForeign(deps, event, mapped.payment, purchase, foreign, missing === null),
       );
       deps.metrics.webhookEvents.inc({ result: 'rejected' });
       ctx.body = { received: true, rejected: foreign };
@@ -185,7 +212,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
         new Date(paidBy(mapped.payment) ?? Date.now()),
       );
     }
-    await orRetryLater(deps, requestLog(ctx), `hand ${event.id} to purchase ${purchase.purchaseId}`, async () =>
+    await orRetryLater(deps, log, `hand ${event.id} to purchase ${purchase.purchaseId}`, async () =>
       deliverPaymentEvent(
         { temporal: deps.temporal, taskQueue: deps.taskQueue },
         purchase,

@@ -160,7 +160,12 @@ test('with Postgres, then Temporal, stopped under load: every answer within 2 s,
       pauseMs: 100,
       buyerTokenSecret: CHAOS_BUYER_TOKEN_SECRET,
       webhookSecret: CHAOS_WEBHOOK_SECRET,
-      signalTarget: { purchaseId: target.purchaseId, paymentIntentId: `pi_load_${randomUUID().slice(0, 8)}` },
+      signalTarget: {
+        purchaseId: target.purchaseId,
+        paymentIntentId: `pi_load_${randomUUID().slice(0, 8)}`,
+        amountCents: 4900,
+        currency: 'eur',
+      },
     });
     const { answers } = load;
     await sleep(2_000);

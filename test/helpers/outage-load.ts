@@ -29,7 +29,7 @@ export interface LoadOptions {
   buyerTokenSecret: string;
   webhookSecret: string;
   /** A purchase awaiting payment whose saga is told of declines: the webhook that needs Temporal. */
-  signalTarget: { purchaseId: string; paymentIntentId: string };
+  signalTarget: { purchaseId: string; paymentIntentId: string; amountCents: number; currency: string };
 }
 
 const stripe = new Stripe('sk_test_outage_load');
@@ -50,6 +50,9 @@ function signedEvent(o: LoadOptions, kind: 'webhook' | 'webhook-signal'): { body
           id: o.signalTarget.paymentIntentId,
           object: 'payment_intent',
           metadata: { purchase_id: o.signalTarget.purchaseId },
+          // The order's own amount and currency: an event without them is refused before any signal.
+          amount: o.signalTarget.amountCents,
+          currency: o.signalTarget.currency,
         };
   const event = {
     id,

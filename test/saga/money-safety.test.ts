@@ -1,9 +1,9 @@
 import test from 'ava';
-import Stripe from 'stripe';
 import { assertInvariants } from '../helpers/db';
 import { foreignSession } from '../helpers/attention';
-import { sellTo, sessionOf, startSystem, WEBHOOK_SECRET, type System } from '../helpers/system';
+import { sellTo, sessionOf, startSystem, type System } from '../helpers/system';
 import { until } from '../helpers/poll';
+import { postEvent as postSignedEvent, stripeEvent } from '../helpers/webhooks';
 
 // Only a purchase's own payment pays for it, and no Stripe answer ends a paid saga without an
 // outcome: foreign sessions, forged amounts, refused refunds and an expire endpoint that fails.
@@ -27,23 +27,9 @@ async function refundsWhere(match: (metadata: Record<string, string>) => boolean
 const ownRefunds = (purchaseId: string) =>
   refundsWhere((m) => m.purchase_id === purchaseId && m.refund_step !== 'stray');
 
-/** Posts a signed event to the API's webhook, as Stripe would (the test knows the endpoint secret). */
-async function postEvent(type: string, object: Record<string, unknown>, livemode = false) {
-  const payload = JSON.stringify({
-    id: `evt_forged_${Math.random().toString(36).slice(2)}`,
-    object: 'event',
-    api_version: '2024-06-20',
-    created: Math.floor(Date.now() / 1000),
-    livemode,
-    type,
-    data: { object },
-  });
-  const header = Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
-  return sys.api('POST', '/v1/webhooks/stripe', payload, {
-    'content-type': 'application/json',
-    'stripe-signature': header,
-  });
-}
+/** Posts a signed event of `type` around `object` to the API's webhook, as Stripe would. */
+const postEvent = (type: string, object: Record<string, unknown>, livemode = false) =>
+  postSignedEvent(sys, stripeEvent(type, object, { livemode }));
 
 async function buyAwaiting(sku: string, buyer: string) {
   const res = await sys.buy(sku, buyer);
