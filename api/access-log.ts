@@ -39,6 +39,8 @@ export function accessLog(logger: Logger, metrics: Pick<Metrics, 'httpSeconds'>)
     ctx.state.requestId = id;
     ctx.state.log = logger.child({ requestId: id });
     ctx.set(REQUEST_ID_HEADER, id);
+    // Read while the request has its socket: a client that hung up leaves none to read it from.
+    const ip = ctx.ip;
     try {
       await next();
     } finally {
@@ -53,7 +55,7 @@ export function accessLog(logger: Logger, metrics: Pick<Metrics, 'httpSeconds'>)
         route,
         status: ctx.status,
         durationMs: Math.round(seconds * 1e4) / 10,
-        ip: ctx.ip,
+        ip,
       };
       const level = ctx.status >= 500 ? 'warn' : /^\/(healthz|readyz|metrics)$/.test(ctx.path) ? 'debug' : 'info';
       requestLog(ctx)[level](line, 'request');

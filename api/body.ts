@@ -1,7 +1,8 @@
+import type { IncomingMessage } from 'node:http';
 import { bodyParser } from '@koa/bodyparser';
 import type Koa from 'koa';
 import { inspectJson } from './json-guard';
-import { invalid, tooLarge } from './problem';
+import { invalid, type Problem, tooLarge } from './problem';
 
 // JSON request bodies: read with a size limit, parsed, and refused (400) when they nest deeper than
 // the contract ever does, before any route sees them. Strings are checked by each route's
@@ -17,6 +18,45 @@ export const JSON_LIMIT = 64 * 1024;
 export const LARGE_JSON_LIMIT = 8 * 1024 * 1024;
 
 const JSON_TYPES = ['application/json'];
+
+/** A body the client stopped sending before its end: its error, never an outage of ours (400, logged at info). */
+function cutOff(): Problem {
+  return invalid([
+    { field: 'body', message: 'was cut off: the client closed the connection before sending all of it' },
+  ]);
+}
+
+/**
+ * The exact bytes of a request's body (a route that verifies them, the webhook), at most `limit`:
+ * 413 when Content-Length says more up front or a chunked body runs past it, 400 when the client
+ * cuts it off. The request is never destroyed here (that would take its socket from under the
+ * answer): past the limit it is left flowing, and Node discards the rest.
+ */
+export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  if (Number(req.headers['content-length'] || 0) > limit) return Promise.reject(tooLarge(limit));
+  // Cut off while an earlier step ran: its `close` has been and gone.
+  if (req.destroyed && !req.complete) return Promise.reject(cutOff());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (err?: Problem) => {
+      req.off('data', onData).off('end', onEnd).off('error', onCut).off('close', onClose);
+      if (err) reject(err);
+      else resolve(Buffer.concat(chunks));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) settle(tooLarge(limit));
+      else chunks.push(chunk);
+    };
+    const onEnd = () => settle();
+    const onCut = () => settle(cutOff());
+    const onClose = () => {
+      if (!req.complete) settle(cutOff());
+    };
+    req.on('data', onData).on('end', onEnd).on('error', onCut).on('close', onClose);
+  });
+}
 
 function parser(limit: number): Koa.Middleware {
   return bodyParser({

@@ -1,5 +1,4 @@
 import { Router } from '@koa/router';
-import type Koa from 'koa';
 import type Stripe from 'stripe';
 import { deliverPaymentEvent } from '../../client/purchases';
 import { startStrayRefund } from '../../client/refunds';
@@ -24,28 +23,17 @@ import {
 } from '../../vocabulary';
 import type { Logger } from '../../config/log';
 import { requestId, requestLog } from '../access-log';
+import { readRawBody } from '../body';
 import type { ApiDeps } from '../deps';
 import { notAnEvent, scrubEvent } from '../event-guard';
 import { recordMoneyNews } from '../money-news';
-import { Problem, tooLarge } from '../problem';
+import { Problem } from '../problem';
 import { contentDigest, missingFields, toMoneyNews, toPaymentEvent } from '../stripe-events';
 
+/** The largest body read (the signature covers its exact bytes): far above any Stripe event. */
 const MAX_BODY = 512 * 1024;
 /** How long a hold paid in time is kept for its saga to turn into the sale. */
 const PAID_HOLD_KEPT_SECONDS = 15 * 60;
-
-/** The exact bytes of the body (the signature covers them); 413 beyond MAX_BODY, far above any Stripe event. */
-async function rawBody(ctx: Koa.Context): Promise<Buffer> {
-  if (Number(ctx.get('content-length') || 0) > MAX_BODY) throw tooLarge(MAX_BODY);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw tooLarge(MAX_BODY);
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
-}
 
 /** Runs a step of handling an event; a failure is a 503 (Stripe delivers the event again), logged and counted. */
 async function orRetryLater<T>(deps: ApiDeps, log: Logger, what: string, step: () => Promise<T>): Promise<T> {
@@ -119,7 +107,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
   const router = new Router();
 
   router.post('/v1/webhooks/stripe', async (ctx) => {
-    const body = await rawBody(ctx);
+    const body = await readRawBody(ctx.req, MAX_BODY);
     const signature = ctx.get('stripe-signature');
     let event: Stripe.Event;
     try {

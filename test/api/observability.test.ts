@@ -1,4 +1,3 @@
-import { Writable } from 'node:stream';
 import test from 'ava';
 import { createMetrics } from '../../api/metrics';
 import { createLogger } from '../../config/log';
@@ -8,24 +7,11 @@ import { testDb } from '../helpers/db';
 import { asBuyer, sessionOf, startSystem } from '../helpers/system';
 import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process';
 import { until } from '../helpers/poll';
+import { captured } from '../helpers/log-lines';
 
 // What an operator sees of a purchase: the API's access log and the worker's lines for its saga
 // under one request id, the worker's /healthz and /metrics (Temporal's SDK metrics among them), and
 // the API's metrics, against the real stack with the real worker process (worker/main.ts).
-
-type Line = Record<string, any>;
-
-/** A pino destination that keeps every JSON line. */
-function captured(): { stream: Writable; lines: Line[] } {
-  const lines: Line[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l));
-      done();
-    },
-  });
-  return { stream, lines };
-}
 
 async function stopWorker(w: WorkerProcess): Promise<void> {
   const exited = new Promise((r) => w.child.once('exit', r));

@@ -10,6 +10,21 @@ export interface RawRequest {
   path: string;
   headers: [string, string][];
   body?: Buffer;
+  /** Sends the body as `Transfer-Encoding: chunked` (64 KiB chunks), with no Content-Length. */
+  chunked?: boolean;
+}
+
+const CHUNK = 64 * 1024;
+
+/** `body` in chunked transfer coding, with its last chunk. */
+function chunkedBody(body: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  for (let at = 0; at < body.length; at += CHUNK) {
+    const part = body.subarray(at, at + CHUNK);
+    parts.push(Buffer.from(`${part.length.toString(16)}\r\n`, 'latin1'), part, Buffer.from('\r\n', 'latin1'));
+  }
+  parts.push(Buffer.from('0\r\n\r\n', 'latin1'));
+  return Buffer.concat(parts);
 }
 
 export interface RawResponse {
@@ -65,13 +80,17 @@ export function sendRaw(baseUrl: string, req: RawRequest, timeoutMs = 15_000): P
     `Host: ${url.host}\r\n` +
     'Connection: close\r\n' +
     req.headers.map(([k, v]) => `${k}: ${v}\r\n`).join('') +
-    (req.body !== undefined ? `Content-Length: ${req.body.length}\r\n` : '') +
+    (req.body === undefined
+      ? ''
+      : req.chunked
+        ? 'Transfer-Encoding: chunked\r\n'
+        : `Content-Length: ${req.body.length}\r\n`) +
     '\r\n';
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     const socket = net.connect(Number(url.port), url.hostname, () => {
       socket.write(Buffer.from(head, 'latin1'));
-      if (req.body !== undefined) socket.write(req.body);
+      if (req.body !== undefined) socket.write(req.chunked ? chunkedBody(req.body) : req.body);
     });
     const timer = setTimeout(() => {
       socket.destroy();
@@ -93,5 +112,32 @@ export function sendRaw(baseUrl: string, req: RawRequest, timeoutMs = 15_000): P
         reject(err instanceof Error ? err : new Error(String(err)));
       }
     });
+  });
+}
+
+/**
+ * Sends a request head announcing `declaredLength` body bytes with `Expect: 100-continue`, waits for
+ * the server's 100 Continue (the request has reached the app), writes `sent` of the body and closes
+ * the connection: a client that cuts its body off.
+ */
+export function cutOff(baseUrl: string, req: RawRequest & { body: Buffer }, declaredLength: number): Promise<void> {
+  const url = new URL(baseUrl);
+  const head =
+    `${req.method} ${req.path} HTTP/1.1\r\n` +
+    `Host: ${url.host}\r\n` +
+    req.headers.map(([k, v]) => `${k}: ${v}\r\n`).join('') +
+    `Content-Length: ${declaredLength}\r\nExpect: 100-continue\r\n\r\n`;
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(url.port), url.hostname, () => socket.write(Buffer.from(head, 'latin1')));
+    let seen = '';
+    socket.on('data', (c: Buffer) => {
+      seen += c.toString('latin1');
+      if (!/^HTTP\/1\.1 100 /.test(seen)) return;
+      socket.write(req.body, () => {
+        socket.destroy();
+        resolve();
+      });
+    });
+    socket.on('error', (err) => reject(err));
   });
 }
