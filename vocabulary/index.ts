@@ -130,8 +130,11 @@ export interface PurchaseInput extends PurchaseRequest {
   requestId?: string;
 }
 
-/** Where a refund stands, as Stripe reports it (`pending` until it settles one way or the other). */
-export type RefundStatus = 'pending' | 'succeeded' | 'failed' | 'canceled' | 'requires_action';
+/**
+ * Where a refund stands, as Stripe reports it (`pending` until it settles one way or the other), or
+ * `settled`: support settled it by hand, outside Stripe (no Stripe refund says so).
+ */
+export type RefundStatus = 'pending' | 'succeeded' | 'failed' | 'canceled' | 'requires_action' | 'settled';
 
 export interface RefundSummary {
   status: string;

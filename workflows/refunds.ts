@@ -45,7 +45,7 @@ export function settledByHand(by: { actor: string; note: string }): string {
 /** The refund on the record once it ended: Stripe's refund, or, settled by hand, who did it and how. */
 export function endedRefund(reason: string, ended: RefundEnd): RefundSummary {
   return ended.outcome === 'by_hand'
-    ? { status: 'succeeded', reason: settledByHand(ended) }
+    ? { status: 'settled', reason: settledByHand(ended) }
     : { status: ended.refund.status, reason, refundId: ended.refund.refundId };
 }
 

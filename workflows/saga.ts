@@ -5,7 +5,7 @@ import { attended, SupportDesk, type Attended } from './attended';
 import { HoldExpiresAtKey, PurchaseStatusKey } from './definitions';
 import { PaymentFold, type Payment } from './payment-fold';
 import { acts, stripeActs } from './proxies';
-import { refundToTheEnd, type RefundNews } from './refunds';
+import { refundToTheEnd, settledByHand, type RefundNews } from './refunds';
 
 /** How long a session that was completed with a delayed payment method may take to settle. */
 export const ASYNC_SETTLE_TIMEOUT = '7 days';
@@ -204,7 +204,7 @@ export class PurchaseSaga {
       case 'by_hand':
         return this.setStatus('refunded', {
           reason,
-          refund: { status: 'succeeded', reason: `settled by hand by ${news.actor}: ${news.note}` },
+          refund: { status: 'settled', reason: settledByHand(news) },
         });
     }
   }

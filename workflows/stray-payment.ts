@@ -1,7 +1,7 @@
 import type { StrayPaymentInput, StrayPaymentResult } from '../vocabulary';
 import { attended, SupportDesk } from './attended';
 import { acts, stripeActs } from './proxies';
-import { refundToTheEnd, type RefundNews } from './refunds';
+import { refundToTheEnd, settledByHand, type RefundNews } from './refunds';
 
 /**
  * Money that arrived on a Checkout Session that named one of our purchases but was not opened by it
@@ -73,7 +73,7 @@ function recordNews(input: StrayPaymentInput, news: RefundNews): Promise<void> {
     case 'by_hand':
       return acts.recordStrayPayment(input.sessionId, {
         status: 'settled_by_hand',
-        detail: `settled by hand by ${news.actor}: ${news.note}`,
+        detail: settledByHand(news),
       });
   }
 }

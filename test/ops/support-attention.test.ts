@@ -106,6 +106,7 @@ test.serial(
     t.regex(out.stdout, /settled by hand by support-cli:\S+: refunded by bank transfer/);
     const p = await own.waitForPurchase(purchaseId, (r) => r.status === 'refunded');
     t.regex(p.refund_reason, /^settled by hand by support-cli:\S+: refunded by bank transfer$/);
+    t.is(p.refund_status, 'settled');
     await own.temporal.workflow.getHandle(`refund-${purchaseId}`).result();
     t.deepEqual(
       (await refundsAtStripe(own, purchaseId)).map((r) => r.status),
@@ -143,5 +144,34 @@ test.serial(
     await allowRefunds(own);
     const ok = await own.api('POST', path, { reason: 'wrong size', restock: false }, AS_SUPPORT);
     t.is(ok.status, 202, JSON.stringify(ok.body));
+  },
+);
+
+test.serial(
+  'a support refund settled by hand records the refund as settled, not succeeded, on the record, the CLI and the routes',
+  async (t) => {
+    const own = await ownSystem(t);
+    const { purchaseId } = await confirmedPurchase(own, 'attn-settled-outcome');
+    await refuseRefunds(own);
+    const path = `/v1/support/purchases/${purchaseId}/refund`;
+    t.is((await own.api('POST', path, { reason: 'wrong size', restock: false }, AS_SUPPORT)).status, 409);
+
+    const out = await supportCli(own, ['settle', purchaseId, '--note', 'refunded by bank transfer']);
+    t.is(out.code, 0, out.stderr);
+    t.regex(
+      out.stdout,
+      new RegExp(
+        `purchase ${purchaseId}: refunded, refund settled \\(settled by hand by support-cli:\\S+: refunded by bank transfer\\)`,
+      ),
+    );
+    await own.temporal.workflow.getHandle(`refund-${purchaseId}`).result();
+    const p = await own.waitForPurchase(purchaseId, (r) => r.status === 'refunded');
+    t.is(p.refund_status, 'settled');
+    t.like((await own.purchase(purchaseId)).body, { status: 'refunded', refund: { status: 'settled' } });
+    const again = await own.api('POST', path, { reason: 'wrong size', restock: false }, AS_SUPPORT);
+    t.is(again.status, 202);
+    t.like(again.body, { refund: { status: 'settled' } });
+    await allowRefunds(own);
+    t.deepEqual(await refundsAtStripe(own, purchaseId), []);
   },
 );

@@ -347,17 +347,17 @@ test('retry and settle refuse, with exit 1, what does not wait for support: unkn
   t.regex(none.stdout, new RegExp(`^nothing needs attention for ${sku}`));
 });
 
-// Settled by hand after a refused refund: the record says the money is back, not the refused attempt.
-test.serial('a purchase settled by hand shows its refund succeeded, not the refused attempt', async (t) => {
+// Settled by hand after a refused refund: the record says it was settled by hand, not the refused attempt.
+test.serial('a purchase settled by hand shows its refund settled by hand, not the refused attempt', async (t) => {
   const own = await refusingSystem(t);
   const { purchaseId } = await refusedLateRefund(own, 'cli-attn-settle-status');
   const out = await supportCli(['settle', purchaseId, '--note', 'refunded by bank transfer'], {}, own);
   t.is(out.code, 0, out.stderr);
   const p = await own.waitForPurchase(purchaseId, (r) => r.status === 'refunded');
-  t.is(p.refund_status, 'succeeded');
+  t.is(p.refund_status, 'settled');
   t.like((await own.purchase(purchaseId)).body, {
     status: 'refunded',
-    refund: { status: 'succeeded' },
+    refund: { status: 'settled' },
   });
 });
 
