@@ -7,6 +7,7 @@ import type { ApiDeps } from './deps';
 import { answerOutages } from './outage';
 import { isPagePath, pageErrors } from './page-errors';
 import { problemMiddleware } from './problem';
+import { limitPageReads } from './rate-limits';
 import { KNOWN_METHODS, requestGuard } from './request-guard';
 import { botCheckRoutes } from './routes/bot-check';
 import { catalogueRoutes } from './routes/catalogue';
@@ -43,6 +44,8 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(problemMiddleware());
   // The buyer's pages answer their errors (an outage's 503 too) as HTML pages; everything else as problems.
   app.use(pageErrors(deps));
+  // Before anything reads the database: one address cannot take the pool's connections with page reads.
+  app.use(limitPageReads(deps.rateLimits));
   app.use(answerOutages(deps));
   app.use(requestGuard(routers.flatMap((r) => r.stack.map((layer) => String(layer.path)))));
   app.use(

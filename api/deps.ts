@@ -7,6 +7,7 @@ import type { Clock } from '../store/clock';
 import type { CheckoutWatch } from '../store/checkout-watch';
 import type { Db } from '../store/db';
 import type { BotCheck } from './bot-check';
+import type { CatalogueCache } from './catalogue-view';
 import type { Metrics } from './metrics';
 import type { WaitingRoom } from './waiting-room';
 import type { RateLimits } from './rate-limits';
@@ -47,7 +48,7 @@ export interface ApiDeps {
   webhookSecret: string;
   /** True with a live-mode key (`sk_live_`/`rk_live_`): events of the other mode are refused. */
   livemode: boolean;
-  /** Per-buyer and per-IP limits on the purchase routes; absent: none (tests that do not test them). */
+  /** Per-buyer and per-IP limits on the purchase routes, per-IP on page reads; absent: none (tests that do not test them). */
   rateLimits?: RateLimits;
   /** Verifies buyer tokens (JWTs whose `sub` is the buyer id). */
   buyers: BuyerVerifier;
@@ -67,6 +68,8 @@ export interface ApiDeps {
   checkoutsPerSecond?: number;
   /** Where POST /v1/purchases waits for the session once the hold is taken (the purchase record). */
   checkouts: CheckoutWatch;
+  /** The home page's catalogue, read at most once a period (CATALOGUE_CACHE_MS) by this process. */
+  catalogue: CatalogueCache;
   /** The buyer's HTML pages; absent: no dev sign-in, cookies without `Secure`. */
   pages?: PageOptions;
 }

@@ -15,6 +15,7 @@ import { NotifyListener } from '../store/notify-listener';
 import { migrate } from '../store/migrate';
 import { createApp } from './app';
 import { BotCheck } from './bot-check';
+import { CatalogueCache } from './catalogue-view';
 import type { ApiDeps } from './deps';
 import { createMetrics } from './metrics';
 import { createRateLimits } from './rate-limits';
@@ -87,6 +88,7 @@ async function main(): Promise<void> {
     purchaseTimeoutMs: config.purchaseTimeoutMs,
     checkouts,
     checkoutsPerSecond: config.stripeMaxSessionsPerSecond,
+    catalogue: new CatalogueCache(config.catalogueCacheMs),
     pages: {
       ...(config.devSignIn ? { devSignInSecret: config.buyerTokens.secret } : {}),
       publicOrigin: new URL(config.publicUrl).origin,

@@ -1,20 +1,27 @@
+import type Koa from 'koa';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { isPagePath } from './page-errors';
 import { Problem } from './problem';
 
-// Rate limits on the purchase routes, per buyer and per client IP, kept in this process's memory
-// (rate-limiter-flexible): with N API processes behind a balancer a client gets up to N times the
-// limit, which is still a cap on what one bot can make the sagas and Stripe do.
+// Rate limits on the purchase routes, per buyer and per client IP, and on reads of the buyer's pages,
+// per client IP, kept in this process's memory (rate-limiter-flexible): with N API processes behind a
+// balancer a client gets up to N times the limit, which is still a cap on what one bot can make the
+// sagas, Stripe and the database's pool do.
 
 export interface RateLimitConfig {
   /** Purchase requests one buyer may make per minute; 0 turns the limit off. */
   perBuyerPerMinute: number;
   /** Purchase requests one client IP may make per second; 0 turns the limit off. */
   perIpPerSecond: number;
+  /** Page reads (GET of the buyer's pages) one client IP may make per second; 0 or absent turns the limit off. */
+  pagesPerIpPerSecond?: number;
 }
 
 export interface RateLimits {
   /** Counts one request; throws 429 `rate-limited` with Retry-After when the buyer or the IP is over. */
   take(buyerId: string, ip: string): Promise<void>;
+  /** Counts one page read; throws 429 `rate-limited` with Retry-After when the IP is over. */
+  takePage(ip: string): Promise<void>;
 }
 
 export function createRateLimits(config: RateLimitConfig): RateLimits {
@@ -24,7 +31,10 @@ export function createRateLimits(config: RateLimitConfig): RateLimits {
   const byIp = config.perIpPerSecond
     ? new RateLimiterMemory({ keyPrefix: 'ip', points: config.perIpPerSecond, duration: 1 })
     : null;
-  const consume = async (limiter: RateLimiterMemory | null, key: string, who: string) => {
+  const byIpPages = config.pagesPerIpPerSecond
+    ? new RateLimiterMemory({ keyPrefix: 'page-ip', points: config.pagesPerIpPerSecond, duration: 1 })
+    : null;
+  const consume = async (limiter: RateLimiterMemory | null, key: string, who: string, what = 'purchase requests') => {
     if (!limiter) return;
     try {
       await limiter.consume(key);
@@ -34,7 +44,7 @@ export function createRateLimits(config: RateLimitConfig): RateLimits {
       throw new Problem(
         429,
         'rate-limited',
-        `too many purchase requests from this ${who}; retry in ${seconds} s`,
+        `too many ${what} from this ${who}; retry in ${seconds} s`,
         {},
         {
           'Retry-After': String(seconds),
@@ -47,5 +57,21 @@ export function createRateLimits(config: RateLimitConfig): RateLimits {
       await consume(byIp, ip, 'address');
       await consume(byBuyer, buyerId, 'buyer');
     },
+    async takePage(ip) {
+      await consume(byIpPages, ip, 'address', 'page requests');
+    },
+  };
+}
+
+/**
+ * The page-read limit on every GET (and HEAD) of the buyer's pages: beyond it 429 `rate-limited`
+ * with Retry-After, which api/page-errors.ts (in front of this) answers as a page in words.
+ */
+export function limitPageReads(rateLimits: RateLimits | undefined): Koa.Middleware {
+  return async (ctx, next) => {
+    if (rateLimits && (ctx.method === 'GET' || ctx.method === 'HEAD') && isPagePath(ctx.path)) {
+      await rateLimits.takePage(ctx.ip);
+    }
+    await next();
   };
 }

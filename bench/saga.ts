@@ -18,6 +18,7 @@ import { createRoomTokens } from '../config/room-tokens';
 import { HoldDesk } from '../store/hold-desk';
 import { createApp } from '../api/app';
 import { BotCheck } from '../api/bot-check';
+import { CatalogueCache } from '../api/catalogue-view';
 import { createMetrics } from '../api/metrics';
 import { startEmulator } from '../dev/emulator';
 import { startStack } from '../dev/stack';
@@ -122,6 +123,7 @@ async function main(): Promise<void> {
     // Full speed: the checkout pace must not be what limits either.
     checkoutsPerSecond: STRIPE_BUDGET,
     checkouts,
+    catalogue: new CatalogueCache(1000),
   });
   const server: Server = await new Promise((r) => {
     const s = app.listen(0, '127.0.0.1', () => r(s));

@@ -37,8 +37,10 @@ export interface ApiConfig extends CommonConfig, StripeConfig {
   gateResyncMs: number;
   /** How buyer tokens (JWTs) are verified. */
   buyerTokens: BuyerTokenConfig;
-  /** Purchase requests per buyer per minute and per client IP per second (0: off). */
-  rateLimits: { perBuyerPerMinute: number; perIpPerSecond: number };
+  /** Purchase requests per buyer per minute and per client IP per second, page reads per client IP per second (0: off). */
+  rateLimits: { perBuyerPerMinute: number; perIpPerSecond: number; pagesPerIpPerSecond: number };
+  /** How long each process answers the home page's catalogue from what it last read. */
+  catalogueCacheMs: number;
   /** Timeouts of the API's Postgres pool: short, so an outage answers 503 at once. */
   pool: PoolTimeouts;
   /** The deadline of each Temporal call that does not wait for a saga (start, signal, describe). */
@@ -257,7 +259,9 @@ export function loadApiConfig(env: Env): ApiConfig {
     rateLimits: {
       perBuyerPerMinute: r.int('RATE_LIMIT_PER_BUYER_PER_MINUTE', 30, 0),
       perIpPerSecond: r.int('RATE_LIMIT_PER_IP_PER_SECOND', 100, 0),
+      pagesPerIpPerSecond: r.int('RATE_LIMIT_PAGES_PER_IP_PER_SECOND', 100, 0),
     },
+    catalogueCacheMs: r.int('CATALOGUE_CACHE_MS', 1_000, 0),
     pool: poolTimeouts(r, { connectTimeoutMs: 1_000, statementTimeoutMs: 5_000, idleTimeoutMs: 30_000 }),
     temporalCallTimeoutMs: r.int('TEMPORAL_CALL_TIMEOUT_MS', 5_000, 100),
     publicUrl: publicUrl(r),

@@ -273,7 +273,13 @@ export async function restockProduct(db: Db, sku: string, quantity: number): Pro
  * even when no sweeper or taker has returned it yet; within its grace it still counts as held.
  */
 export async function getAvailability(db: Db | Tx, sku: string): Promise<Availability | null> {
+  return (await availabilityOf(db, [sku])).get(sku) ?? null;
+}
+
+/** The availability of each of `skus` that is a product, in one statement (the catalogue page's many). */
+export async function availabilityOf(db: Db | Tx, skus: string[]): Promise<Map<string, Availability>> {
   const { rows } = await db.query<{
+    sku: string;
     total: number;
     oversell_allowance: number;
     counted: number;
@@ -282,7 +288,7 @@ export async function getAvailability(db: Db | Tx, sku: string): Promise<Availab
     sold: number;
     oversold: number;
   }>(
-    `SELECT p.total, p.oversell_allowance,
+    `SELECT p.sku, p.total, p.oversell_allowance,
             (SELECT coalesce(sum(available), 0)::int FROM stock_buckets WHERE sku = p.sku) AS counted,
             coalesce(sum(h.quantity) FILTER (WHERE h.status = 'active' AND h.expires_at > c.cutoff), 0)::int AS held,
             coalesce(sum(h.quantity) FILTER (WHERE h.status = 'active' AND h.expires_at <= c.cutoff), 0)::int AS lapsed,
@@ -291,26 +297,27 @@ export async function getAvailability(db: Db | Tx, sku: string): Promise<Availab
        FROM products p
       CROSS JOIN LATERAL (SELECT now() - make_interval(secs => p.hold_grace_seconds) AS cutoff) c
        LEFT JOIN holds h ON h.sku = p.sku AND h.status IN ('active', 'sold')
-      WHERE p.sku = $1
+      WHERE p.sku = ANY($1::text[])
       GROUP BY p.sku, p.total, p.oversell_allowance`,
-    [sku],
+    [skus],
   );
-  const r = rows[0];
-  if (!r) return null;
-  const raw = r.counted + r.lapsed;
-  const available = Math.max(0, raw);
-  const allowanceLeft = r.oversell_allowance - r.oversold;
-  const soldOut = available + Math.max(0, allowanceLeft) <= 0;
-  return {
-    sku,
-    total: r.total,
-    available,
-    held: r.held,
-    sold: r.sold,
-    oversold: r.oversold,
-    soldOut,
-    exhausted: soldOut && r.held === 0,
-  };
+  const bySku = new Map<string, Availability>();
+  for (const r of rows) {
+    const available = Math.max(0, r.counted + r.lapsed);
+    const allowanceLeft = r.oversell_allowance - r.oversold;
+    const soldOut = available + Math.max(0, allowanceLeft) <= 0;
+    bySku.set(r.sku, {
+      sku: r.sku,
+      total: r.total,
+      available,
+      held: r.held,
+      sold: r.sold,
+      oversold: r.oversold,
+      soldOut,
+      exhausted: soldOut && r.held === 0,
+    });
+  }
+  return bySku;
 }
 
 /** What the gate needs of a SKU: how many units can still be had, how many are held, and when the next hold lapses. */
@@ -359,10 +366,8 @@ export async function stockView(db: Queryable, sku: string, pending: string[] = 
   return { remaining: Math.max(0, r.room + r.lapsed), held: r.held, nextLapseAt: r.next_lapse, landed: r.landed ?? [] };
 }
 
-/** The SKUs of the catalogue, newest first (the buyer's page of what is on sale). */
-export async function listSkus(db: Db, limit: number): Promise<string[]> {
-  const { rows } = await db.query<{ sku: string }>('SELECT sku FROM products ORDER BY created_at DESC, sku LIMIT $1', [
-    limit,
-  ]);
-  return rows.map((r) => r.sku);
+/** The products of the catalogue, newest first (the buyer's page of what is on sale). */
+export async function listProducts(db: Db, limit: number): Promise<Product[]> {
+  const { rows } = await db.query<ProductRow>('SELECT * FROM products ORDER BY created_at DESC, sku LIMIT $1', [limit]);
+  return rows.map(toProduct);
 }

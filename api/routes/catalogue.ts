@@ -1,7 +1,6 @@
 import { Router } from '@koa/router';
 import {
   createProduct,
-  getAvailability,
   getProduct,
   OrderTooLargeError,
   ProductExistsError,
@@ -10,6 +9,7 @@ import {
   type NewProduct,
 } from '../../store/products';
 import { requireBearer } from '../auth';
+import { productView } from '../catalogue-view';
 import type { ApiDeps } from '../deps';
 import { invalid, Problem } from '../problem';
 import { validator } from '../validate';
@@ -83,49 +83,6 @@ const restock = validator<{ quantity: number }>({
   properties: { quantity: { type: 'integer', minimum: 1, maximum: 10_000_000 } },
 });
 
-/** GET /v1/products/:sku body: the public view of stock. Expired holds count as available. */
-export async function productView(deps: ApiDeps, sku: string) {
-  const product = await getProduct(deps.db, sku);
-  const a = await getAvailability(deps.db, sku);
-  if (!product || !a) throw new Problem(404, 'product-not-found', `no product with SKU ${sku}`);
-  const room = product.waitingRoom ? await deps.room.stateOf(sku) : null;
-  return {
-    sku,
-    name: product.name,
-    priceCents: product.priceCents,
-    currency: product.currency,
-    total: a.total,
-    available: a.available,
-    held: a.held,
-    sold: a.sold,
-    oversold: a.oversold,
-    soldOut: a.soldOut,
-    holdSeconds: product.holdSeconds,
-    holdGraceSeconds: product.holdGraceSeconds,
-    maxPerBuyer: product.maxPerBuyer,
-    ...(product.maxPerCard ? { maxPerCard: product.maxPerCard } : {}),
-    ...(product.maxPerAddress ? { maxPerAddress: product.maxPerAddress } : {}),
-    ...(product.shippingCountries ? { shippingCountries: product.shippingCountries } : {}),
-    botCheck: product.botCheck,
-    buckets: product.buckets,
-    oversellAllowance: product.oversellAllowance,
-    ...(product.opensAt ? { opensAt: product.opensAt.toISOString() } : {}),
-    // null without a room (the field is always there); its state is the room's own, live.
-    ...(room
-      ? {
-          waitingRoom: {
-            state: room.state,
-            soldOut: room.soldOut,
-            admitPerSecond: room.admitPerSecond,
-            maxActive: room.maxActive,
-            sessionSeconds: room.sessionSeconds,
-          },
-        }
-      : { waitingRoom: null }),
-    hasUnits: product.hasUnits,
-  };
-}
-
 /**
  * Catalogue routes. Creating and restocking need the admin token; reading is public. Each write is
  * one transaction with its ledger movement. A product whose largest order (priceCents × maxPerBuyer)
@@ -169,6 +126,7 @@ export function catalogueRoutes(deps: ApiDeps): Router {
       throw err;
     }
     await deps.admissions.stockChanged(input.sku);
+    deps.catalogue.changed();
     ctx.status = 201;
     ctx.body = await productView(deps, input.sku);
   });
@@ -189,6 +147,7 @@ export function catalogueRoutes(deps: ApiDeps): Router {
       throw err;
     }
     await deps.admissions.stockChanged(ctx.params.sku);
+    deps.catalogue.changed();
     ctx.body = await productView(deps, ctx.params.sku);
   });
 

@@ -1,26 +1,25 @@
 import { randomUUID } from 'node:crypto';
 import { Router } from '@koa/router';
 import type Koa from 'koa';
-import { listSkus } from '../../store/products';
 import { homePage, productPage, type ProductModel, type Viewer } from '../../web/catalogue';
 import { purchasePage } from '../../web/purchase';
 import { queuePage } from '../../web/queue';
 import { pageBuyer } from '../buyer-session';
+import { productView, type ProductView } from '../catalogue-view';
 import type { ApiDeps } from '../deps';
 import { Problem } from '../problem';
 import { checkoutQueueView, purchaseView, visiblePurchase } from '../purchase-flow';
-import { productView } from './catalogue';
 
 // The buyer's pages (GET): what is on sale, a product, a purchase's outcome, a place in a queue.
 // Rendering is web/'s; here: who is looking, what to read, and the HTTP around it. Errors become
 // pages (api/page-errors.ts).
 
-/** At most this many products on the home page. */
-const HOME_LIMIT = 100;
-
 /** A product's public view (GET /v1/products/:sku) as the pages show it. */
 export async function productModel(deps: ApiDeps, sku: string): Promise<ProductModel> {
-  const v: Awaited<ReturnType<typeof productView>> & { opensAt?: string | null } = await productView(deps, sku);
+  return modelOf(await productView(deps, sku));
+}
+
+function modelOf(v: ProductView & { opensAt?: string | null }): ProductModel {
   return {
     sku: v.sku,
     name: v.name,
@@ -55,8 +54,8 @@ export function pageRoutes(deps: ApiDeps): Router {
 
   router.get('/', async (ctx) => {
     const viewer = await viewerOf(ctx, deps);
-    const skus = await listSkus(deps.db, HOME_LIMIT);
-    send(ctx, homePage(await Promise.all(skus.map((sku) => productModel(deps, sku))), viewer));
+    // The catalogue as this process last read it (at most CATALOGUE_CACHE_MS old), not a read per product.
+    send(ctx, homePage((await deps.catalogue.newest(deps)).map(modelOf), viewer));
   });
 
   router.get('/p/:sku', async (ctx) => {

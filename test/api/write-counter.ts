@@ -3,7 +3,8 @@ import type pg from 'pg';
 
 // Counts what the API writes, in this process only (other test files share the Postgres): rows
 // changed by committed statements on the pool's clients, and calls to Temporal that start or
-// signal a workflow. A refused request must leave both counts as they were.
+// signal a workflow. A refused request must leave both counts as they were. (`countStatements`
+// counts reads too, for tests of what a page costs the database.)
 
 /** Statements that call a writing SQL function: their command tag is SELECT. */
 const WRITING_FUNCTIONS = /\b(take_holds_batch|take_stock|reclaim_expired|apply_takes)\s*\(/i;
@@ -22,6 +23,62 @@ export interface WriteCounter {
   last(): string[];
 }
 
+/**
+ * Calls `seen` after every statement that succeeds on `pool`'s clients (as handed out, wrapped in
+ * place: pool.query() goes through connect too), with the client it ran on.
+ */
+export function observeStatements(
+  pool: pg.Pool,
+  seen: (client: pg.PoolClient, sql: string, res: pg.QueryResult | undefined) => void,
+): void {
+  const wrapped = new WeakSet<pg.PoolClient>();
+  const wrap = (client: pg.PoolClient) => {
+    if (wrapped.has(client)) return;
+    wrapped.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      const first = args[0] as string | { text?: string; submit?: unknown };
+      if (typeof first === 'object' && first && 'submit' in first) return query(...args);
+      const sql = typeof first === 'string' ? first : (first?.text ?? '');
+      const cbAt = args.findIndex((a) => typeof a === 'function');
+      if (cbAt >= 0) {
+        const cb = args[cbAt] as Callback;
+        args[cbAt] = (err: Error | null, res?: pg.QueryResult) => {
+          if (!err) seen(client, sql, res);
+          cb(err, res);
+        };
+        return query(...args);
+      }
+      return (query(...args) as Promise<pg.QueryResult>).then((res) => {
+        seen(client, sql, res);
+        return res;
+      });
+    };
+  };
+  const connect = pool.connect.bind(pool) as (cb?: unknown) => unknown;
+  (pool as { connect: unknown }).connect = (cb?: (err: Error | undefined, c: pg.PoolClient, done: unknown) => void) => {
+    if (typeof cb === 'function') {
+      return connect((err: Error | undefined, c: pg.PoolClient, done: unknown) => {
+        if (c) wrap(c);
+        cb(err, c, done);
+      });
+    }
+    return (connect() as Promise<pg.PoolClient>).then((c) => {
+      wrap(c);
+      return c;
+    });
+  };
+}
+
+/** Counts the statements run on `pool` whose text matches `pattern` (from now on). */
+export function countStatements(pool: pg.Pool, pattern: RegExp): { count(): number } {
+  let n = 0;
+  observeStatements(pool, (_client, sql) => {
+    if (pattern.test(sql)) n++;
+  });
+  return { count: () => n };
+}
+
 /** Wraps `pool` (its clients, as handed out) and `temporal.workflow` in place. Call once per pool. */
 export function countWrites(pool: pg.Pool, temporal: Client): WriteCounter {
   let committed = 0;
@@ -29,7 +86,9 @@ export function countWrites(pool: pg.Pool, temporal: Client): WriteCounter {
   const log: string[] = [];
   const states = new WeakMap<pg.PoolClient, TxState>();
 
-  const note = (state: TxState, sql: string, res: pg.QueryResult | undefined) => {
+  const note = (client: pg.PoolClient, sql: string, res: pg.QueryResult | undefined) => {
+    let state = states.get(client);
+    if (!state) states.set(client, (state = { inTx: false, pending: 0 }));
     if (/^\s*(BEGIN|START TRANSACTION)\b/i.test(sql)) Object.assign(state, { inTx: true, pending: 0 });
     else if (/^\s*COMMIT\b/i.test(sql)) {
       committed += state.pending;
@@ -45,46 +104,7 @@ export function countWrites(pool: pg.Pool, temporal: Client): WriteCounter {
       else committed += n;
     }
   };
-
-  const wrap = (client: pg.PoolClient) => {
-    if (states.has(client)) return;
-    const state: TxState = { inTx: false, pending: 0 };
-    states.set(client, state);
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    (client as { query: unknown }).query = (...args: unknown[]) => {
-      const first = args[0] as string | { text?: string; submit?: unknown };
-      if (typeof first === 'object' && first && 'submit' in first) return query(...args);
-      const sql = typeof first === 'string' ? first : (first?.text ?? '');
-      const cbAt = args.findIndex((a) => typeof a === 'function');
-      if (cbAt >= 0) {
-        const cb = args[cbAt] as Callback;
-        args[cbAt] = (err: Error | null, res?: pg.QueryResult) => {
-          if (!err) note(state, sql, res);
-          cb(err, res);
-        };
-        return query(...args);
-      }
-      return (query(...args) as Promise<pg.QueryResult>).then((res) => {
-        note(state, sql, res);
-        return res;
-      });
-    };
-  };
-
-  // pool.query() goes through connect(callback) too, so wrapping the clients sees every statement.
-  const connect = pool.connect.bind(pool) as (cb?: unknown) => unknown;
-  (pool as { connect: unknown }).connect = (cb?: (err: Error | undefined, c: pg.PoolClient, done: unknown) => void) => {
-    if (typeof cb === 'function') {
-      return connect((err: Error | undefined, c: pg.PoolClient, done: unknown) => {
-        if (c) wrap(c);
-        cb(err, c, done);
-      });
-    }
-    return (connect() as Promise<pg.PoolClient>).then((c) => {
-      wrap(c);
-      return c;
-    });
-  };
+  observeStatements(pool, note);
 
   const counted = <T extends object>(target: T, methods: string[], what: string): T => {
     for (const m of methods) {

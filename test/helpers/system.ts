@@ -14,6 +14,7 @@ import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
 import { BotCheck, type BotCheckOptions } from '../../api/bot-check';
 import { createMetrics } from '../../api/metrics';
+import { CatalogueCache } from '../../api/catalogue-view';
 import { createRateLimits, type RateLimitConfig } from '../../api/rate-limits';
 import { startEmulator, type Emulator } from '../../dev/emulator';
 import type { RateLimitSettings } from '../../dev/emulator/rate-limit';
@@ -114,6 +115,8 @@ export async function startSystem(
     purchaseTimeoutMs?: number;
     gateResyncMs?: number;
     rateLimits?: RateLimitConfig;
+    /** How long each API instance keeps the home page's catalogue (CATALOGUE_CACHE_MS); default 1000. */
+    catalogueCacheMs?: number;
     /** The API's logger (default: silent); a test that reads the access log passes its own. */
     logger?: Logger;
     /** The admitter's tick and each API's room-cache refresh (ROOM_ADMIT_TICK_MS, ROOM_REFRESH_MS). */
@@ -208,6 +211,7 @@ export async function startSystem(
     clock,
     botCheck: new BotCheck(db, clock, opts.botCheck ?? BOT_CHECK),
     pages: { ...(opts.devSignIn ? { devSignInSecret: BUYER_TOKEN_SECRET } : {}), secureCookies: false },
+    catalogue: new CatalogueCache(opts.catalogueCacheMs ?? 1000),
   };
   const listen = async (d: ApiDeps): Promise<Server> =>
     new Promise((resolve) => {
@@ -236,6 +240,7 @@ export async function startSystem(
         clock: otherClock,
         room: roomOf(otherClock),
         botCheck: new BotCheck(db, otherClock, opts.botCheck ?? BOT_CHECK),
+        catalogue: new CatalogueCache(opts.catalogueCacheMs ?? 1000),
       });
       others.push({ server: other, gate: otherGate });
       return urlOf(other);

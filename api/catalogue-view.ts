@@ -1,0 +1,119 @@
+import type { RoomSnapshot } from '../store/room-cache';
+import {
+  availabilityOf,
+  getAvailability,
+  getProduct,
+  listProducts,
+  type Availability,
+  type Product,
+} from '../store/products';
+import type { ApiDeps } from './deps';
+import { Problem } from './problem';
+
+// The public view of the catalogue: one product (GET /v1/products/:sku, the product page), and the
+// newest products for the home page, read as a whole and kept for a while by each process.
+
+/** At most this many products on the home page. */
+export const CATALOGUE_PAGE_LIMIT = 100;
+
+/** GET /v1/products/:sku body: the public view of stock. Expired holds count as available. */
+export async function productView(deps: Pick<ApiDeps, 'db' | 'room'>, sku: string): Promise<ProductView> {
+  const product = await getProduct(deps.db, sku);
+  const a = await getAvailability(deps.db, sku);
+  if (!product || !a) throw new Problem(404, 'product-not-found', `no product with SKU ${sku}`);
+  return viewOf(product, a, product.waitingRoom ? await deps.room.stateOf(sku) : null);
+}
+
+/** The views of the newest `limit` products, newest first: two statements however many there are. */
+export async function catalogueView(deps: Pick<ApiDeps, 'db' | 'room'>, limit: number): Promise<ProductView[]> {
+  const products = await listProducts(deps.db, limit);
+  const availability = await availabilityOf(
+    deps.db,
+    products.map((p) => p.sku),
+  );
+  const views: ProductView[] = [];
+  for (const p of products) {
+    const a = availability.get(p.sku);
+    if (a) views.push(viewOf(p, a, p.waitingRoom ? await deps.room.stateOf(p.sku) : null));
+  }
+  return views;
+}
+
+export type ProductView = ReturnType<typeof viewOf>;
+
+function viewOf(product: Product, a: Availability, room: RoomSnapshot['room'] | null) {
+  return {
+    sku: product.sku,
+    name: product.name,
+    priceCents: product.priceCents,
+    currency: product.currency,
+    total: a.total,
+    available: a.available,
+    held: a.held,
+    sold: a.sold,
+    oversold: a.oversold,
+    soldOut: a.soldOut,
+    holdSeconds: product.holdSeconds,
+    holdGraceSeconds: product.holdGraceSeconds,
+    maxPerBuyer: product.maxPerBuyer,
+    ...(product.maxPerCard ? { maxPerCard: product.maxPerCard } : {}),
+    ...(product.maxPerAddress ? { maxPerAddress: product.maxPerAddress } : {}),
+    ...(product.shippingCountries ? { shippingCountries: product.shippingCountries } : {}),
+    botCheck: product.botCheck,
+    buckets: product.buckets,
+    oversellAllowance: product.oversellAllowance,
+    ...(product.opensAt ? { opensAt: product.opensAt.toISOString() } : {}),
+    // null without a room (the field is always there); its state is the room's own, live.
+    ...(room
+      ? {
+          waitingRoom: {
+            state: room.state,
+            soldOut: room.soldOut,
+            admitPerSecond: room.admitPerSecond,
+            maxActive: room.maxActive,
+            sessionSeconds: room.sessionSeconds,
+          },
+        }
+      : { waitingRoom: null }),
+    hasUnits: product.hasUnits,
+  };
+}
+
+/**
+ * The home page's catalogue as this process last read it: read at most once per `ttlMs` (one read
+ * for every page that asks meanwhile), so a crowd on the home page costs the database a few
+ * statements a period, not two per product per page. A product created or restocked through this
+ * process shows at once (`changed`); one through another process within `ttlMs`.
+ */
+export class CatalogueCache {
+  private kept?: { views: ProductView[]; readAt: number };
+  private reading: Promise<ProductView[]> | null = null;
+  private generation = 0;
+
+  constructor(private readonly ttlMs: number) {}
+
+  /** The newest CATALOGUE_PAGE_LIMIT products, at most `ttlMs` old. */
+  newest(deps: Pick<ApiDeps, 'db' | 'room'>): Promise<ProductView[]> {
+    if (this.kept && Date.now() - this.kept.readAt < this.ttlMs) return Promise.resolve(this.kept.views);
+    if (this.reading) return this.reading;
+    const generation = this.generation;
+    const readAt = Date.now();
+    const reading = catalogueView(deps, CATALOGUE_PAGE_LIMIT)
+      .then((views) => {
+        if (generation === this.generation) this.kept = { views, readAt };
+        return views;
+      })
+      .finally(() => {
+        if (this.reading === reading) this.reading = null;
+      });
+    this.reading = reading;
+    return reading;
+  }
+
+  /** The catalogue changed (a product created or restocked here): the next page reads it again. */
+  changed(): void {
+    this.generation++;
+    this.kept = undefined;
+    this.reading = null;
+  }
+}
