@@ -43,7 +43,7 @@ const TITLES: Record<ProblemType, string> = {
   'bot-check-failed': 'The bot check was not passed',
   'ticket-not-found': 'No such waiting-room ticket',
   'not-cancellable': 'This purchase can no longer be cancelled',
-  'not-refundable': 'The purchase was not refunded',
+  'not-refundable': 'No refund was made',
   'bad-signature': 'The webhook signature does not verify',
   unavailable: 'Temporarily unavailable',
   'method-not-allowed': 'Method not allowed on this route',

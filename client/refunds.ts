@@ -1,6 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { SignalDefinition } from '@temporalio/common';
 import type { Db } from '../store/db';
+import { findHold } from '../store/holds';
 import { getPurchase, type PurchaseRecord } from '../store/purchases';
 import {
   isRefundable,
@@ -60,7 +61,7 @@ export async function requestSupportRefund(
       'The purchase needs attention: its saga tries again with backoff; call again to try now, or, once the ' +
       `money went back another way, npm run support -- settle ${input.purchaseId} --note "what was done"`,
   });
-  if (record.status === 'refunded' && record.refund) return accepted(record.refund);
+  if (record.status === 'refunded' && record.refund) return alreadyRefunded(deps.db, record, input.restock);
   const workflowId = refundWorkflowId(input.purchaseId);
   const handle = deps.temporal.workflow.getHandle<typeof supportRefundWorkflow>(workflowId);
   if (record.status === 'needs_attention' && record.refund?.status === 'failed') {
@@ -113,6 +114,34 @@ export async function requestSupportRefund(
     if (now.status === 'refunded' && now.refund.status === 'pending') return accepted(now.refund);
   }
   return accepted({ status: 'pending', reason: input.reason });
+}
+
+/**
+ * The answer to a refund asked again of a refunded purchase: its refund; asked to restock, whether its
+ * unit went back on sale. A restock goes with the refund only (once the money is back): one asked of a
+ * purchase whose refund ended without it is refused, saying so, and changes nothing.
+ */
+async function alreadyRefunded(db: Db, record: PurchaseRecord, restock: boolean): Promise<SupportRefundAnswer> {
+  const refund = { status: record.refund!.status, reason: record.refund!.reason };
+  const accepted = (restocked?: boolean): SupportRefundAnswer => ({
+    outcome: 'accepted',
+    purchaseId: record.purchaseId,
+    sku: record.sku,
+    refund,
+    ...(restocked !== undefined ? { restocked } : {}),
+  });
+  // Still in progress: its saga restocks when it succeeds, if that was asked.
+  if (!restock || refund.status === 'pending') return accepted();
+  const hold = await findHold(db, record.purchaseId);
+  if (hold?.status === 'restocked') return accepted(true);
+  const why =
+    hold?.status === 'sold'
+      ? 'without restock: its unit was not put back on sale; nothing was changed (a restock goes with the refund only)'
+      : `with no sold unit to put back on sale (its hold is ${hold?.status ?? 'gone'}); nothing was changed`;
+  return {
+    outcome: 'not_refundable',
+    detail: `purchase ${record.purchaseId} was already refunded (refund ${refund.status}) ${why}`,
+  };
 }
 
 /** The workflow that made a refund on this path, and waits for its news. */

@@ -175,3 +175,37 @@ test.serial(
     t.deepEqual(await refundsAtStripe(own, purchaseId), []);
   },
 );
+
+test.serial(
+  'a second refund asking to restock says whether the unit went back on sale, and refuses clearly when it cannot',
+  async (t) => {
+    const own = await ownSystem(t);
+    const plain = await confirmedPurchase(own, 'attn-restock-later');
+    t.is((await supportCli(own, ['refund', plain.purchaseId, '--reason', 'wrong size'])).code, 0);
+    await own.waitForPurchase(plain.purchaseId, (r) => r.refund_status === 'succeeded');
+    await own.temporal.workflow.getHandle(`refund-${plain.purchaseId}`).result();
+
+    const cli = await supportCli(own, ['refund', plain.purchaseId, '--reason', 'wrong size', '--restock']);
+    t.is(cli.code, 1, cli.stdout);
+    t.regex(cli.stderr, /already refunded \(refund succeeded\) without restock: its unit was not put back on sale/);
+    const http = await own.api(
+      'POST',
+      `/v1/support/purchases/${plain.purchaseId}/refund`,
+      { reason: 'wrong size', restock: true },
+      AS_SUPPORT,
+    );
+    t.is(http.status, 409);
+    t.regex(http.body.detail, /already refunded .* its unit was not put back on sale; nothing was changed/);
+    t.like(await own.stock(plain.sku), { available: 4, sold: 1 });
+
+    const restocked = await confirmedPurchase(own, 'attn-restock-twice');
+    const first = await supportCli(own, ['refund', restocked.purchaseId, '--reason', 'damaged', '--restock']);
+    t.is(first.code, 0, first.stderr);
+    const again = await supportCli(own, ['refund', restocked.purchaseId, '--reason', 'damaged', '--restock']);
+    t.is(again.code, 0, again.stderr);
+    t.regex(again.stdout, /refund succeeded, unit back on sale/);
+    t.like(await own.stock(restocked.sku), { available: 5, sold: 0 });
+    await assertInvariants(t, own.db, plain.sku);
+    await assertInvariants(t, own.db, restocked.sku);
+  },
+);
