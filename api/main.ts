@@ -3,6 +3,7 @@ import { connectTemporal, createPool, createStripe } from '../config/clients';
 import { isLiveKey, loadApiConfig } from '../config';
 import { createBuyerVerifier } from '../config/buyer-tokens';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
+import { listening } from '../config/listen';
 import { describeTemporal } from '../config/temporal';
 import { createRoomTokens } from '../config/room-tokens';
 import { Admitter } from '../store/admitter';
@@ -95,9 +96,9 @@ async function main(): Promise<void> {
       secureCookies: config.publicUrl.startsWith('https:'),
     },
   };
-  const server = createApp(deps).listen(config.port, config.host, () => {
-    log(`listening on http://${config.host}:${config.port}; Temporal ${describeTemporal(config.temporal)}`);
-  });
+  const server = createApp(deps).listen(config.port, config.host);
+  await listening(server, { port: config.port, host: config.host, portVar: 'PORT', hostVar: 'HOST' });
+  log(`listening on http://${config.host}:${config.port}; Temporal ${describeTemporal(config.temporal)}`);
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import client from 'prom-client';
 import { makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import { temporalLogger, type Logger } from '../config/log';
+import { listening } from '../config/listen';
 
 // The worker's telemetry: the Temporal runtime logs through this process's pino logger (the SDK's
 // own lines, the workflows' `log`, the activities' `Context.current().log`, and the native core's
@@ -128,7 +129,13 @@ export async function serveTelemetry(opts: {
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 404 }));
     }
   });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(opts.port, opts.host, resolve));
+  server.listen(opts.port, opts.host);
+  await listening(server, {
+    port: opts.port,
+    host: opts.host,
+    portVar: 'WORKER_METRICS_PORT',
+    hostVar: 'WORKER_METRICS_HOST',
+  });
   const { port } = server.address() as AddressInfo;
   return {
     ...metrics,

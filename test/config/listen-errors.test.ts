@@ -1,0 +1,95 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import net, { type AddressInfo } from 'node:net';
+import path from 'node:path';
+import test from 'ava';
+import { serviceEnv, systemSecrets } from '../../dev/local-system';
+
+// A port another process holds, or a HOST this machine cannot listen on, stops the API and the
+// worker (its /healthz and /metrics server) with one line naming the variable and what to do, as a
+// configuration problem does: not an uncaught error's stack trace.
+
+const repoRoot = path.join(__dirname, '../..');
+
+interface Ended {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs an entry point against the suite's Postgres and Temporal until it exits (at most 90 s). */
+function run(script: string, env: NodeJS.ProcessEnv): Promise<Ended> {
+  const base = serviceEnv({
+    databaseUrl: process.env.DATABASE_URL!,
+    temporalAddress: process.env.TEMPORAL_ADDRESS!,
+    temporalNamespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
+    taskQueue: `listen-${randomUUID()}`,
+    emulatorUrl: 'http://127.0.0.1:9',
+    publicUrl: 'http://127.0.0.1:9',
+    secrets: systemSecrets('listen-errors'),
+  });
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', path.join(repoRoot, script)],
+      { env: { ...process.env, ...base, METRICS_TOKEN: 'listen-metrics', ...env }, cwd: repoRoot, timeout: 90_000 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** A port held by this test process for the test's length. */
+async function heldPort(t: { teardown(fn: () => void): void }): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  return (server.address() as AddressInfo).port;
+}
+
+const STACK_LINE = /^\s+at .+:\d+:\d+\)?$/m;
+
+function assertOneLine(t: import('ava').ExecutionContext, ended: Ended, message: RegExp, what: string): void {
+  t.is(ended.code, 1, `${what} exits 1: ${ended.stderr}`);
+  const lines = ended.stderr.trim().split('\n');
+  t.is(lines.length, 1, `${what}: one line on stderr:\n${ended.stderr}`);
+  t.regex(lines[0], message, what);
+  t.notRegex(ended.stderr + ended.stdout, STACK_LINE, `${what}: no stack trace`);
+}
+
+test('the API stops with one line naming PORT when the port is in use, and HOST when it is no address here', async (t) => {
+  const port = await heldPort(t);
+  assertOneLine(
+    t,
+    await run('api/main.ts', { PORT: String(port), HOST: '127.0.0.1' }),
+    new RegExp(`^PORT ${port} is already in use \\(EADDRINUSE\\); set PORT to a free port$`),
+    'port in use',
+  );
+  for (const host of ['not-a-host', '999.1.1.1']) {
+    assertOneLine(
+      t,
+      await run('api/main.ts', { PORT: '0', HOST: host }),
+      new RegExp(
+        `^HOST "${host.replace(/\./g, '\\.')}" is not an address of this machine \\(ENOTFOUND\\); set HOST to`,
+      ),
+      `HOST=${host}`,
+    );
+  }
+});
+
+test('the worker stops with one line naming WORKER_METRICS_PORT or WORKER_METRICS_HOST', async (t) => {
+  const port = await heldPort(t);
+  assertOneLine(
+    t,
+    await run('worker/main.ts', { WORKER_METRICS_PORT: String(port), WORKER_METRICS_HOST: '127.0.0.1' }),
+    new RegExp(
+      `^WORKER_METRICS_PORT ${port} is already in use \\(EADDRINUSE\\); set WORKER_METRICS_PORT to a free port$`,
+    ),
+    'port in use',
+  );
+  assertOneLine(
+    t,
+    await run('worker/main.ts', { WORKER_METRICS_PORT: '0', WORKER_METRICS_HOST: '999.1.1.1' }),
+    /^WORKER_METRICS_HOST "999\.1\.1\.1" is not an address of this machine \(ENOTFOUND\); set WORKER_METRICS_HOST to/,
+    'WORKER_METRICS_HOST=999.1.1.1',
+  );
+});
