@@ -12,6 +12,7 @@ import {
   type RefundSummary,
   type StrayPaymentInput,
   type SupportAction,
+  type SupportRefundInput,
 } from '../vocabulary';
 import { refundEventSignal, supportActionSignal } from '../workflows/definitions';
 import type { refundAgainWorkflow } from '../workflows/refund-again';
@@ -40,7 +41,7 @@ export type SupportRefundAnswer =
  */
 export async function requestSupportRefund(
   deps: { db: Db; temporal: Client; taskQueue: string },
-  input: { purchaseId: string; reason: string; restock: boolean; actor: string },
+  input: SupportRefundInput,
   waitMs = 10_000,
 ): Promise<SupportRefundAnswer> {
   const record = await getPurchase(deps.db, input.purchaseId);

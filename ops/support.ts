@@ -16,8 +16,8 @@ import { findAndPrint } from './find-purchases';
 import { parseNotifications, runNotifications, type NotificationsArgs } from './notifications';
 
 const USAGE = `usage: npm run support -- find --buyer <buyerId> | --session <cs_...> | --payment-intent <pi_...> [--json]
-       npm run support -- refund <purchaseId> --reason "why" [--restock]
-       npm run support -- refund-oversold <sku> --reason "why"
+       npm run support -- refund <purchaseId> --reason "why" [--restock] [--note "internal"]
+       npm run support -- refund-oversold <sku> --reason "why" [--note "internal"]
        npm run support -- retry <purchaseId>
        npm run support -- settle <purchaseId> --note "refunded by bank transfer"
        npm run support -- retry-stray <sessionId>
@@ -31,6 +31,8 @@ bank statement or the Stripe Dashboard names it), newest first, each with its Te
 Exit 1 when none is found.
 refund: refunds a confirmed purchase in full (Stripe refund keyed by the purchase id) and, with
 --restock, puts the unit back on sale. Running it again for the same purchase does not refund twice.
+--reason is the buyer's message: it is sent to the buyer word for word. --note is for support only:
+it goes to the audit trail, never to the buyer or to Stripe.
 refund-oversold: refunds every order of <sku> flagged as sold beyond stock (oversell allowance),
 returning those units to the allowance. Safe to run again.
 
@@ -62,8 +64,8 @@ http://127.0.0.1:8233; the links printed).`;
 const MAX_TEXT = 500;
 
 type Args =
-  | { command: 'refund'; purchaseId: string; reason: string; restock: boolean }
-  | { command: 'refund-oversold'; sku: string; reason: string }
+  | { command: 'refund'; purchaseId: string; reason: string; restock: boolean; note?: string }
+  | { command: 'refund-oversold'; sku: string; reason: string; note?: string }
   /** retry, settle (a purchase) and retry-stray, settle-stray (a stray payment's session). */
   | { command: 'attend'; on: 'purchase' | 'stray'; target: string; verb: SupportVerb }
   | { command: 'list-attention'; sku?: string }
@@ -159,14 +161,16 @@ function parse(argv: string[]): Args | 'help' {
     const note = text('note', values.note, 'say what was done by hand: it goes to the record and the audit trail');
     return { command: 'attend', on, target: id, verb: { action: 'settled', note } };
   }
-  refuse('note', 'sku');
-  const reason = text('reason', values.reason, 'it goes to the buyer and the audit trail');
+  refuse('sku');
+  const reason = text('reason', values.reason, 'it goes to the buyer word for word, and to the audit trail');
+  const note =
+    values.note === undefined ? undefined : text('note', values.note, 'or leave it out: it is kept internal');
   if (command === 'refund-oversold') {
     if (values.restock)
       throw new UsageError('--restock does not apply: oversold units always go back to the allowance');
-    return { command, sku: id, reason };
+    return { command, sku: id, reason, note };
   }
-  return { command: 'refund', purchaseId: id, reason, restock: values.restock };
+  return { command: 'refund', purchaseId: id, reason, restock: values.restock, note };
 }
 
 /** Who ran it, for the audit trail. `os.userInfo()` throws for a uid without a passwd entry (containers). */
@@ -194,8 +198,8 @@ async function main(args: Args): Promise<number> {
   }
   const deps = { db, temporal: clients.temporal!, taskQueue: clients.taskQueue };
   const actor = `support-cli:${operator()}`;
-  const refundOne = async (purchaseId: string, reason: string, restock: boolean): Promise<number> => {
-    const answer = await requestSupportRefund(deps, { purchaseId, reason, restock, actor });
+  const refundOne = async (purchaseId: string, reason: string, restock: boolean, note?: string): Promise<number> => {
+    const answer = await requestSupportRefund(deps, { purchaseId, reason, restock, actor, ...(note ? { note } : {}) });
     switch (answer.outcome) {
       case 'not_found':
         console.error(`support: no purchase ${purchaseId}`);
@@ -219,7 +223,7 @@ async function main(args: Args): Promise<number> {
   try {
     switch (args.command) {
       case 'refund':
-        return await refundOne(args.purchaseId, args.reason, args.restock);
+        return await refundOne(args.purchaseId, args.reason, args.restock, args.note);
       case 'attend':
         return await (args.on === 'purchase' ? actOnPurchase : actOnStray)(attention, args.target, args.verb);
       case 'list-attention':
@@ -231,7 +235,7 @@ async function main(args: Args): Promise<number> {
       return 0;
     }
     let failures = 0;
-    for (const purchaseId of flagged) failures += await refundOne(purchaseId, args.reason, true);
+    for (const purchaseId of flagged) failures += await refundOne(purchaseId, args.reason, true, args.note);
     console.log(`${flagged.length - failures} of ${flagged.length} oversold order(s) of ${args.sku} refunded`);
     return failures ? 1 : 0;
   } finally {

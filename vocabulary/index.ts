@@ -287,9 +287,12 @@ export interface RefundEvent {
 
 export interface SupportRefundInput {
   purchaseId: string;
+  /** The buyer's message, sent word for word (and the refund's reason on the record). */
   reason: string;
   restock: boolean;
   actor: string;
+  /** Support's internal note: in the audit trail only, never sent to the buyer or to Stripe. */
+  note?: string;
 }
 
 /** A refund that failed after its saga ended, made again (or settled by hand) on support's word. */

@@ -28,6 +28,7 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
   await acts.appendAudit(input.purchaseId, input.actor, 'refund_requested', {
     reason: input.reason,
     restock: input.restock,
+    ...(input.note ? { note: input.note } : {}),
   });
   const onRecord = (news: RefundNews) => recordSupportRefund(input, news);
   const ended = await refundToTheEnd({

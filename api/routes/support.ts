@@ -8,10 +8,11 @@ import { invalid } from '../problem';
 import { validator } from '../validate';
 import { purchaseView } from '../purchase-flow';
 
-// The reason is free text pasted by a person (line breaks, tabs): it is sanitised, not refused.
+// The reason (the buyer's message, sent word for word) and the note (support's own, kept in the audit
+// trail) are free text pasted by a person (line breaks, tabs): they are sanitised, not refused.
 // Control characters become spaces and lone surrogates U+FFFD (Postgres's jsonb refuses both), the
-// ends are trimmed; a reason with nothing visible left is 400 naming `reason`.
-const refundBody = validator<{ reason: string; restock: boolean }>(
+// ends are trimmed; one with nothing visible left is 400 naming it.
+const refundBody = validator<{ reason: string; restock: boolean; note?: string }>(
   {
     type: 'object',
     additionalProperties: false,
@@ -19,9 +20,10 @@ const refundBody = validator<{ reason: string; restock: boolean }>(
     properties: {
       reason: { type: 'string', minLength: 1, maxLength: 500 },
       restock: { type: 'boolean' },
+      note: { type: 'string', minLength: 1, maxLength: 500, nullable: true },
     },
   },
-  { sanitise: ['reason'] },
+  { sanitise: ['reason', 'note'] },
 );
 
 const KEYS = ['buyerId', 'sessionId', 'paymentIntentId'] as const;
@@ -63,6 +65,7 @@ export function supportRoutes(deps: ApiDeps): Router {
       purchaseId: ctx.params.id,
       reason: body.reason,
       restock: body.restock,
+      ...(body.note ? { note: body.note } : {}),
       actor: `support-api:${ctx.ip}`,
     });
     if (answer.outcome === 'not_found') throw new Problem(404, 'purchase-not-found', `no purchase ${ctx.params.id}`);
