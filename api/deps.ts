@@ -54,6 +54,8 @@ export interface ApiDeps {
   buyers: BuyerVerifier;
   adminToken: string;
   supportToken: string;
+  /** The bearer token GET /metrics needs (METRICS_TOKEN); absent or empty: none. */
+  metricsToken?: string;
   metrics: Metrics;
   /** Set when the process is shutting down: /readyz answers 503 so load balancers stop sending traffic. */
   lifecycle: { draining: boolean };

@@ -1,5 +1,5 @@
 import { Client } from '@temporalio/client';
-import { connectTemporal, createPool, createStripe } from '../config/clients';
+import { API_POOL_SIZE, connectTemporal, createPool, createStripe } from '../config/clients';
 import { isLiveKey, loadApiConfig } from '../config';
 import { createBuyerVerifier } from '../config/buyer-tokens';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
@@ -37,7 +37,7 @@ async function main(): Promise<void> {
   // Several processes may boot at once: migrate() serialises them on an advisory lock.
   await migrate(config.databaseUrl, log);
   // Short timeouts (PG_CONNECT_TIMEOUT_MS, PG_STATEMENT_TIMEOUT_MS): with Postgres gone, 503 at once.
-  const db = createPool(config.databaseUrl, 30, (line) => root.warn(line), config.pool);
+  const db = createPool(config.databaseUrl, API_POOL_SIZE, (line) => root.warn(line), config.pool);
   // Postgres's clock, by this host's plus a measured offset: the opening and every lapse are decided by it.
   const clock = new DbClock(db, { log: (line) => root.warn(line) });
   await clock.start();
@@ -83,6 +83,7 @@ async function main(): Promise<void> {
     rateLimits: createRateLimits(config.rateLimits),
     adminToken: config.adminToken,
     supportToken: config.supportToken,
+    metricsToken: config.metricsToken,
     metrics: createMetrics(db, gate, { admitter }),
     lifecycle: { draining: false },
     logger: root,

@@ -12,6 +12,14 @@ const QUERY_TIMEOUT_MARGIN_MS = 1_000;
 /** Postgres ends a session left idle inside a transaction this long (a leaked client holding locks). */
 const IDLE_IN_TRANSACTION_MS = 10_000;
 
+/** The pool of one API process (api/main.ts). */
+export const API_POOL_SIZE = 30;
+/**
+ * Every Postgres connection one API process holds: its pool, the LISTEN connection of its gate and
+ * checkouts (store/notify-listener.ts) and its waiting-room admitter's (store/admitter.ts).
+ */
+export const API_POSTGRES_CONNECTIONS = API_POOL_SIZE + 2;
+
 /**
  * A Postgres pool with an error listener: an idle connection the server dropped is replaced on next
  * use, and is logged rather than crashing the process. With `timeouts`, nothing waits unbounded: a

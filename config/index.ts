@@ -29,6 +29,8 @@ export interface ApiConfig extends CommonConfig, StripeConfig {
   host: string;
   adminToken: string;
   supportToken: string;
+  /** The bearer token of GET /metrics (METRICS_TOKEN); empty: /metrics is open, allowed only on a loopback HOST. */
+  metricsToken: string;
   /** How long /readyz says 503 before the listener closes on SIGTERM. */
   shutdownGraceMs: number;
   /** How long POST /v1/purchases waits for the hold and the Checkout Session before answering 503. */
@@ -159,9 +161,29 @@ const MIN_TOKEN_LENGTH = 32;
 
 /** A bearer token for operators: required, and outside development at least MIN_TOKEN_LENGTH characters. */
 function operatorToken(r: Reader, name: string, why: string): string {
-  const token = r.need(name, why);
+  return longEnough(r, name, r.need(name, why));
+}
+
+function longEnough(r: Reader, name: string, token: string): string {
   if (token && !isDevelopment(r.env) && token.length < MIN_TOKEN_LENGTH) {
     r.problems.push(`${name} must be at least ${MIN_TOKEN_LENGTH} characters outside development (STRIPE_EMULATOR=1)`);
+  }
+  return token;
+}
+
+/** Only this machine can reach a listener on these (`npm start`'s default HOST). */
+const isLoopback = (host: string) => host === 'localhost' || host === '::1' || /^(::ffff:)?127\./.test(host);
+
+/**
+ * METRICS_TOKEN, the bearer token of GET /metrics (stock per SKU, sales, errors: not for anyone who
+ * reaches the port). Optional while the API listens on loopback only; required beyond it.
+ */
+function metricsToken(r: Reader, host: string): string {
+  const token = longEnough(r, 'METRICS_TOKEN', r.text('METRICS_TOKEN', ''));
+  if (!token && !isLoopback(host)) {
+    r.problems.push(
+      `METRICS_TOKEN is required when the API listens beyond loopback (HOST=${host}): the bearer token Prometheus scrapes GET /metrics with`,
+    );
   }
   return token;
 }
@@ -237,14 +259,16 @@ function devSignIn(r: Reader, buyers: BuyerTokenConfig): boolean {
 export function loadApiConfig(env: Env): ApiConfig {
   const r = new Reader(env);
   const buyers = buyerTokens(r);
+  const host = r.text('HOST', '127.0.0.1');
   return r.done({
     ...common(r),
     ...stripe(r),
     stripeWebhookSecret: r.need('STRIPE_WEBHOOK_SECRET', 'whsec_ secret that signs Stripe webhooks'),
     port: r.port('PORT', 3000),
-    host: r.text('HOST', '127.0.0.1'),
+    host,
     adminToken: operatorToken(r, 'ADMIN_TOKEN', 'bearer token for the catalogue routes'),
     supportToken: operatorToken(r, 'SUPPORT_TOKEN', 'bearer token for support refunds'),
+    metricsToken: metricsToken(r, host),
     shutdownGraceMs: r.int('SHUTDOWN_GRACE_MS', 5000, 0),
     purchaseTimeoutMs: r.int('PURCHASE_TIMEOUT_MS', 20_000, 100),
     gateResyncMs: r.int('GATE_RESYNC_MS', 5_000, 100),

@@ -63,6 +63,9 @@ export function runCli<A>(
   );
 }
 
+/** The Postgres pool of one CLI run: its commands make one query at a time, two at most. */
+export const CLI_POOL_SIZE = 2;
+
 export interface CliClients {
   db?: pg.Pool;
   temporal?: Client;
@@ -93,7 +96,7 @@ export async function openCliClients(
       );
     }
   }
-  const db = config.databaseUrl ? createPool(config.databaseUrl, 2, log) : undefined;
+  const db = config.databaseUrl ? createPool(config.databaseUrl, CLI_POOL_SIZE, log) : undefined;
   return {
     db,
     temporal: connection ? new Client({ connection, namespace: config.temporalNamespace }) : undefined,

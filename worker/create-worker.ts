@@ -37,6 +37,11 @@ export function workerPoolSize(limits: { activities: number; localActivities: nu
   return limits.activities + limits.localActivities + (limits.stripeCalls ?? MAX_CONCURRENT_STRIPE_CALLS) + 1;
 }
 
+/** Every Postgres connection a worker process holds: its pool, workerPoolSize and the outbox sender's one. */
+export function workerPostgresConnections(limits: Parameters<typeof workerPoolSize>[0]): number {
+  return workerPoolSize(limits) + 1;
+}
+
 export interface PurchaseWorkerOptions {
   connection: NativeConnection;
   namespace: string;

@@ -8,7 +8,7 @@ import { DbClock } from '../store/clock';
 import { HoldDesk } from '../store/hold-desk';
 import { sweepExpired } from '../store/holds';
 import { migrate } from '../store/migrate';
-import { createPurchaseWorker, workerPoolSize } from './create-worker';
+import { createPurchaseWorker, workerPostgresConnections } from './create-worker';
 import { createWorkerMetrics, installRuntime, serveTelemetry } from './telemetry';
 import { stripeTaskQueue } from '../vocabulary';
 import { outboxMetrics } from './outbox-metrics';
@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   };
   // A connection for every activity that may run at once: none of them waits for the pool.
   // One connection more than the activities need: the outbox sender's.
-  const db = createPool(config.databaseUrl, workerPoolSize(limits) + 1, (line) => log.warn(line), config.pool);
+  const db = createPool(config.databaseUrl, workerPostgresConnections(limits), (line) => log.warn(line), config.pool);
   // Postgres's clock: whether a hold has lapsed is decided by the clock that lapses it (store/clock.ts).
   const clock = new DbClock(db, { log: (line) => log.warn(line) });
   await clock.start();
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
       stripeBudget: config.stripeMaxRequestsPerSecond,
       metrics: telemetry.url,
       ...limits,
-      postgresConnections: workerPoolSize(limits),
+      postgresConnections: workerPostgresConnections(limits),
     },
     `polling task queues "${config.taskQueue}" and "${stripeTaskQueue(config.taskQueue)}" (Stripe, at most ${config.stripeMaxRequestsPerSecond} calls/s for the deployment) on ${describeTemporal(config.temporal)}; /healthz and /metrics on ${telemetry.url}`,
   );

