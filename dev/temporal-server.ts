@@ -45,9 +45,19 @@ export async function findTemporalServer(log: Log, signal?: AbortSignal): Promis
   if (process.env.TEMPORAL_SERVER_DIR) {
     throw new Error(`TEMPORAL_SERVER_DIR=${dir} lacks server, sql or schema/postgresql/v12`);
   }
-  await buildServer(dir, log, signal);
+  // Callers in one process (two tests of one file, say) share one build: each its own would race
+  // over the one staging folder of this process.
+  let build = building.get(dir);
+  if (!build) {
+    build = buildServer(dir, log, signal).finally(() => building.delete(dir));
+    building.set(dir, build);
+  }
+  await build;
   return tools;
 }
+
+/** The build under way in this process, per target folder. */
+const building = new Map<string, Promise<void>>();
 
 async function buildServer(dir: string, log: Log, signal?: AbortSignal): Promise<void> {
   const go = which('go') ?? (isExecutable('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
