@@ -3,6 +3,7 @@ import type { SignalDefinition } from '@temporalio/common';
 import type { Db } from '../store/db';
 import { findHold } from '../store/holds';
 import { getPurchase, type PurchaseRecord } from '../store/purchases';
+import { searchAttributes } from './purchases';
 import {
   isRefundable,
   purchaseWorkflowId,
@@ -81,6 +82,7 @@ export async function requestSupportRefund(
         args: [input],
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+        typedSearchAttributes: searchAttributes(record, record.status),
       });
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
@@ -215,6 +217,7 @@ export async function tellOrRefundAgain(
     args: [{ purchaseId: record.purchaseId, actor: action.actor }],
     signal: supportActionSignal,
     signalArgs: [action],
+    typedSearchAttributes: searchAttributes(record, record.status),
   });
   return [workflowId];
 }

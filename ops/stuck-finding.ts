@@ -41,3 +41,9 @@ export interface StuckSaga {
   /** The most retried pending activity, when one has failed at least MIN_FAILING_ATTEMPTS (stuck-sagas.ts) times. */
   pendingActivity?: PendingActivity;
 }
+
+/** `purchase-<id>` and `refund-<id>` (vocabulary) carry the purchase id. */
+export function purchaseIdOf(workflowId: string): string {
+  const m = /^(?:purchase|refund)-(.+)$/.exec(workflowId);
+  return m ? m[1] : workflowId;
+}

@@ -4,7 +4,7 @@ import { listStrayPayments, type StrayPayment } from '../store/payments';
 import { getPurchase, listNeedingAttention, listUnsettledSince, type PurchaseRecord } from '../store/purchases';
 import { purchaseWorkflowId, refundWorkflowId, strayPaymentWorkflowId } from '../vocabulary';
 import { purchaseStateQuery } from '../workflows/definitions';
-import type { StuckSaga } from './stuck-finding';
+import { purchaseIdOf, type StuckSaga } from './stuck-finding';
 import { forEachLimit, formatDuration } from './temporal-describe';
 
 // The database side of `sagas stuck`: purchase records no saga will settle, and money that waits for
@@ -33,7 +33,8 @@ async function runningOf(client: Client, candidates: [string, string][]): Promis
       if (d.status.name !== 'RUNNING') continue;
       out.push({
         workflowId,
-        workflowType,
+        // refund-<id> runs supportRefundWorkflow, or refundAgainWorkflow for a refund made again.
+        workflowType: d.type ?? workflowType,
         taskQueue: d.taskQueue,
         startedAt: d.startTime.toISOString(),
         runId: d.runId,
@@ -102,7 +103,7 @@ export async function findAttentionRecords(
  * query): for a report made without the database.
  */
 export async function askWhy(client: Client, info: WorkflowExecutionInfo): Promise<string> {
-  const retry = `support retry or settle ${info.workflowId.replace(/^purchase-/, '')}`;
+  const retry = `support retry or settle ${purchaseIdOf(info.workflowId)}`;
   try {
     const handle = client.workflow.getHandle(info.workflowId, info.runId);
     // eslint-disable-next-line no-restricted-syntax -- a Temporal query of the saga's state, not SQL

@@ -4,14 +4,14 @@ import { inCheckoutLine } from '../store/purchases';
 import { HOLDING_STATUSES } from '../vocabulary';
 import { BuyerIdKey, HoldExpiresAtKey, PurchaseStatusKey, SkuKey } from '../workflows/definitions';
 import { askWhy, findAttentionRecords, findOrphans, findStrayAttention } from './stuck-records';
-import type { StuckKind, StuckSaga } from './stuck-finding';
+import { purchaseIdOf, type StuckKind, type StuckSaga } from './stuck-finding';
 import { describeActivity, forEachLimit, formatDuration, toPendingActivity, tsToDate } from './temporal-describe';
 
 export { formatDuration, parseDuration, type PendingActivity } from './temporal-describe';
-export type { StuckKind, StuckSaga } from './stuck-finding';
+export { purchaseIdOf, type StuckKind, type StuckSaga } from './stuck-finding';
 
 /** The saga workflow types this finder looks at (their registered names). */
-export const SAGA_WORKFLOW_TYPES = ['purchaseWorkflow', 'supportRefundWorkflow'] as const;
+export const SAGA_WORKFLOW_TYPES = ['purchaseWorkflow', 'supportRefundWorkflow', 'refundAgainWorkflow'] as const;
 
 /** A pending activity at or past this attempt is reported: a transient fault heals within two retries. */
 export const MIN_FAILING_ATTEMPTS = 3;
@@ -85,7 +85,12 @@ export function stuckSagaFilters(
     holdLapsed: and(...purchase, `PurchaseStatus IN ${list(HOLDING_STATUSES)}`, `HoldExpiresAt < ${at}`),
     stuckHolding: and(...purchase, `PurchaseStatus=${quote('holding')}`, `StartTime < ${at}`),
     running: and(...running, `WorkflowType IN ${list(SAGA_WORKFLOW_TYPES)}`),
-    needsAttention: and(...purchase, `PurchaseStatus=${quote('needs_attention')}`),
+    // The refund sagas carry PurchaseStatus too (runs started before they did are found from the records).
+    needsAttention: and(
+      ...running,
+      `WorkflowType IN ${list(SAGA_WORKFLOW_TYPES)}`,
+      `PurchaseStatus=${quote('needs_attention')}`,
+    ),
   };
 }
 
@@ -271,10 +276,4 @@ function fromInfo(info: WorkflowExecutionInfo): StuckSaga {
     kinds: [],
     reason: '',
   };
-}
-
-/** `purchase-<id>` and `refund-<id>` (vocabulary) carry the purchase id. */
-export function purchaseIdOf(workflowId: string): string {
-  const m = /^(?:purchase|refund)-(.+)$/.exec(workflowId);
-  return m ? m[1] : workflowId;
 }

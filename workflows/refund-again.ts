@@ -2,7 +2,7 @@ import type { RefundAgainInput, SupportRefundResult } from '../vocabulary';
 import { SupportDesk } from './attended';
 import { acts, stripeActs } from './proxies';
 import { endedRefund, refundToTheEnd } from './refunds';
-import { recordSupportRefund } from './support-refund';
+import { recordSupportRefund, showStatus } from './support-refund';
 
 /**
  * Makes again a refund that failed after the saga that made it had ended (the purchase is then
@@ -40,6 +40,7 @@ export async function refundAgainWorkflow(input: RefundAgainInput): Promise<Supp
   });
   const summary = endedRefund(reason, ended);
   await acts.recordPurchase(purchaseId, { status: 'refunded', reason, refund: summary });
+  showStatus('refunded');
   await acts.appendAudit(purchaseId, 'saga', 'refunded', { refundId: summary.refundId, replaces: failed.refundId });
   if (ended.outcome === 'succeeded') {
     await acts.notifyBuyer(

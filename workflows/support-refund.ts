@@ -1,5 +1,7 @@
-import { isRefundable, type SupportRefundInput, type SupportRefundResult } from '../vocabulary';
+import { patched, upsertSearchAttributes } from '@temporalio/workflow';
+import { isRefundable, type PurchaseStatus, type SupportRefundInput, type SupportRefundResult } from '../vocabulary';
 import { SupportDesk } from './attended';
+import { PurchaseStatusKey } from './definitions';
 import { acts, stripeActs } from './proxies';
 import { endedRefund, refundToTheEnd, type RefundNews } from './refunds';
 
@@ -47,6 +49,7 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
   const restocked = input.restock ? await acts.restockSale(input.purchaseId) : false;
   const summary = endedRefund(input.reason, ended);
   await acts.recordPurchase(input.purchaseId, { status: 'refunded', reason: input.reason, refund: summary });
+  showStatus('refunded');
   await acts.appendAudit(input.purchaseId, input.actor, 'refunded', { refundId: summary.refundId, restocked });
   await acts.notifyBuyer(
     input.purchaseId,
@@ -57,6 +60,15 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
   return { purchaseId: input.purchaseId, outcome: 'refunded', refund: summary, restocked };
 }
 
+/**
+ * The purchase's status as the Temporal UI and `npm run sagas -- stuck` filter on it (search
+ * attribute PurchaseStatus; the run starts with Sku, BuyerId and the status it found): the refund
+ * sagas carry it as the purchase saga does. Behind a patch: runs started before it upserted nothing.
+ */
+export function showStatus(status: PurchaseStatus): void {
+  if (patched('refund-search-attributes')) upsertSearchAttributes([{ key: PurchaseStatusKey, value: status }]);
+}
+
 /** The refund's steps before it settles, on the record (the final write follows the restock). */
 export async function recordSupportRefund(
   input: Pick<SupportRefundInput, 'purchaseId' | 'reason'>,
@@ -65,11 +77,12 @@ export async function recordSupportRefund(
   const reason = input.reason;
   switch (news.phase) {
     case 'created':
-      return acts.recordPurchase(input.purchaseId, {
+      await acts.recordPurchase(input.purchaseId, {
         status: 'refunded',
         reason,
         refund: { status: news.refund.status, reason, refundId: news.refund.refundId },
       });
+      return showStatus('refunded');
     case 'failed':
       await acts.recordPurchase(input.purchaseId, {
         status: 'needs_attention',
@@ -81,6 +94,7 @@ export async function recordSupportRefund(
           failureReason: news.refund.failureReason ?? news.reason,
         },
       });
+      showStatus('needs_attention');
       return acts.appendAudit(input.purchaseId, 'saga', 'refund_failed', { detail: news.reason });
     case 'succeeded':
     case 'by_hand':

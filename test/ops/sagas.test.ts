@@ -299,7 +299,7 @@ test("a purchase whose late refund Stripe refuses is listed as needing attention
   const filter = stuckSagaFilters(new Date(), { sku }).needsAttention;
   t.is(
     filter,
-    `ExecutionStatus="Running" AND WorkflowType="purchaseWorkflow" AND PurchaseStatus="needs_attention" AND Sku="${sku}"`,
+    `ExecutionStatus="Running" AND WorkflowType IN ("purchaseWorkflow","supportRefundWorkflow","refundAgainWorkflow") AND PurchaseStatus="needs_attention" AND Sku="${sku}"`,
   );
   t.is((await sys.temporal.workflow.count(filter)).count, 1);
 

@@ -1,5 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { createStripe } from '../../config/clients';
+import { findStuckSagas, stuckSagaFilters } from '../../ops/stuck-sagas';
+import { BuyerIdKey, PurchaseStatusKey, SkuKey } from '../../workflows/definitions';
 import {
   allowRefunds,
   confirmedPurchase,
@@ -207,5 +209,40 @@ test.serial(
     t.like(await own.stock(restocked.sku), { available: 5, sold: 0 });
     await assertInvariants(t, own.db, plain.sku);
     await assertInvariants(t, own.db, restocked.sku);
+  },
+);
+
+test.serial(
+  'a support refund Stripe refuses carries the purchase search attributes: the needs-attention filter and the stuck finder see it from Temporal alone',
+  async (t) => {
+    const own = await ownSystem(t);
+    const { sku, purchaseId } = await confirmedPurchase(own, 'attn-search');
+    await refuseRefunds(own);
+    const path = `/v1/support/purchases/${purchaseId}/refund`;
+    t.is((await own.api('POST', path, { reason: 'wrong size', restock: false }, AS_SUPPORT)).status, 409);
+
+    const workflowId = `refund-${purchaseId}`;
+    const filter = stuckSagaFilters(new Date(), { sku }).needsAttention;
+    await until(`${filter} to find ${workflowId}`, async () => {
+      const listed = [];
+      for await (const w of own.temporal.workflow.list({ query: filter })) listed.push(w.workflowId);
+      return listed.includes(workflowId) ? true : undefined;
+    });
+    const attrs = (await own.temporal.workflow.getHandle(workflowId).describe()).typedSearchAttributes;
+    t.is(attrs.get(PurchaseStatusKey), 'needs_attention');
+    t.is(attrs.get(SkuKey), sku);
+    t.is(attrs.get(BuyerIdKey), 'attn-search');
+    const found = await findStuckSagas(own.temporal, { olderThanMs: 24 * 3600_000, sku });
+    t.like(
+      found.find((s) => s.workflowId === workflowId),
+      { purchaseId, status: 'needs_attention', sku, buyerId: 'attn-search', kinds: ['needs_attention'] },
+      JSON.stringify(found),
+    );
+
+    await allowRefunds(own);
+    t.is((await own.api('POST', path, { reason: 'wrong size', restock: false }, AS_SUPPORT)).status, 202);
+    await own.temporal.workflow.getHandle(workflowId).result();
+    const after = (await own.temporal.workflow.getHandle(workflowId).describe()).typedSearchAttributes;
+    t.is(after.get(PurchaseStatusKey), 'refunded');
   },
 );
