@@ -22,8 +22,14 @@ export interface StartPostgresOptions {
    * initdb when it holds none yet.
    */
   dataDir: string;
-  /** Defaults to a free port. */
+  /** Defaults to a free port (the one in `portFile`, when it is free). */
   port?: number;
+  /**
+   * Where the port is remembered across starts (`npm start`): a DATABASE_URL printed once, and put in
+   * a shell or a CLI's environment, still holds after a restart. Taken by something else meanwhile,
+   * Postgres starts on a free port and says so; that port is remembered instead.
+   */
+  portFile?: string;
   log: Log;
   /** Server output goes here; without it the last lines are kept in memory for error messages. */
   logFile?: string;
@@ -65,9 +71,11 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
   await initCluster(binDir, major, dataDir, runAs, opts.log);
   await clearStaleLock(dataDir, opts.log);
 
+  const remembered = opts.port === undefined && opts.portFile ? rememberedPort(opts.portFile) : undefined;
+  let lastTime: number | undefined;
   for (let attempt = 1; ; attempt++) {
     throwIfAborted(opts.signal);
-    const port = opts.port ?? (await freePort());
+    const port = opts.port ?? (attempt === 1 && remembered ? remembered : await freePort());
     const started = Date.now();
     const server = spawnChild({
       name: 'postgres',
@@ -89,12 +97,19 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
       const output = server.output();
       // Another process can take a port between freePort() and the bind: try a fresh one.
       if (opts.port === undefined && attempt < PORT_ATTEMPTS && /could not bind|already in use/i.test(output)) {
-        opts.log(`port ${port} was taken, retrying on another`);
+        if (port === remembered) lastTime = port;
+        else opts.log(`port ${port} was taken, retrying on another`);
         continue;
       }
       throw withLogHint(err as Error, output, opts.logFile);
     }
     await createDatabase(port);
+    if (opts.portFile) fs.writeFileSync(opts.portFile, `${port}\n`);
+    if (lastTime) {
+      opts.log(
+        `port ${lastTime}, where Postgres was last time, is taken: it is on ${port} now (a DATABASE_URL naming ${lastTime} needs the new port)`,
+      );
+    }
     opts.log(`ready on 127.0.0.1:${port} in ${seconds(started)} (data ${dataDir})`);
     return {
       url: `postgres://${SUPERUSER}@127.0.0.1:${port}/${DATABASE_NAME}`,
@@ -103,6 +118,18 @@ export async function startPostgres(opts: StartPostgresOptions): Promise<Postgre
       stop: () => server.stop(),
     };
   }
+}
+
+/** The port a previous start wrote to `file`, if it holds one. */
+function rememberedPort(file: string): number | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+  const port = Number(text);
+  return Number.isInteger(port) && port > 0 && port < 65536 ? port : undefined;
 }
 
 function serverArgs(dataDir: string, port: number, overrides: Record<string, string> = {}): string[] {

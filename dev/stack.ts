@@ -16,7 +16,10 @@ export interface Stack {
 }
 
 export interface StartStackOptions {
-  /** Holds `postgres-<major>/` (the cluster), `temporal.db` when persistent, and both servers' logs. */
+  /**
+   * Holds `postgres-<major>/` (the cluster), `temporal.db` and `postgres-port` (the port Postgres had,
+   * reused when free) when persistent, and both servers' logs.
+   */
   dataDir: string;
   /** Keep Temporal's state in `temporal.db` across runs; otherwise it lives in memory. */
   persistent: boolean;
@@ -67,6 +70,7 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
       const server = await startPostgres({
         dataDir: path.join(dataDir, 'postgres'),
         port: opts.postgres?.port,
+        ...(opts.persistent ? { portFile: path.join(dataDir, 'postgres-port') } : {}),
         log,
         logFile: path.join(dataDir, 'postgres.log'),
         signal: inner.signal,

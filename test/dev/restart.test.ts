@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import test from 'ava';
 import { Client, Connection } from '@temporalio/client';
@@ -15,6 +16,7 @@ import {
   until,
   type Launched,
 } from './launch';
+import { runOpsCli } from '../helpers/attention';
 
 /** Long enough to outlast the stop; short enough that it lapses soon after the restart. */
 const SHORT_HOLD_SECONDS = 15;
@@ -151,6 +153,50 @@ test('sagas waiting for payment across a restart of npm start are paid, cancelle
     } finally {
       await connection.close();
     }
+  } finally {
+    if (service) await stopAll(t, service, ports);
+  }
+});
+
+// The CLIs are run with the DATABASE_URL that npm start printed: it must still hold after a restart,
+// and when the port it used is taken meanwhile, the new one is printed, saying so.
+test('npm start keeps its Postgres port across restarts, and says so when that port was taken', async (t) => {
+  const dataDir = makeDataDir('flash-sale-pgport-');
+  t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const ports = await freePorts();
+  const env = startEnv(dataDir, ports, { SHUTDOWN_GRACE_MS: '0' });
+  const printedUrl = (s: Launched): string => /Postgres +(postgres:\/\/\S+)/.exec(s.output())![1];
+
+  let service: Launched | undefined = launch(env);
+  try {
+    await service.ready();
+    const url = printedUrl(service);
+    const port = service.postgresPort()!;
+    await stopAll(t, service, ports);
+
+    service = launch(env);
+    await service.ready();
+    t.is(service.postgresPort(), port, 'the same port as the first start');
+    const cli = await runOpsCli('reconcile', [], { DATABASE_URL: url });
+    t.is(cli.code, 0, `the first start's DATABASE_URL reaches the restarted Postgres: ${cli.stderr}`);
+    await stopAll(t, service, ports);
+
+    // Someone else holds the port now: Postgres starts on another and the launcher says so.
+    // It hangs up on whoever connects (the launcher probes the port), so it can close at the end.
+    const squatter = net.createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve, reject) => {
+      squatter.once('error', reject);
+      squatter.listen(port, '127.0.0.1', resolve);
+    });
+    t.teardown(() => new Promise<void>((resolve) => squatter.close(() => resolve())));
+    service = launch(env);
+    await service.ready();
+    const moved = service.postgresPort()!;
+    t.not(moved, port);
+    t.regex(
+      service.output(),
+      new RegExp(`port ${port}, where Postgres was last time, is taken: it is on ${moved} now`),
+    );
   } finally {
     if (service) await stopAll(t, service, ports);
   }
