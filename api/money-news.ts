@@ -27,7 +27,9 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
   const { purchaseId } = purchase;
   switch (news.kind) {
     case 'refund': {
-      await recordRefundNews(deps.db, purchaseId, {
+      // Written only when it is news of the purchase's own refund that moves it forward: not of a
+      // refund it replaced (made again, or settled by hand), and never back from settled.
+      const current = await recordRefundNews(deps.db, purchaseId, {
         refundId: news.refundId,
         status: news.status,
         failureReason: news.failureReason,
@@ -35,7 +37,7 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
       });
       if (!news.step) return 'recorded';
       const told = await deliverRefundNews(deps.temporal, { step: news.step, purchaseId }, news);
-      if (!told && news.status === 'failed') {
+      if (!told && current && news.status === 'failed') {
         // The saga that made it has ended: the failed refund goes in front of support.
         await recordPurchase(deps.db, purchaseId, {
           status: 'needs_attention',
@@ -62,10 +64,17 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
   }
 }
 
+/**
+ * The purchase the news is of: the one whose payment it concerns. A refund's metadata names one, but
+ * only a refund of that purchase's own payment is its news (metadata can be set on any refund of the
+ * account, so a refund of another payment naming ours must not touch it).
+ */
 async function purchaseOf(deps: ApiDeps, news: MoneyNews): Promise<PurchaseRecord | null> {
   if (news.kind === 'refund' && news.purchaseId) {
     const named = await getPurchase(deps.db, news.purchaseId);
-    if (named) return named;
+    // One whose payment is not on its record yet (a late refund's news can arrive before the saga
+    // writes it) is taken at its word: it has no payment a retry could refund.
+    if (named && (!named.paymentIntentId || named.paymentIntentId === news.paymentIntentId)) return named;
   }
   return news.paymentIntentId ? findPurchaseByPaymentIntent(deps.db, news.paymentIntentId) : null;
 }

@@ -23,8 +23,8 @@ export async function recordRefundNews(
   db: Db,
   purchaseId: string,
   news: { refundId?: string; status: string; failureReason?: string; reason?: string },
-): Promise<void> {
-  await db.query(
+): Promise<boolean> {
+  const { rowCount } = await db.query(
     `UPDATE purchases
         SET refund_status = $3,
             refund_id = COALESCE($2, refund_id),
@@ -36,6 +36,7 @@ export async function recordRefundNews(
              OR (refund_id IS NOT DISTINCT FROM COALESCE($2, refund_id) AND refund_rank($3) >= refund_rank(refund_status)))`,
     [purchaseId, news.refundId ?? null, news.status, news.failureReason ?? null, news.reason ?? null],
   );
+  return (rowCount ?? 0) > 0;
 }
 
 /** Records a dispute (chargeback) on the purchase: the newest status Stripe reported. */

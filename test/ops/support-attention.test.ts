@@ -10,6 +10,7 @@ import {
   supportRefundFailedAfterSagaEnded,
 } from '../helpers/attention';
 import { assertInvariants } from '../helpers/db';
+import { postEvent, stripeEvent } from '../helpers/webhooks';
 import { until } from '../helpers/poll';
 import { AS_SUPPORT, startSystem, type System } from '../helpers/system';
 
@@ -244,5 +245,58 @@ test.serial(
     await own.temporal.workflow.getHandle(workflowId).result();
     const after = (await own.temporal.workflow.getHandle(workflowId).describe()).typedSearchAttributes;
     t.is(after.get(PurchaseStatusKey), 'refunded');
+  },
+);
+
+test.serial(
+  'a late failure of a refund settled by hand does not reopen the purchase, and support refunds nothing more',
+  async (t) => {
+    const own = await ownSystem(t);
+    const stripe = createStripe({ stripeSecretKey: 'sk_test_emulator', stripeApiUrl: own.emulator.url });
+    const { sku, purchaseId, refundId } = await supportRefundFailedAfterSagaEnded(own, 'attn-late-news');
+    const settled = await supportCli(own, ['settle', purchaseId, '--note', 'refunded by bank transfer']);
+    t.is(settled.code, 0, settled.stderr);
+    await own.waitForPurchase(purchaseId, (r) => r.status === 'refunded' && r.refund_status === 'settled');
+    await own.temporal.workflow.getHandle(`refund-${purchaseId}`).result();
+    // Stripe tells of the failure once more (refund.updated beside refund.failed, or a redelivery).
+    const failed = await stripe.refunds.retrieve(refundId);
+    t.is(failed.status, 'failed');
+    const news = await postEvent(own, stripeEvent('refund.updated', failed as unknown as Record<string, unknown>));
+    t.is(news.status, 200, JSON.stringify(news.body));
+    t.like(await own.waitForPurchase(purchaseId, () => true), { status: 'refunded', refund_status: 'settled' });
+    const retry = await supportCli(own, ['retry', purchaseId]);
+    t.is(retry.code, 1, retry.stdout + retry.stderr);
+    t.deepEqual(
+      (await refundsAtStripe(own, purchaseId)).map((r) => r.status),
+      ['failed'],
+      'the buyer was refunded by hand: Stripe refunds nothing',
+    );
+    await needsAttentionMetric(own, 0);
+    await assertInvariants(t, own.db, sku);
+  },
+);
+
+test.serial(
+  "a failed refund of another payment that names one of our purchases in its metadata leaves that purchase alone: support's retry refunds nothing",
+  async (t) => {
+    const own = await ownSystem(t);
+    const { sku, purchaseId } = await confirmedPurchase(own, 'attn-foreign-refund');
+    const p = await own.waitForPurchase(purchaseId, () => true);
+    const forged = stripeEvent('refund.failed', {
+      id: 're_another_payment',
+      object: 'refund',
+      amount: Number(p.amount_cents),
+      currency: p.currency,
+      status: 'failed',
+      failure_reason: 'expired_or_canceled_card',
+      payment_intent: 'pi_another_payment',
+      metadata: { purchase_id: purchaseId, refund_step: 'support' },
+    });
+    t.is((await postEvent(own, forged)).status, 200);
+    t.like(await own.waitForPurchase(purchaseId, () => true), { status: 'confirmed', refund_status: null });
+    const retry = await supportCli(own, ['retry', purchaseId]);
+    t.is(retry.code, 1, retry.stdout + retry.stderr);
+    t.deepEqual(await refundsAtStripe(own, purchaseId), []);
+    await assertInvariants(t, own.db, sku);
   },
 );
