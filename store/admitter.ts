@@ -216,7 +216,9 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
   // Units held by settling payments, whose buyers left: not offered to the next in line (they may
   // still sell), though they can come back, so they keep the room open.
   const settlingQuery = await client.query<{ units: number }>(
-    `SELECT coalesce(sum(quantity), 0)::int AS units FROM purchases p WHERE p.sku = $1 AND ${SETTLING_SQL}`,
+    `SELECT coalesce(sum(h.quantity), 0)::int AS units
+       FROM purchases p JOIN holds h ON h.purchase_id = p.purchase_id AND h.status = 'active'
+      WHERE p.sku = $1 AND ${SETTLING_SQL}`,
     [sku],
   );
   const settling = settlingQuery.rows[0].units;

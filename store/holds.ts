@@ -156,16 +156,19 @@ export async function extendHold(
 }
 
 /**
- * A delayed payment was completed in time: the purchase is marked settling (its buyer is done with
- * the checkout and leaves the waiting room) and its hold kept `seconds` longer, in one transaction.
- * The hold's new end, or null when it had already ended (as extendHold).
+ * A delayed payment was completed in time: its hold is kept `seconds` longer and, when it was, the
+ * purchase is marked settling (its buyer is done with the checkout and leaves the waiting room), in
+ * one transaction. The hold's new end, or null when it had already ended (as extendHold).
  */
 export async function holdWhileSettling(db: Db, purchaseId: string, seconds: number): Promise<string | null> {
   return withTx(db, async (tx) => {
-    await tx.query('UPDATE purchases SET settling_at = coalesce(settling_at, now()) WHERE purchase_id = $1', [
-      purchaseId,
-    ]);
-    return extendHold(tx, purchaseId, seconds);
+    const until = await extendHold(tx, purchaseId, seconds);
+    if (until) {
+      await tx.query('UPDATE purchases SET settling_at = coalesce(settling_at, now()) WHERE purchase_id = $1', [
+        purchaseId,
+      ]);
+    }
+    return until;
   });
 }
 
@@ -231,6 +234,11 @@ export async function retakeForLatePayment(db: Db, purchaseId: string): Promise<
         ]);
         return { outcome: 'sold' as const, hold: { ...toHold(locked), status: 'sold' as const } };
       }
+      // One re-take per buyer and SKU at a time: two late payments of one buyer at once each count the other.
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', [
+        locked.sku,
+        `buyer:${locked.buyer_id}`,
+      ]);
       await reclaimExpired(tx, locked.sku);
       const product = (await getProduct(tx, locked.sku))!;
       const committed =

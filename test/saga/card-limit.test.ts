@@ -72,3 +72,28 @@ test('a payment after its hold lapsed, from a buyer who bought another unit mean
   t.like(await sys.stock(sku), { sold: 1, held: 0, available: 4 });
   await assertInvariants(t, sys.db, sku);
 });
+
+test('two lapsed purchases of one buyer paid late at the same moment where maxPerBuyer is 1: one re-taken, one refunded', async (t) => {
+  const sku = await sys.createProduct({ stock: 5, holdSeconds: 2, maxPerBuyer: 1 });
+  const buyer = 'limit-max';
+  const lapsed: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const p = await sys.buy(sku, buyer);
+    t.is(p.status, 201, JSON.stringify(p.body));
+    await sys.waitForPurchase(p.body.purchaseId, (r) => r.status === 'expired', 20_000);
+    await sys.temporal.workflow
+      .getHandle(purchaseWorkflowId(p.body.purchaseId))
+      .result()
+      .catch(() => undefined);
+    lapsed.push(p.body.purchaseId);
+  }
+  const sessions = await Promise.all(lapsed.map((id) => sessionOf(sys.db, id)));
+  await Promise.all(sessions.map((s) => sys.pay(s, 'succeeded', { force: true })));
+  const ended = (r: { status: string }) => ['confirmed', 'late_confirmed', 'refunded'].includes(r.status);
+  const outcomes = await Promise.all(lapsed.map((id) => sys.waitForPurchase(id, ended)));
+  const refunded = outcomes.filter((o) => o.status === 'refunded');
+  t.is(refunded.length, 1, JSON.stringify(outcomes.map((o) => o.status)));
+  t.regex(refunded[0].reason, /limit per buyer/);
+  t.like(await sys.stock(sku), { sold: 1, held: 0, available: 4 });
+  await assertInvariants(t, sys.db, sku);
+});
