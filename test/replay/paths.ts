@@ -3,6 +3,7 @@
 export const RECORDED_PATHS = [
   'paid-in-time',
   'support-refund',
+  'refund-failed-then-made-again',
   'declined-then-paid',
   'declined-until-lapse',
   'delayed-payment-succeeded',

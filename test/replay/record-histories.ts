@@ -89,6 +89,14 @@ async function recordAll(sys: System): Promise<Set<RecordedPath>> {
   await sys.waitForPurchase(paid.id, (r) => r.status === 'refunded');
   await sys.temporal.workflow.getHandle(refundWorkflowId(paid.id)).result();
   await writeRun('support-refund', refundWorkflowId(paid.id));
+  // That refund fails days later (its saga has ended): support asks again and it is made again.
+  const { refund_id: failing } = await sys.waitForPurchase(paid.id, (r) => r.refund_status === 'succeeded');
+  await sys.emulatorCall('POST', `/_emulator/refunds/${failing}/fail`, {});
+  await sys.waitForPurchase(paid.id, (r) => r.status === 'needs_attention');
+  await supportRefund(paid.id);
+  await sys.waitForPurchase(paid.id, (r) => r.status === 'refunded' && r.refund_id !== failing);
+  await sys.temporal.workflow.getHandle(refundWorkflowId(paid.id)).result();
+  await writeRun('refund-failed-then-made-again', refundWorkflowId(paid.id));
 
   // Declined, then paid on the same session.
   const declined = await buy(sku, 'replay-declined');
