@@ -138,7 +138,10 @@ export function pageErrors(deps: Pick<ApiDeps, 'pages'>): Koa.Middleware {
       ctx.set(p.headers);
       ctx.set('Cache-Control', 'no-store');
       ctx.type = 'text/html; charset=utf-8';
-      ctx.body = noticePage(noticeOf(p, signInHref), {});
+      // A page read refused for now (the page limit, a busy service) loads itself again when it may:
+      // a buyer on the queue page keeps their place without pressing anything.
+      const reload = ctx.method === 'GET' && (p.type === 'rate-limited' || p.type === 'unavailable');
+      ctx.body = noticePage({ ...noticeOf(p, signInHref), reload }, {});
     }
   };
 }

@@ -16,6 +16,8 @@ export interface Notice {
   links?: { href: string; text: string }[];
   /** A machine-readable name of the refusal, for tests and scripts (the problem type). */
   kind: string;
+  /** Load the page again by itself once retryAfterSeconds have passed (a page read that was refused). */
+  reload?: boolean;
 }
 
 export function noticePage(n: Notice, viewer: Viewer): string {
@@ -34,7 +36,8 @@ export function noticePage(n: Notice, viewer: Viewer): string {
   const main = html`<h1>${n.title}</h1>
     <p class="notice bad" id="notice" data-kind="${n.kind}" role="alert">${n.message}</p>
     ${fields}${retry}${links}`;
-  return layout({ title: n.title, main, ...viewer });
+  const refresh = n.reload && n.retryAfterSeconds !== undefined ? { refreshSeconds: n.retryAfterSeconds } : {};
+  return layout({ title: n.title, main, ...refresh, ...viewer });
 }
 
 /** The development sign-in: a name becomes the buyer id of a token signed with the dev secret. */

@@ -68,15 +68,21 @@ test.serial(
   async (t) => {
     // Fifty at once, half of them product pages (a page read too), against five a second.
     const paths = Array.from({ length: 10 * PAGES_PER_SECOND }, (_, i) => (i % 2 ? '/p/no-such-sku' : '/'));
+    const started = Date.now();
     const hammer = await Promise.all(paths.map(async (path) => ({ path, ...(await getFrom('127.0.4.1', path)) })));
+    const seconds = Math.ceil((Date.now() - started) / 1000);
     const limited = hammer.filter((p) => p.status === 429);
-    // At most five pass each second: for fewer than half to be refused the burst would have to last five seconds.
-    t.true(limited.length >= paths.length / 2, `${limited.length} of ${paths.length} limited`);
+    // At most five pass in each second the burst touched (however slow the machine made it).
+    const passable = PAGES_PER_SECOND * (seconds + 1);
+    t.true(limited.length >= paths.length - passable, `${limited.length} of ${paths.length} limited in ${seconds}s`);
+    t.true(limited.length > 0);
     t.deepEqual([...new Set(limited.map((p) => p.path))].sort(), ['/', '/p/no-such-sku']);
     for (const p of limited) {
       t.regex(p.headers['content-type'] ?? '', /^text\/html; charset=utf-8/);
       t.regex(p.headers['retry-after'] ?? '', /^\d+$/);
       t.regex(p.text, /data-kind="rate-limited"/);
+      // It loads itself again when it may: a buyer on a queue page keeps their place without a click.
+      t.true(p.text.includes(`<meta http-equiv="refresh" content="${p.headers['retry-after']}" />`), p.text);
     }
     const other = await getFrom('127.0.4.2', '/');
     t.is(other.status, 200, other.text.slice(0, 300));
