@@ -148,7 +148,10 @@ test('a chaos run loses no payment: 300 buyers for 60 units through worker kills
       const open = OPEN_STATUSES.filter((s) => counts[s]).map((s) => `${counts[s]} ${s}`);
       return open.length ? open.join(', ') : null;
     });
-    const stillRunning = await until('workflows', Date.now() + (stillOpen ? 1_000 : 30_000), async () => {
+    // A saga whose purchase ended may still be closing up: a session an unanswered attempt opened is
+    // expired (or its payment refunded as a stray one) through Stripe steps retried up to a minute
+    // apart, so the wait is longer than one such retry.
+    const stillRunning = await until('workflows', Date.now() + (stillOpen ? 1_000 : 90_000), async () => {
       const n = await stack.temporal.workflow.count('ExecutionStatus="Running"');
       return n.count > 0 ? `${n.count} workflow(s) still running` : null;
     });
