@@ -30,7 +30,8 @@ function cutOff(): Problem {
  * The exact bytes of a request's body (a route that verifies them, the webhook), at most `limit`:
  * 413 when Content-Length says more up front or a chunked body runs past it, 400 when the client
  * cuts it off. The request is never destroyed here (that would take its socket from under the
- * answer): past the limit it is left flowing, and Node discards the rest.
+ * answer): past the limit it is left flowing, Node discards the rest, and the connection closes
+ * once the 413 is sent (its `Connection: close`).
  */
 export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   if (Number(req.headers['content-length'] || 0) > limit) return Promise.reject(tooLarge(limit));

@@ -76,10 +76,18 @@ export function problemBody(p: Problem): Record<string, unknown> {
 }
 
 /** A body that was too large to read: 413, saying the limit. */
+/**
+ * A body past the route's limit. The rest of it is never read: the connection closes once the answer
+ * is sent, so a sender of an endless body cannot keep it (and a share of the CPU) until the timeout.
+ */
 export function tooLarge(limit: number): Problem {
-  return new Problem(413, 'payload-too-large', `the body is larger than this route accepts (${limit} bytes)`, {
-    limit,
-  });
+  return new Problem(
+    413,
+    'payload-too-large',
+    `the body is larger than this route accepts (${limit} bytes)`,
+    { limit },
+    { Connection: 'close' },
+  );
 }
 
 /** An error thrown by a library (http-errors: body parsing, routing) as the problem it stands for. */

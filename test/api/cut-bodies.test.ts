@@ -41,6 +41,8 @@ test.serial(
       t.is(res.status, 413, `${path}: ${res.text}`);
       t.regex(res.headers['content-type'] ?? '', /^application\/problem\+json/);
       t.like(res.json, { type: 'payload-too-large', status: 413, limit });
+      // The rest of the body is never read: the connection is closed, not kept for the sender.
+      t.is(res.headers.connection, 'close');
     }
   },
 );
