@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { Reader, type Env } from './reader';
+import { isLoopback } from './listen';
 import { isDevelopment, isLiveKey, stripe, type StripeConfig } from './stripe';
 
 export { isDevelopment, isLiveKey, STRIPE_ACCOUNT_LIMITS, type StripeConfig } from './stripe';
@@ -172,7 +173,6 @@ function longEnough(r: Reader, name: string, token: string): string {
 }
 
 /** Only this machine can reach a listener on these (`npm start`'s default HOST). */
-const isLoopback = (host: string) => host === 'localhost' || host === '::1' || /^(::ffff:)?127\./.test(host);
 
 /**
  * METRICS_TOKEN, the bearer token of GET /metrics (stock per SKU, sales, errors: not for anyone who

@@ -1,4 +1,4 @@
-import type { Server } from 'node:net';
+import { isIP, type Server } from 'node:net';
 import { ConfigError } from './reader';
 
 // Where a process listens is configuration: a port another process holds, or a host that is no
@@ -61,4 +61,13 @@ export function listening(server: Server, s: ListenSettings): Promise<void> {
     };
     server.once('error', failed).once('listening', listened);
   });
+}
+
+/** Whether a host names this machine's loopback interface only (localhost, 127.0.0.0/8, ::1). */
+export function isLoopback(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (bare === 'localhost') return true;
+  if (isIP(bare) === 4) return bare.startsWith('127.');
+  if (isIP(bare) === 6) return bare === '::1' || /^::ffff:127\./.test(bare);
+  return false;
 }

@@ -59,12 +59,15 @@ export async function markEventDelivered(db: Db, eventId: string): Promise<void>
   await db.query(`UPDATE webhook_events SET status = 'delivered', delivered_at = now() WHERE event_id = $1`, [eventId]);
 }
 
-/** Records a verified event that is not its purchase's own (another session, amount, currency or mode), with why. */
+/**
+ * Records a verified event that is not its purchase's own (another session, amount, currency or
+ * mode), or that lacks what Stripe always sends (no purchase then), with why.
+ */
 export async function recordRejectedEvent(
   db: Db,
   eventId: string,
   type: string,
-  purchaseId: string,
+  purchaseId: string | null,
   why: string,
 ): Promise<void> {
   await db.query(

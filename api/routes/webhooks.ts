@@ -143,7 +143,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
     const news = toMoneyNews(event);
     if (news) {
       if (missing) {
-        await recordIgnoredEvent(deps.db, event.id, event.type, null, missing);
+        await recordRejectedEvent(deps.db, event.id, event.type, null, missing);
         deps.metrics.webhookEvents.inc({ result: 'rejected' });
         ctx.body = { received: true, rejected: missing };
         return;

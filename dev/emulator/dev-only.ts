@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { isLoopback } from '../../config/listen';
 
 /**
  * The emulator accepts any test key and pays every session it is asked to: it must never stand where
@@ -12,12 +12,4 @@ export function devOnlyRefusal(env: NodeJS.ProcessEnv, host: string): string | n
   }
   if (isLoopback(host)) return null;
   return `refusing to start: STRIPE_EMULATOR_HOST=${host} is not a loopback address, and the payments emulator is for development only (set STRIPE_EMULATOR=1 to listen there anyway, e.g. in a development container).`;
-}
-
-export function isLoopback(host: string): boolean {
-  const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
-  if (bare === 'localhost') return true;
-  if (isIP(bare) === 4) return bare.startsWith('127.');
-  if (isIP(bare) === 6) return bare === '::1' || /^::ffff:127\./.test(bare);
-  return false;
 }

@@ -3,7 +3,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import Stripe from 'stripe';
 
-import { devOnlyRefusal, isLoopback } from '../../dev/emulator/dev-only';
+import { isLoopback } from '../../config/listen';
+import { devOnlyRefusal } from '../../dev/emulator/dev-only';
 import { sessionParams, tempStateFile, waitFor } from './harness';
 
 const root = path.resolve(__dirname, '../..');

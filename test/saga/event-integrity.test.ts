@@ -102,7 +102,7 @@ test('a signed charge.refunded missing its object or livemode does not mark a sa
     const res = await postEvent(sys, event);
     t.is(res.status, 200, JSON.stringify(res.body));
     t.regex(res.body.rejected ?? '', why);
-    t.like(await rowOf(event.id as string), { status: 'ignored' });
+    t.like(await rowOf(event.id as string), { status: 'rejected' });
   }
   t.is((await sys.purchase(purchaseId)).body.status, 'confirmed');
   await assertInvariants(t, sys.db, sku);
