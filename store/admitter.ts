@@ -3,7 +3,7 @@ import { FINAL_STATUSES } from '../vocabulary';
 import { stockView } from './products';
 import { REFUSED_BEFORE_HOLD_SQL } from './room';
 
-/** A purchase whose delayed payment is settling (migration 020): its hold stays, its buyer is done. */
+/** A purchase whose delayed payment is settling (migration 019): its hold stays, its buyer is done. */
 const SETTLING_SQL = "p.status = 'awaiting_payment' AND p.settling_at IS NOT NULL";
 
 // Any fixed number other than the migrator's: the one admitter of all API processes holds it.
