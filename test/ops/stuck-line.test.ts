@@ -16,10 +16,10 @@ test.after.always(async () => {
 });
 
 test('purchases waiting in the checkout line are not reported stuck holding when the finder has the database', async (t) => {
-  const sku = await sys.createProduct({ stock: 10 });
-  // Eight at once at a budget of one session a second: their slots are a second apart.
+  const sku = await sys.createProduct({ stock: 20 });
+  // Twenty at once at a budget of one session a second: their slots are a second apart, twenty seconds in all.
   const answers = await Promise.all(
-    Array.from({ length: 8 }, async (_, i) =>
+    Array.from({ length: 20 }, async (_, i) =>
       sys.api(
         'POST',
         '/v1/purchases',
