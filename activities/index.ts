@@ -171,8 +171,14 @@ export function createStoreActivities(deps: ActivityDeps) {
       return holds.holdWhileSettling(db, purchaseId, seconds);
     },
 
-    /** The hold becomes a sale, once, with the sale's record. `lapsed` when it already went back to stock. */
-    async convertHold(purchaseId: string, sale: purchases.PurchasePatch): Promise<'sold' | 'lapsed'> {
+    /**
+     * The hold becomes a sale, once, with the sale's record. `lapsed` when it already went back to
+     * stock; `limit_exceeded` when the buyer's other sales of the SKU leave no room under `maxPerBuyer`.
+     */
+    async convertHold(
+      purchaseId: string,
+      sale: purchases.PurchasePatch,
+    ): Promise<'sold' | 'lapsed' | 'limit_exceeded'> {
       // The sale's record in the same transaction: one activity task for a paid buyer, not two.
       const r = await holds.convertHold(db, purchaseId, (tx) => purchases.recordPurchase(tx, purchaseId, sale));
       if (r.outcome === 'not_found') throw holdOf(r.outcome, purchaseId);
@@ -181,14 +187,13 @@ export function createStoreActivities(deps: ActivityDeps) {
 
     /**
      * A late payment takes its units again with the conditional update, once; `sold_out` when none
-     * are free, `limit_exceeded` when the buyer bought or holds its limit meanwhile (with the limit).
+     * are free, `limit_exceeded` when the buyer bought or holds its limit meanwhile.
      */
     async retakeForLatePayment(
       purchaseId: string,
-    ): Promise<{ outcome: 'sold' | 'sold_out' | 'limit_exceeded'; oversold: boolean; limit?: number }> {
+    ): Promise<{ outcome: 'sold' | 'sold_out' | 'limit_exceeded'; oversold: boolean }> {
       const r = await holds.retakeForLatePayment(db, purchaseId);
       if (r.outcome === 'not_found') throw holdOf(r.outcome, purchaseId);
-      if (r.outcome === 'limit_exceeded') return { outcome: r.outcome, oversold: false, limit: r.limit };
       return { outcome: r.outcome, oversold: r.outcome === 'sold' && r.hold.oversold > 0 };
     },
 

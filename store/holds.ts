@@ -173,11 +173,17 @@ export async function holdWhileSettling(db: Db, purchaseId: string, seconds: num
 }
 
 export type ConvertResult =
-  { outcome: 'sold'; hold: Hold } | { outcome: 'lapsed'; status: HoldStatus } | { outcome: 'not_found' };
+  | { outcome: 'sold'; hold: Hold }
+  | { outcome: 'lapsed'; status: HoldStatus }
+  | { outcome: 'limit_exceeded'; hold: Hold }
+  | { outcome: 'not_found' };
 
 /**
  * Turns an active hold into a sale (`active` → `sold`), once. A hold already returned to stock
- * answers `lapsed`: the caller must re-take a unit (retakeForLatePayment) instead.
+ * answers `lapsed`: the caller must re-take a unit (retakeForLatePayment) instead. The buyer's other
+ * sales of the SKU count against `maxPerBuyer` in the same statement: a re-take of a late payment
+ * that ran while this hold was being taken (each missed the other) leaves this one `limit_exceeded`,
+ * still held, for the caller to release and refund.
  */
 /** `recordSale` runs in the same transaction when this call sells the hold (not when it was sold before). */
 export async function convertHold(
@@ -187,7 +193,12 @@ export async function convertHold(
 ): Promise<ConvertResult> {
   return withTx(db, async (tx) => {
     const { rows } = await tx.query<HoldRow>(
-      `UPDATE holds SET status = 'sold', updated_at = now() WHERE purchase_id = $1 AND status = 'active' RETURNING *`,
+      `UPDATE holds h SET status = 'sold', updated_at = now() FROM products p
+        WHERE h.purchase_id = $1 AND h.status = 'active' AND p.sku = h.sku
+          AND h.quantity + (SELECT coalesce(sum(o.quantity), 0) FROM holds o
+                             WHERE o.sku = h.sku AND o.buyer_id = h.buyer_id AND o.status = 'sold'
+                               AND o.purchase_id <> h.purchase_id) <= p.max_per_buyer
+        RETURNING h.*`,
       [purchaseId],
     );
     const row = rows[0];
@@ -200,6 +211,7 @@ export async function convertHold(
     const hold = await findHold(tx, purchaseId);
     if (!hold) return { outcome: 'not_found' };
     if (hold.status === 'sold' || hold.status === 'restocked') return { outcome: 'sold', hold };
+    if (hold.status === 'active') return { outcome: 'limit_exceeded', hold };
     return { outcome: 'lapsed', status: hold.status };
   });
 }

@@ -98,6 +98,10 @@ export class PurchaseSaga {
     return (await acts.claimCard({ purchaseId, sku, quantity, maxPerCard, fingerprint: card.value })) === 'claimed';
   }
 
+  private buyerLimitReason(): string {
+    return `limit per buyer: this buyer already bought or holds the most of ${this.input.sku} one buyer may`;
+  }
+
   private cardLimitReason(): string {
     return `limit per card: this card already bought the most of ${this.input.sku} one card may (${this.input.terms?.maxPerCard})`;
   }
@@ -147,10 +151,7 @@ export class PurchaseSaga {
       });
       return;
     }
-    if (retake.outcome === 'limit_exceeded') {
-      const reason = `limit per buyer: after this hold lapsed, this buyer bought or held the most of ${this.input.sku} one buyer may (${retake.limit})`;
-      return this.refundPaid(reason, 'refunded_buyer_limit');
-    }
+    if (retake.outcome === 'limit_exceeded') return this.refundPaid(this.buyerLimitReason(), 'refunded_buyer_limit');
     return this.refundPaid(
       'sold out: the hold had lapsed and no unit was left when the payment was confirmed',
       'refunded_sold_out',
@@ -230,8 +231,12 @@ export class PurchaseSaga {
       reason: late ? 'paid after the hold lapsed; its unit was still held' : 'paid in time',
     };
     // convertHold writes the sale's record in its own transaction: one activity for a paid buyer.
-    if ((await acts.convertHold(this.input.purchaseId, { ...sale, status })) === 'sold') {
-      return this.markStatus(status, sale);
+    const converted = await acts.convertHold(this.input.purchaseId, { ...sale, status });
+    if (converted === 'sold') return this.markStatus(status, sale);
+    if (converted === 'limit_exceeded') {
+      // A late payment of another purchase of this buyer was re-taken while this hold was taken.
+      await acts.releaseHold(this.input.purchaseId, 'release');
+      return this.refundPaid(this.buyerLimitReason(), 'refunded_buyer_limit');
     }
     // The hold went back to stock a moment before (its expiry passed and a taker reclaimed it).
     await this.settleLatePayment();

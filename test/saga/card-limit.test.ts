@@ -97,3 +97,25 @@ test('two lapsed purchases of one buyer paid late at the same moment where maxPe
   t.like(await sys.stock(sku), { sold: 1, held: 0, available: 4 });
   await assertInvariants(t, sys.db, sku);
 });
+
+test('a hold taken while a late payment of the same buyer was re-taken (each missed the other) is refunded at its payment, not sold past maxPerBuyer', async (t) => {
+  // What that race leaves, made here without the race: the buyer has a sale and another active hold,
+  // and the limit leaves room for one of them (the limit is 2 while B is taken, then 1).
+  const sku = await sys.createProduct({ stock: 5, maxPerBuyer: 2 });
+  const buyer = 'limit-ned';
+  const a = await sys.buy(sku, buyer);
+  await sys.pay(await sessionOf(sys.db, a.body.purchaseId), 'succeeded');
+  t.is((await sys.waitForPurchase(a.body.purchaseId, (r) => r.status !== 'awaiting_payment')).status, 'confirmed');
+  const b = await sys.buy(sku, buyer);
+  t.is(b.status, 201, JSON.stringify(b.body));
+  await sys.db.query('UPDATE products SET max_per_buyer = 1 WHERE sku = $1', [sku]);
+  await sys.pay(await sessionOf(sys.db, b.body.purchaseId), 'succeeded');
+  const ended = (r: { status: string }) => ['confirmed', 'late_confirmed', 'refunded'].includes(r.status);
+  const second = await sys.waitForPurchase(b.body.purchaseId, ended);
+  t.is(second.status, 'refunded', JSON.stringify(second));
+  t.regex(second.reason, /limit per buyer/);
+  const { rows } = await sys.db.query('SELECT kind FROM notifications WHERE purchase_id = $1', [b.body.purchaseId]);
+  t.deepEqual(rows, [{ kind: 'refunded_buyer_limit' }]);
+  t.like(await sys.stock(sku), { sold: 1, held: 0, available: 4 });
+  await assertInvariants(t, sys.db, sku);
+});
