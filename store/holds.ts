@@ -237,6 +237,18 @@ export async function retakeForLatePayment(db: Db, purchaseId: string): Promise<
       if (locked.status === 'sold' || locked.status === 'restocked') {
         return { outcome: 'sold' as const, hold: toHold(locked) };
       }
+      // One re-take per buyer and SKU at a time: two late payments of one buyer at once each count the other.
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', [
+        locked.sku,
+        `buyer:${locked.buyer_id}`,
+      ]);
+      const product = (await getProduct(tx, locked.sku))!;
+      // What the buyer holds or bought of the SKU besides this purchase.
+      const all = (await buyerCommitments(tx, locked.sku, [locked.buyer_id])).get(locked.buyer_id)?.committed ?? 0;
+      const committed = all - (locked.status === 'active' ? locked.quantity : 0);
+      if (committed + locked.quantity > product.maxPerBuyer) {
+        return { outcome: 'limit_exceeded' as const, limit: product.maxPerBuyer, alreadyCommitted: committed };
+      }
       if (locked.status === 'active') {
         // Never released: the hold itself becomes the sale.
         await tx.query(`UPDATE holds SET status = 'sold', updated_at = now() WHERE purchase_id = $1`, [purchaseId]);
@@ -246,18 +258,7 @@ export async function retakeForLatePayment(db: Db, purchaseId: string): Promise<
         ]);
         return { outcome: 'sold' as const, hold: { ...toHold(locked), status: 'sold' as const } };
       }
-      // One re-take per buyer and SKU at a time: two late payments of one buyer at once each count the other.
-      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', [
-        locked.sku,
-        `buyer:${locked.buyer_id}`,
-      ]);
       await reclaimExpired(tx, locked.sku);
-      const product = (await getProduct(tx, locked.sku))!;
-      const committed =
-        (await buyerCommitments(tx, locked.sku, [locked.buyer_id])).get(locked.buyer_id)?.committed ?? 0;
-      if (committed + locked.quantity > product.maxPerBuyer) {
-        return { outcome: 'limit_exceeded' as const, limit: product.maxPerBuyer, alreadyCommitted: committed };
-      }
       let unitIds: string[] | null = null;
       if (product.hasUnits) {
         // The same seats if still free, else any.

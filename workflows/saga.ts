@@ -151,7 +151,11 @@ export class PurchaseSaga {
       });
       return;
     }
-    if (retake.outcome === 'limit_exceeded') return this.refundPaid(this.buyerLimitReason(), 'refunded_buyer_limit');
+    if (retake.outcome === 'limit_exceeded') {
+      // A hold still active (never released) goes back too; a released one changes nothing.
+      await acts.releaseHold(state.purchaseId, 'release');
+      return this.refundPaid(this.buyerLimitReason(), 'refunded_buyer_limit');
+    }
     return this.refundPaid(
       'sold out: the hold had lapsed and no unit was left when the payment was confirmed',
       'refunded_sold_out',
