@@ -218,6 +218,7 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
   const settlingQuery = await client.query<{ units: number }>(
     `SELECT coalesce(sum(h.quantity), 0)::int AS units
        FROM purchases p JOIN holds h ON h.purchase_id = p.purchase_id AND h.status = 'active'
+       JOIN products r ON r.sku = h.sku AND h.expires_at > now() - make_interval(secs => r.hold_grace_seconds)
       WHERE p.sku = $1 AND ${SETTLING_SQL}`,
     [sku],
   );

@@ -156,20 +156,53 @@ export async function extendHold(
 }
 
 /**
- * A delayed payment was completed in time: its hold is kept `seconds` longer and, when it was, the
- * purchase is marked settling (its buyer is done with the checkout and leaves the waiting room), in
- * one transaction. The hold's new end, or null when it had already ended (as extendHold).
+ * A delayed payment was completed in time: the purchase is marked settling (its buyer is done with
+ * the checkout and leaves the waiting room, which counts its units only while its hold lasts) and
+ * its hold kept `seconds` longer, in one transaction. The hold's new end, or null when it had
+ * already ended (as extendHold).
  */
 export async function holdWhileSettling(db: Db, purchaseId: string, seconds: number): Promise<string | null> {
   return withTx(db, async (tx) => {
-    const until = await extendHold(tx, purchaseId, seconds);
-    if (until) {
-      await tx.query('UPDATE purchases SET settling_at = coalesce(settling_at, now()) WHERE purchase_id = $1', [
-        purchaseId,
-      ]);
-    }
-    return until;
+    await tx.query('UPDATE purchases SET settling_at = coalesce(settling_at, now()) WHERE purchase_id = $1', [
+      purchaseId,
+    ]);
+    return extendHold(tx, purchaseId, seconds);
   });
+}
+
+/**
+ * What `maxPerBuyer` counts of a buyer besides `purchaseId`: their sales of the SKU and their hold of
+ * it while it lasts (a hold lapsed past its grace is another buyer's to take, swept or not).
+ */
+async function committedBesides(tx: Tx, sku: string, buyerId: string, purchaseId: string): Promise<number> {
+  const { rows } = await tx.query<{ n: number }>(
+    `SELECT coalesce(sum(h.quantity), 0)::int AS n FROM holds h JOIN products p ON p.sku = h.sku
+      WHERE h.sku = $1 AND h.buyer_id = $2 AND h.purchase_id <> $3
+        AND (h.status = 'sold'
+             OR (h.status = 'active' AND h.expires_at > now() - make_interval(secs => p.hold_grace_seconds)))`,
+    [sku, buyerId, purchaseId],
+  );
+  return rows[0].n;
+}
+
+/**
+ * A payment refused for the buyer's limit, in the refusing transaction: a hold still active goes back
+ * to stock, and the card's and address's claims of the purchase go (a refunded payment counts
+ * against no limit). The caller refunds the payment.
+ */
+async function refuseForBuyerLimit(tx: Tx, purchaseId: string): Promise<void> {
+  const { rows } = await tx.query<HoldRow>(
+    `UPDATE holds SET status = 'released', updated_at = now() WHERE purchase_id = $1 AND status = 'active' RETURNING *`,
+    [purchaseId],
+  );
+  if (rows[0]) await returnToStock(tx, rows, 'release');
+  await forgetClaims(tx, purchaseId);
+}
+
+/** A payment that is refunded, not sold, counts against no card or address limit: its claims go. */
+async function forgetClaims(tx: Tx, purchaseId: string): Promise<void> {
+  await tx.query('DELETE FROM card_claims WHERE purchase_id = $1', [purchaseId]);
+  await tx.query('DELETE FROM address_claims WHERE purchase_id = $1', [purchaseId]);
 }
 
 export type ConvertResult =
@@ -182,8 +215,8 @@ export type ConvertResult =
  * Turns an active hold into a sale (`active` → `sold`), once. A hold already returned to stock
  * answers `lapsed`: the caller must re-take a unit (retakeForLatePayment) instead. The buyer's other
  * sales of the SKU count against `maxPerBuyer` in the same statement: a re-take of a late payment
- * that ran while this hold was being taken (each missed the other) leaves this one `limit_exceeded`,
- * still held, for the caller to release and refund.
+ * that ran while this hold was being taken (each missed the other) leaves this one `limit_exceeded`:
+ * its hold goes back to stock in the same transaction, and the caller refunds the payment.
  */
 /** `recordSale` runs in the same transaction when this call sells the hold (not when it was sold before). */
 export async function convertHold(
@@ -211,7 +244,10 @@ export async function convertHold(
     const hold = await findHold(tx, purchaseId);
     if (!hold) return { outcome: 'not_found' };
     if (hold.status === 'sold' || hold.status === 'restocked') return { outcome: 'sold', hold };
-    if (hold.status === 'active') return { outcome: 'limit_exceeded', hold };
+    if (hold.status === 'active') {
+      await refuseForBuyerLimit(tx, purchaseId);
+      return { outcome: 'limit_exceeded', hold: { ...hold, status: 'released' } };
+    }
     return { outcome: 'lapsed', status: hold.status };
   });
 }
@@ -226,27 +262,32 @@ export type RetakeResult =
  * For a payment that arrived after its hold went back to stock: takes the units again with the
  * same conditional update and records the sale (`released|expired` → `sold`), once. The per-buyer
  * limit is applied again: once the hold went back, the buyer could hold or buy other units meanwhile,
- * and those count (`limit_exceeded`, nothing taken).
+ * and those count (`limit_exceeded`: nothing taken, a hold still active goes back).
  */
 export async function retakeForLatePayment(db: Db, purchaseId: string): Promise<RetakeResult> {
   try {
     return await withTx(db, async (tx) => {
+      const whose = (
+        await tx.query<{ sku: string; buyer_id: string }>('SELECT sku, buyer_id FROM holds WHERE purchase_id = $1', [
+          purchaseId,
+        ])
+      ).rows[0];
+      if (!whose) return { outcome: 'not_found' as const };
+      // One re-take per buyer and SKU at a time (two late payments of one buyer at once each count the
+      // other): the buyer's lock first, then the hold's row.
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', [
+        whose.sku,
+        `buyer:${whose.buyer_id}`,
+      ]);
       const locked = (await tx.query<HoldRow>('SELECT * FROM holds WHERE purchase_id = $1 FOR UPDATE', [purchaseId]))
         .rows[0];
-      if (!locked) return { outcome: 'not_found' as const };
       if (locked.status === 'sold' || locked.status === 'restocked') {
         return { outcome: 'sold' as const, hold: toHold(locked) };
       }
-      // One re-take per buyer and SKU at a time: two late payments of one buyer at once each count the other.
-      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', [
-        locked.sku,
-        `buyer:${locked.buyer_id}`,
-      ]);
       const product = (await getProduct(tx, locked.sku))!;
-      // What the buyer holds or bought of the SKU besides this purchase.
-      const all = (await buyerCommitments(tx, locked.sku, [locked.buyer_id])).get(locked.buyer_id)?.committed ?? 0;
-      const committed = all - (locked.status === 'active' ? locked.quantity : 0);
+      const committed = await committedBesides(tx, locked.sku, locked.buyer_id, purchaseId);
       if (committed + locked.quantity > product.maxPerBuyer) {
+        await refuseForBuyerLimit(tx, purchaseId);
         return { outcome: 'limit_exceeded' as const, limit: product.maxPerBuyer, alreadyCommitted: committed };
       }
       if (locked.status === 'active') {
@@ -289,7 +330,10 @@ export async function retakeForLatePayment(db: Db, purchaseId: string): Promise<
       return { outcome: 'sold' as const, hold: toHold(rows[0]) };
     });
   } catch (err) {
-    if (err instanceof Refusal && err.result.outcome === 'sold_out') return { outcome: 'sold_out' };
+    if (err instanceof Refusal && err.result.outcome === 'sold_out') {
+      await withTx(db, (tx) => forgetClaims(tx, purchaseId));
+      return { outcome: 'sold_out' };
+    }
     throw err;
   }
 }

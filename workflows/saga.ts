@@ -151,11 +151,8 @@ export class PurchaseSaga {
       });
       return;
     }
-    if (retake.outcome === 'limit_exceeded') {
-      // A hold still active (never released) goes back too; a released one changes nothing.
-      await acts.releaseHold(state.purchaseId, 'release');
-      return this.refundPaid(this.buyerLimitReason(), 'refunded_buyer_limit');
-    }
+    // The activity gave back a hold still active; the payment is refunded.
+    if (retake.outcome === 'limit_exceeded') return this.refundPaid(this.buyerLimitReason(), 'refunded_buyer_limit');
     return this.refundPaid(
       'sold out: the hold had lapsed and no unit was left when the payment was confirmed',
       'refunded_sold_out',
@@ -237,11 +234,9 @@ export class PurchaseSaga {
     // convertHold writes the sale's record in its own transaction: one activity for a paid buyer.
     const converted = await acts.convertHold(this.input.purchaseId, { ...sale, status });
     if (converted === 'sold') return this.markStatus(status, sale);
-    if (converted === 'limit_exceeded') {
-      // A late payment of another purchase of this buyer was re-taken while this hold was taken.
-      await acts.releaseHold(this.input.purchaseId, 'release');
-      return this.refundPaid(this.buyerLimitReason(), 'refunded_buyer_limit');
-    }
+    // A late payment of another purchase of this buyer was re-taken while this hold was taken: the
+    // activity gave the hold back, and the payment is refunded.
+    if (converted === 'limit_exceeded') return this.refundPaid(this.buyerLimitReason(), 'refunded_buyer_limit');
     // The hold went back to stock a moment before (its expiry passed and a taker reclaimed it).
     await this.settleLatePayment();
   }
