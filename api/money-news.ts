@@ -35,6 +35,18 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
         failureReason: news.failureReason,
         reason: news.step ? undefined : OUTSIDE,
       });
+      if (!current && news.status === 'succeeded' && purchase.refund?.status === 'settled') {
+        // The Stripe refund a settlement by hand replaced went through after all: the buyer may have
+        // been refunded twice. The settlement stands on the record; support is told in the audit trail.
+        await appendAudit(deps.db, purchaseId, 'stripe', 'refund_succeeded_after_settlement', {
+          refundId: news.refundId,
+          amountCents: news.amountCents,
+        });
+        deps.logger.warn(
+          { purchaseId, refundId: news.refundId },
+          'a Stripe refund succeeded after its purchase was settled by hand',
+        );
+      }
       if (!news.step) return 'recorded';
       const told = await deliverRefundNews(deps.temporal, { step: news.step, purchaseId }, news);
       if (!told && current && news.status === 'failed') {

@@ -264,6 +264,15 @@ test.serial(
     const news = await postEvent(own, stripeEvent('refund.updated', failed as unknown as Record<string, unknown>));
     t.is(news.status, 200, JSON.stringify(news.body));
     t.like(await own.waitForPurchase(purchaseId, () => true), { status: 'refunded', refund_status: 'settled' });
+    // Had that refund gone through after all, the buyer might have been refunded twice: the record
+    // keeps the settlement, and the audit trail tells support.
+    const through = stripeEvent('refund.updated', {
+      ...(failed as unknown as Record<string, unknown>),
+      status: 'succeeded',
+    });
+    t.is((await postEvent(own, through)).status, 200);
+    t.like(await own.waitForPurchase(purchaseId, () => true), { status: 'refunded', refund_status: 'settled' });
+    t.true((await auditActions(own, purchaseId)).includes('refund_succeeded_after_settlement'));
     const retry = await supportCli(own, ['retry', purchaseId]);
     t.is(retry.code, 1, retry.stdout + retry.stderr);
     t.deepEqual(
