@@ -16,6 +16,24 @@ test.after.always(async () => {
   await sys?.close();
 });
 
+const paidOutcome = (r: { status: string }) => ['confirmed', 'late_confirmed', 'refunded'].includes(r.status);
+
+/** A purchase of `sku` by `buyer` left to lapse: expired, and its saga closed (its unit back on sale). */
+async function lapsedPurchase(sku: string, buyer: string): Promise<string> {
+  const p = await sys.buy(sku, buyer);
+  if (p.status !== 201) throw new Error(`buying: ${p.status} ${JSON.stringify(p.body)}`);
+  await sys.waitForPurchase(p.body.purchaseId, (r) => r.status === 'expired', 20_000);
+  await sys.temporal.workflow
+    .getHandle(purchaseWorkflowId(p.body.purchaseId))
+    .result()
+    .catch(() => undefined);
+  return p.body.purchaseId;
+}
+
+async function notificationKinds(purchaseId: string): Promise<{ kind: string }[]> {
+  return (await sys.db.query('SELECT kind FROM notifications WHERE purchase_id = $1', [purchaseId])).rows;
+}
+
 test('two purchases paid with the same card where maxPerCard is 1: one confirmed, one refunded with the reason', async (t) => {
   const sku = await sys.createProduct({ stock: 5, maxPerCard: 1 });
   t.is((await sys.stock(sku)).maxPerCard, 1);
@@ -39,8 +57,7 @@ test('two purchases paid with the same card where maxPerCard is 1: one confirmed
     refund_status: 'succeeded',
   });
   t.is((await sys.waitForPurchase(other.body.purchaseId, ended)).status, 'confirmed');
-  const { rows } = await sys.db.query('SELECT kind FROM notifications WHERE purchase_id = $1', [refunded.purchase_id]);
-  t.deepEqual(rows, [{ kind: 'refunded_card_limit' }]);
+  t.deepEqual(await notificationKinds(refunded.purchase_id), [{ kind: 'refunded_card_limit' }]);
   t.like(await sys.stock(sku), { sold: 2, held: 0, available: 3 });
   await assertInvariants(t, sys.db, sku);
 });
@@ -49,26 +66,19 @@ test('a payment after its hold lapsed, from a buyer who bought another unit mean
   const sku = await sys.createProduct({ stock: 5, holdSeconds: 2, maxPerBuyer: 1 });
   const buyer = 'limit-lia';
   // Purchase A lapses and its saga closes: its unit is back on sale and the buyer may buy again.
-  const a = await sys.buy(sku, buyer);
-  await sys.waitForPurchase(a.body.purchaseId, (r) => r.status === 'expired', 20_000);
-  const handle = sys.temporal.workflow.getHandle(purchaseWorkflowId(a.body.purchaseId));
-  await handle.result().catch(() => undefined);
+  const a = await lapsedPurchase(sku, buyer);
   // Purchase B, bought and paid: the buyer's one unit.
   const b = await sys.buy(sku, buyer);
   t.is(b.status, 201, JSON.stringify(b.body));
   await sys.pay(await sessionOf(sys.db, b.body.purchaseId), 'succeeded', { force: true });
-  const ended = (r: { status: string }) => ['confirmed', 'late_confirmed', 'refunded'].includes(r.status);
-  t.regex((await sys.waitForPurchase(b.body.purchaseId, ended)).status, /^(confirmed|late_confirmed)$/);
+  t.regex((await sys.waitForPurchase(b.body.purchaseId, paidOutcome)).status, /^(confirmed|late_confirmed)$/);
   // Then A's session is paid after all: a re-take would sell this buyer a second unit.
-  await sys.pay(await sessionOf(sys.db, a.body.purchaseId), 'succeeded', { force: true });
-  const late = await sys.waitForPurchase(a.body.purchaseId, ended);
+  await sys.pay(await sessionOf(sys.db, a), 'succeeded', { force: true });
+  const late = await sys.waitForPurchase(a, paidOutcome);
   t.is(late.status, 'refunded', JSON.stringify(late));
   t.regex(late.reason, /limit per buyer/);
-  t.like(await sys.waitForPurchase(a.body.purchaseId, (r) => r.refund_status === 'succeeded'), {
-    refund_status: 'succeeded',
-  });
-  const { rows } = await sys.db.query('SELECT kind FROM notifications WHERE purchase_id = $1', [a.body.purchaseId]);
-  t.deepEqual(rows, [{ kind: 'refunded_buyer_limit' }]);
+  t.like(await sys.waitForPurchase(a, (r) => r.refund_status === 'succeeded'), { refund_status: 'succeeded' });
+  t.deepEqual(await notificationKinds(a), [{ kind: 'refunded_buyer_limit' }]);
   t.like(await sys.stock(sku), { sold: 1, held: 0, available: 4 });
   await assertInvariants(t, sys.db, sku);
 });
@@ -76,21 +86,10 @@ test('a payment after its hold lapsed, from a buyer who bought another unit mean
 test('two lapsed purchases of one buyer paid late at the same moment where maxPerBuyer is 1: one re-taken, one refunded', async (t) => {
   const sku = await sys.createProduct({ stock: 5, holdSeconds: 2, maxPerBuyer: 1 });
   const buyer = 'limit-max';
-  const lapsed: string[] = [];
-  for (let i = 0; i < 2; i++) {
-    const p = await sys.buy(sku, buyer);
-    t.is(p.status, 201, JSON.stringify(p.body));
-    await sys.waitForPurchase(p.body.purchaseId, (r) => r.status === 'expired', 20_000);
-    await sys.temporal.workflow
-      .getHandle(purchaseWorkflowId(p.body.purchaseId))
-      .result()
-      .catch(() => undefined);
-    lapsed.push(p.body.purchaseId);
-  }
+  const lapsed = [await lapsedPurchase(sku, buyer), await lapsedPurchase(sku, buyer)];
   const sessions = await Promise.all(lapsed.map((id) => sessionOf(sys.db, id)));
   await Promise.all(sessions.map((s) => sys.pay(s, 'succeeded', { force: true })));
-  const ended = (r: { status: string }) => ['confirmed', 'late_confirmed', 'refunded'].includes(r.status);
-  const outcomes = await Promise.all(lapsed.map((id) => sys.waitForPurchase(id, ended)));
+  const outcomes = await Promise.all(lapsed.map((id) => sys.waitForPurchase(id, paidOutcome)));
   const refunded = outcomes.filter((o) => o.status === 'refunded');
   t.is(refunded.length, 1, JSON.stringify(outcomes.map((o) => o.status)));
   t.regex(refunded[0].reason, /limit per buyer/);
@@ -110,12 +109,10 @@ test('a hold taken while a late payment of the same buyer was re-taken (each mis
   t.is(b.status, 201, JSON.stringify(b.body));
   await sys.db.query('UPDATE products SET max_per_buyer = 1 WHERE sku = $1', [sku]);
   await sys.pay(await sessionOf(sys.db, b.body.purchaseId), 'succeeded');
-  const ended = (r: { status: string }) => ['confirmed', 'late_confirmed', 'refunded'].includes(r.status);
-  const second = await sys.waitForPurchase(b.body.purchaseId, ended);
+  const second = await sys.waitForPurchase(b.body.purchaseId, paidOutcome);
   t.is(second.status, 'refunded', JSON.stringify(second));
   t.regex(second.reason, /limit per buyer/);
-  const { rows } = await sys.db.query('SELECT kind FROM notifications WHERE purchase_id = $1', [b.body.purchaseId]);
-  t.deepEqual(rows, [{ kind: 'refunded_buyer_limit' }]);
+  t.deepEqual(await notificationKinds(b.body.purchaseId), [{ kind: 'refunded_buyer_limit' }]);
   t.like(await sys.stock(sku), { sold: 1, held: 0, available: 4 });
   await assertInvariants(t, sys.db, sku);
 });
