@@ -113,8 +113,9 @@ export function webhookRoutes(deps: ApiDeps): Router {
     try {
       if (!signature) throw new Error('no Stripe-Signature header');
       event = deps.stripe.webhooks.constructEvent(body, signature, deps.webhookSecret, SIGNATURE_TOLERANCE_SECONDS);
-      // stripe-node bounds a signature's age only: one dated ahead would stay good until its day.
-      const signedAt = Number(/(?:^|,)t=(\d+)/.exec(signature)?.[1]);
+      // stripe-node bounds a signature's age only: one dated ahead would stay good until its day. Every
+      // `t=` of the header is looked at, whichever one stripe-node took.
+      const signedAt = Math.max(...[...signature.matchAll(/(?:^|,)\s*t=(\d+)/g)].map((m) => Number(m[1])));
       if (signedAt > Date.now() / 1000 + SIGNATURE_TOLERANCE_SECONDS) {
         throw new Error(`the signature is dated more than ${SIGNATURE_TOLERANCE_SECONDS} s ahead`);
       }
