@@ -1,6 +1,6 @@
 import { WorkflowNotFoundError, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
 import type { Db } from '../store/db';
-import { inCheckoutLine } from '../store/purchases';
+import { inCheckoutLine } from '../store/checkout-line';
 import { HOLDING_STATUSES } from '../vocabulary';
 import { BuyerIdKey, HoldExpiresAtKey, PurchaseStatusKey, SkuKey } from '../workflows/definitions';
 import { askWhy, findAttentionRecords, findOrphans, findStrayAttention } from './stuck-records';

@@ -4,14 +4,8 @@ import type { Db } from './db';
 import type { Gate, Permit } from './gate';
 import { getProduct, termsOf } from './products';
 import { Batcher } from './batcher';
-import {
-  lookupForAdmission,
-  NotAdmittedError,
-  openPurchase,
-  purchaseIdFor,
-  type AdmissionLookup,
-  type PurchaseRecord,
-} from './purchases';
+import { lookupForAdmission, NotAdmittedError, openPurchase, type AdmissionLookup } from './open-purchase';
+import { purchaseIdFor, type PurchaseRecord } from './purchases';
 
 /** What may be decided about a new purchase before any saga runs. */
 export type Admission =
@@ -55,8 +49,12 @@ export class Admissions {
   private readonly products = new Map<string, ProductRules>();
   /** The known-key and one-hold reads of concurrent requests, one statement per batch. */
   private readonly lookups: Batcher<AdmissionLookup, Awaited<ReturnType<typeof lookupForAdmission>>[number]>;
-  /** The admission running in this process for each purchase id (buyer and key): the next one with it waits. */
-  private readonly admitting = new Map<string, Promise<Admission>>();
+  /**
+   * The admission running in this process for each buyer and SKU: the next request of that buyer for
+   * that SKU waits for it, then finds the purchase it recorded (the same one for the same key, else
+   * the buyer's place on the SKU) without taking a permit.
+   */
+  private readonly admitting = new Map<string, { purchaseId: string; admission: Promise<Admission> }>();
 
   constructor(
     private readonly db: Db,
@@ -69,7 +67,7 @@ export class Admissions {
 
   /**
    * `admission`: the waiting-room ticket whose admission token the request carried (verified by the
-   * caller); a product with a room needs one, and the purchase's row spends it (store/purchases.ts).
+   * caller); a product with a room needs one, and the purchase's row spends it (store/open-purchase.ts).
    */
   async admit(
     idempotencyKey: string,
@@ -77,21 +75,23 @@ export class Admissions {
     admission?: { ticketId: string } | null,
   ): Promise<Admission> {
     const purchaseId = purchaseIdFor(idempotencyKey, req.buyerId);
-    // Requests with one key at once are one purchase: while the first is admitted the others wait, then
-    // answer from the purchase it recorded. Otherwise the gate would count the first's permit against
-    // the others and tell them `sold_out` (nothing was written for a refusal: a waiter is judged afresh).
-    const first = this.admitting.get(purchaseId);
-    if (first) {
-      const was = await first.catch(() => null);
-      if (was?.outcome === 'new' || was?.outcome === 'known') return this.answerKnown(was.record, req);
-      return this.admit(idempotencyKey, req, admission);
+    // Requests of one buyer for one SKU at once are decided one after another: one key's are one
+    // purchase (the gate would otherwise count the first's permit against the others and answer them
+    // `sold_out`), and another key's is refused by the place the first took (`hold_exists`), before
+    // the gate gives it a permit. Nothing is written for a refusal: a waiter is judged afresh.
+    const lane = `${req.buyerId}\n${req.sku}`;
+    for (let first = this.admitting.get(lane); first; first = this.admitting.get(lane)) {
+      const was = await first.admission.catch(() => null);
+      const same = first.purchaseId === purchaseId;
+      if (same && (was?.outcome === 'new' || was?.outcome === 'known')) return this.answerKnown(was.record, req);
     }
     const mine = this.admitOnce(purchaseId, idempotencyKey, req, admission);
-    this.admitting.set(purchaseId, mine);
+    const entry = { purchaseId, admission: mine };
+    this.admitting.set(lane, entry);
     try {
       return await mine;
     } finally {
-      if (this.admitting.get(purchaseId) === mine) this.admitting.delete(purchaseId);
+      if (this.admitting.get(lane) === entry) this.admitting.delete(lane);
     }
   }
 
@@ -106,8 +106,8 @@ export class Admissions {
     // A retry of a known key is answered from its purchase, before any shortcut below.
     const { record: known, heldBy } = await this.lookups.call(lookup);
     if (known) return this.answerKnown(known, req);
-    // One active hold per buyer and SKU: the holder is told which purchase it is, without a saga.
-    if (heldBy) return { outcome: 'hold_exists', heldBy, detail: `buyer ${req.buyerId} already holds ${req.sku}` };
+    // One place per buyer and SKU (a hold, or a purchase waiting in line): the buyer is told which purchase it is.
+    if (heldBy) return holdExists(req, heldBy);
     const product = await this.rulesOf(req.sku);
     if (!product) return { outcome: 'refused', reason: 'product_not_found', detail: `no product with SKU ${req.sku}` };
     if (req.quantity > product.maxPerBuyer) {
@@ -149,12 +149,14 @@ export class Admissions {
     }
     try {
       const opened = await openPurchase(this.db, idempotencyKey, req, product.room ? admission! : undefined);
-      if (opened.created) {
+      if (opened.outcome === 'created') {
         entry.permit.bind(purchaseId);
         return { outcome: 'new', record: opened.record, terms: product.terms, permit: entry.permit };
       }
-      // A concurrent request with the same key recorded it first: that one holds the permit.
+      // A request on another API process recorded first (this key's purchase, or the buyer's other
+      // place on the SKU): that one holds the permit, and this one gives its own back at once.
       entry.permit.settle();
+      if (opened.outcome === 'held') return holdExists(req, opened.heldBy);
       return this.answerKnown(opened.record, req);
     } catch (err) {
       entry.permit.settle();
@@ -197,4 +199,9 @@ export class Admissions {
     this.products.set(sku, known);
     return known;
   }
+}
+
+function holdExists(req: PurchaseRequest, heldBy: string): Admission {
+  const detail = `buyer ${req.buyerId} already holds ${req.sku}, or waits in line for it (purchase ${heldBy})`;
+  return { outcome: 'hold_exists', heldBy, detail };
 }

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { FINAL_STATUSES } from '../vocabulary';
+import { waitingCount } from './checkout-line';
 import { stockView } from './products';
 import { REFUSED_BEFORE_HOLD_SQL } from './room';
 
@@ -275,14 +276,9 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
 }
 
 /**
- * How many more checkouts the budget can open within BUDGET_BACKLOG_SECONDS, beside those waiting
- * now: purchases still `holding` whose turn came in the last minute (one older is stuck, not waiting:
- * `sagas stuck` lists it, and it must not close the room).
+ * How many more checkouts the budget can open within BUDGET_BACKLOG_SECONDS, beside the purchases
+ * waiting in the line now (store/checkout-line.ts: a stuck one must not close the room).
  */
 async function checkoutRoom(client: pg.Client, checkoutsPerSecond: number): Promise<number> {
-  const { rows } = await client.query<{ waiting: number }>(
-    `SELECT count(*)::int AS waiting FROM purchases
-      WHERE status = 'holding' AND checkout_at > now() - interval '1 minute'`,
-  );
-  return Math.max(0, checkoutsPerSecond * BUDGET_BACKLOG_SECONDS - rows[0].waiting);
+  return Math.max(0, checkoutsPerSecond * BUDGET_BACKLOG_SECONDS - (await waitingCount(client)));
 }

@@ -2,6 +2,7 @@ import { PG, constraintOf, pgCode, withTx, type Db, type Tx } from './db';
 import type { PurchaseInput } from '../vocabulary';
 import { toHold, type Hold, type HoldResult, type HoldRow, type HoldStatus } from './hold-types';
 import { appendMovements } from './ledger';
+import { lockBuyerOnSku } from './open-purchase';
 import { getProduct } from './products';
 import { buyerCommitments, checkBuyer, pickUnits, reclaimExpired, Refusal, returnToStock, takeStock } from './stock';
 
@@ -275,10 +276,7 @@ export async function retakeForLatePayment(db: Db, purchaseId: string): Promise<
       if (!whose) return { outcome: 'not_found' as const };
       // One re-take per buyer and SKU at a time (two late payments of one buyer at once each count the
       // other): the buyer's lock first, then the hold's row.
-      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', [
-        whose.sku,
-        `buyer:${whose.buyer_id}`,
-      ]);
+      await lockBuyerOnSku(tx, whose.sku, whose.buyer_id);
       const locked = (await tx.query<HoldRow>('SELECT * FROM holds WHERE purchase_id = $1 FOR UPDATE', [purchaseId]))
         .rows[0];
       if (locked.status === 'sold' || locked.status === 'restocked') {

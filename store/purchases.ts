@@ -8,7 +8,6 @@ import {
   Rejection,
 } from '../vocabulary';
 import type { Db, Tx } from './db';
-import { spendAdmissionSql } from './room';
 
 /** The durable record of a purchase (table `purchases`). */
 export interface PurchaseRecord extends PurchaseState {
@@ -19,7 +18,7 @@ export interface PurchaseRecord extends PurchaseState {
   updatedAt: string;
 }
 
-interface PurchaseRow {
+export interface PurchaseRow {
   purchase_id: string;
   idempotency_key: string;
   request: PurchaseRequest;
@@ -50,7 +49,7 @@ interface PurchaseRow {
   updated_at: Date;
 }
 
-function toRecord(r: PurchaseRow): PurchaseRecord {
+export function toRecord(r: PurchaseRow): PurchaseRecord {
   return {
     purchaseId: r.purchase_id,
     idempotencyKey: r.idempotency_key,
@@ -95,93 +94,6 @@ function toRecord(r: PurchaseRow): PurchaseRecord {
 export function purchaseIdFor(idempotencyKey: string, buyerId: string): string {
   const digest = createHash('sha256').update(buyerId).update('\n').update(idempotencyKey).digest('hex');
   return `pur_${digest.slice(0, 24)}`;
-}
-
-export type OpenResult = { created: boolean; record: PurchaseRecord };
-
-/** The admission this purchase needed (a product with a waiting room) is not valid, or was spent on another purchase. */
-export class NotAdmittedError extends Error {
-  readonly type = 'not-admitted';
-}
-
-/**
- * Records a new purchase in `holding`, or finds the one this Idempotency-Key already made. With
- * `admission` (a product with a waiting room), the same statement spends the ticket's admission on
- * this purchase: a second purchase with it records nothing and throws NotAdmittedError.
- */
-export async function openPurchase(
-  db: Db,
-  idempotencyKey: string,
-  req: PurchaseRequest,
-  admission?: { ticketId: string },
-): Promise<OpenResult> {
-  const purchaseId = purchaseIdFor(idempotencyKey, req.buyerId);
-  const request: PurchaseRequest = {
-    sku: req.sku,
-    buyerId: req.buyerId,
-    quantity: req.quantity,
-    ...(req.unitId ? { unitId: req.unitId } : {}),
-  };
-  const params = [
-    purchaseId,
-    idempotencyKey,
-    JSON.stringify(request),
-    req.sku,
-    req.buyerId,
-    req.quantity,
-    req.unitId ?? null,
-  ];
-  // No conflict target: the id is derived from (buyer, key), so its unique index and the one on
-  // (buyer_id, idempotency_key) are the same fact, and both must be arbiters. With only one named,
-  // two requests with the same key at once could fail on the other with a unique violation (a 500).
-  const { rows } = admission
-    ? await db.query<PurchaseRow>(
-        `WITH spent AS (${spendAdmissionSql('$8', '$4', '$5', '$1')})
-         INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, unit_id, status)
-         SELECT $1, $2, $3, $4, $5, $6, $7, 'holding' WHERE EXISTS (SELECT 1 FROM spent)
-         ON CONFLICT DO NOTHING RETURNING *`,
-        [...params, admission.ticketId],
-      )
-    : await db.query<PurchaseRow>(
-        `INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, unit_id, status)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 'holding')
-         ON CONFLICT DO NOTHING RETURNING *`,
-        params,
-      );
-  if (rows[0]) return { created: true, record: toRecord(rows[0]) };
-  const known = await getPurchase(db, purchaseId);
-  if (!known) throw new NotAdmittedError(`the admission for ${req.sku} is not valid or was already used`);
-  return { created: false, record: known };
-}
-
-/**
- * What admission needs to know before the gate, in one round trip: the purchase this key already
- * made, and the purchase (if any) that holds `sku` for this buyer now.
- */
-export interface AdmissionLookup {
-  purchaseId: string;
-  sku: string;
-  buyerId: string;
-}
-
-/**
- * For each request, the purchase its key already made (if any) and the buyer's active hold on the
- * SKU (if any): one statement for many requests (the admission batches them under a crowd).
- */
-export async function lookupForAdmission(
-  db: Db,
-  asks: AdmissionLookup[],
-): Promise<{ record: PurchaseRecord | null; heldBy: string | null }[]> {
-  const { rows } = await db.query<PurchaseRow & { in_ord: string; held_by_now: string | null }>(
-    `SELECT i.in_ord, p.*,
-            (SELECT h.purchase_id FROM holds h
-              WHERE h.sku = i.in_sku AND h.buyer_id = i.in_buyer AND h.status = 'active') AS held_by_now
-       FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS i(in_pid, in_sku, in_buyer, in_ord)
-       LEFT JOIN purchases p ON p.purchase_id = i.in_pid
-      ORDER BY i.in_ord`,
-    [asks.map((a) => a.purchaseId), asks.map((a) => a.sku), asks.map((a) => a.buyerId)],
-  );
-  return rows.map((r) => ({ record: r.purchase_id ? toRecord(r) : null, heldBy: r.held_by_now }));
 }
 
 export async function getPurchase(db: Db, purchaseId: string): Promise<PurchaseRecord | null> {
@@ -355,42 +267,4 @@ export async function sessionExpiryOf(db: Db, purchaseId: string, proposed: Date
   // No record (a saga started without one): the proposal stands for this attempt alone.
   if (!rows[0]) return proposed === 'peek' ? null : proposed;
   return rows[0].at;
-}
-
-/** A purchase whose Checkout Session waits for its turn in the Stripe budget (its saga may not have started). */
-export interface CheckoutQueuePlace {
-  /** Purchases (of any SKU: the budget is the deployment's) whose turn comes before this one's and wait too. */
-  ahead: number;
-  /** Its slot in the budget's pace (store/checkout-pace.ts). */
-  checkoutAt: string;
-  /** Its hold's end, once the hold is taken. */
-  holdExpiresAt?: string;
-}
-
-/** Which of these purchases are still `holding` with their slot in the line for Checkout Sessions after `since`. */
-export async function inCheckoutLine(db: Db, purchaseIds: string[], since: Date): Promise<Set<string>> {
-  if (purchaseIds.length === 0) return new Set();
-  const { rows } = await db.query<{ purchase_id: string }>(
-    `SELECT purchase_id FROM purchases WHERE purchase_id = ANY($1::text[]) AND status = 'holding' AND checkout_at > $2`,
-    [purchaseIds, since],
-  );
-  return new Set(rows.map((r) => r.purchase_id));
-}
-
-/** Where a `holding` purchase stands in the line for Checkout Sessions; null for any other, or one with no slot. */
-export async function checkoutQueueOf(db: Db, purchaseId: string): Promise<CheckoutQueuePlace | null> {
-  const { rows } = await db.query<{ ahead: number; checkout_at: Date; expires_at: Date | null }>(
-    `SELECT p.checkout_at, h.expires_at,
-            (SELECT count(*) FROM purchases q WHERE q.status = 'holding' AND q.checkout_at < p.checkout_at)::int AS ahead
-       FROM purchases p LEFT JOIN holds h ON h.purchase_id = p.purchase_id AND h.status = 'active'
-      WHERE p.purchase_id = $1 AND p.status = 'holding' AND p.checkout_at IS NOT NULL`,
-    [purchaseId],
-  );
-  const r = rows[0];
-  if (!r) return null;
-  return {
-    ahead: r.ahead,
-    checkoutAt: r.checkout_at.toISOString(),
-    ...(r.expires_at ? { holdExpiresAt: r.expires_at.toISOString() } : {}),
-  };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
-import { getPurchase, openPurchase, purchaseIdFor, recordPurchase } from '../../store/purchases';
+import { openPurchase } from '../../store/open-purchase';
+import { getPurchase, purchaseIdFor, recordPurchase } from '../../store/purchases';
 import { testDb, uniqueSku } from '../helpers/db';
 
 const db = testDb(2);

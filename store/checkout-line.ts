@@ -1,0 +1,92 @@
+import type { Db, Queryable } from './db';
+
+// The line for Checkout Sessions. New sessions are let in at the Stripe budget's pace
+// (STRIPE_MAX_REQUESTS_PER_SECOND), shared by every API process through one row (`checkout_pace`,
+// migration 016). Each new purchase takes the next slot, one budget interval after the last; a
+// purchase whose slot is later than now starts its saga at that slot, so a crowd's holds are taken at
+// the pace their sessions can open (and a hold is not spent waiting for Stripe). The Stripe task
+// queue's rate limit is the budget's hard edge; this only keeps the line in front of it short.
+//
+// A purchase in the line is already its buyer's hold on the SKU (it has no hold row yet): nobody
+// holds two places for one SKU (store/open-purchase.ts), and only purchases that can still become
+// checkouts count in the line's length and the room's backlog.
+
+/** How long after its slot a purchase still `holding` counts as waiting; one older is stuck (`sagas stuck` lists it). */
+const WAITING_FOR = "interval '1 minute'";
+
+/**
+ * SQL: the purchase `p` (an alias of `purchases`) waits in the line for its Checkout Session: still
+ * `holding`, and its slot (or, before it takes one, its creation) not over a minute past. Its turn may
+ * not have come yet, or its saga is taking the hold and opening the session.
+ */
+export const waitingInLine = (p: string): string =>
+  `(${p}.status = 'holding' AND coalesce(${p}.checkout_at, ${p}.created_at) > now() - ${WAITING_FOR})`;
+
+/**
+ * The slot of a new purchase's checkout (when its saga should start), kept on the purchase
+ * (`checkout_at`: its place in the line). One statement, for winners only; a purchase that already
+ * has a slot keeps it (a retry takes no second one).
+ */
+export async function takeCheckoutSlot(db: Db, purchaseId: string, perSecond: number): Promise<Date> {
+  const { rows } = await db.query<{ slot: Date }>(
+    `WITH mine AS (SELECT checkout_at FROM purchases WHERE purchase_id = $1),
+          taken AS (
+            UPDATE checkout_pace SET next_at = greatest(next_at, now()) + make_interval(secs => 1.0 / $2::float8)
+             WHERE pace_id = 1 AND NOT EXISTS (SELECT 1 FROM mine WHERE checkout_at IS NOT NULL)
+            RETURNING next_at - make_interval(secs => 1.0 / $2::float8) AS slot),
+          kept AS (
+            UPDATE purchases SET checkout_at = taken.slot FROM taken
+             WHERE purchase_id = $1 AND checkout_at IS NULL RETURNING checkout_at)
+     SELECT coalesce((SELECT checkout_at FROM kept), (SELECT checkout_at FROM mine), (SELECT slot FROM taken), now())
+            AS slot`,
+    [purchaseId, perSecond],
+  );
+  return rows[0].slot;
+}
+
+/** Purchases of every product waiting in the line now: the room's backlog against the budget. */
+export async function waitingCount(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ waiting: number }>(
+    `SELECT count(*)::int AS waiting FROM purchases p WHERE ${waitingInLine('p')}`,
+  );
+  return rows[0].waiting;
+}
+
+/** A purchase whose Checkout Session waits for its turn in the Stripe budget (its saga may not have started). */
+export interface CheckoutQueuePlace {
+  /** Purchases (of any SKU: the budget is the deployment's) whose turn comes before this one's and wait too. */
+  ahead: number;
+  /** Its slot in the budget's pace. */
+  checkoutAt: string;
+  /** Its hold's end, once the hold is taken. */
+  holdExpiresAt?: string;
+}
+
+/** Which of these purchases are still `holding` with their slot in the line for Checkout Sessions after `since`. */
+export async function inCheckoutLine(db: Db, purchaseIds: string[], since: Date): Promise<Set<string>> {
+  if (purchaseIds.length === 0) return new Set();
+  const { rows } = await db.query<{ purchase_id: string }>(
+    `SELECT purchase_id FROM purchases WHERE purchase_id = ANY($1::text[]) AND status = 'holding' AND checkout_at > $2`,
+    [purchaseIds, since],
+  );
+  return new Set(rows.map((r) => r.purchase_id));
+}
+
+/** Where a `holding` purchase stands in the line for Checkout Sessions; null for any other, or one with no slot. */
+export async function checkoutQueueOf(db: Db, purchaseId: string): Promise<CheckoutQueuePlace | null> {
+  const { rows } = await db.query<{ ahead: number; checkout_at: Date; expires_at: Date | null }>(
+    `SELECT p.checkout_at, h.expires_at,
+            (SELECT count(*) FROM purchases q
+              WHERE ${waitingInLine('q')} AND q.checkout_at < p.checkout_at)::int AS ahead
+       FROM purchases p LEFT JOIN holds h ON h.purchase_id = p.purchase_id AND h.status = 'active'
+      WHERE p.purchase_id = $1 AND p.status = 'holding' AND p.checkout_at IS NOT NULL`,
+    [purchaseId],
+  );
+  const r = rows[0];
+  if (!r) return null;
+  return {
+    ahead: r.ahead,
+    checkoutAt: r.checkout_at.toISOString(),
+    ...(r.expires_at ? { holdExpiresAt: r.expires_at.toISOString() } : {}),
+  };
+}
