@@ -1,4 +1,5 @@
 // The reading of one process's environment: every problem collected before failing, so one run names them all.
+import { devSecretProblems } from './dev-secrets';
 
 export class ConfigError extends Error {}
 
@@ -50,7 +51,9 @@ export class Reader {
     return v;
   }
 
+  /** Every loader ends here, so the refusals that hold for any process (config/dev-secrets.ts) are made once, here. */
   done<T>(config: T): T {
+    this.problems.push(...devSecretProblems(this.env));
     if (this.problems.length) {
       throw new ConfigError(`invalid configuration:\n  - ${this.problems.join('\n  - ')}`);
     }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { prettyFactory } from 'pino-pretty';
 import { devBuyerSecret } from '../config/buyer-tokens';
 import { isLiveKey } from '../config';
+import { DEV_DEFAULTS, devDataDir } from '../config/dev-secrets';
 import { spawnChild, type ChildHandle } from './proc';
 import { startStack, type Stack } from './stack';
 
@@ -25,11 +26,11 @@ const emulatorPort = env.STRIPE_EMULATOR_PORT || '12111';
 const workerMetricsPort = env.WORKER_METRICS_PORT || '9464';
 const useEmulator = !env.STRIPE_SECRET_KEY;
 const local = {
-  ADMIN_TOKEN: env.ADMIN_TOKEN || 'dev-admin-token',
-  SUPPORT_TOKEN: env.SUPPORT_TOKEN || 'dev-support-token',
-  BOT_CHECK_SECRET: env.BOT_CHECK_SECRET || 'dev-bot-check-secret-not-for-production',
+  ADMIN_TOKEN: env.ADMIN_TOKEN || DEV_DEFAULTS.ADMIN_TOKEN,
+  SUPPORT_TOKEN: env.SUPPORT_TOKEN || DEV_DEFAULTS.SUPPORT_TOKEN,
+  BOT_CHECK_SECRET: env.BOT_CHECK_SECRET || DEV_DEFAULTS.BOT_CHECK_SECRET,
   STRIPE_SECRET_KEY: env.STRIPE_SECRET_KEY || 'sk_test_emulator',
-  STRIPE_WEBHOOK_SECRET: env.STRIPE_WEBHOOK_SECRET || 'whsec_emulator_local',
+  STRIPE_WEBHOOK_SECRET: env.STRIPE_WEBHOOK_SECRET || DEV_DEFAULTS.STRIPE_WEBHOOK_SECRET,
 };
 
 function node(name: string, script: string, extraEnv: NodeJS.ProcessEnv): ChildHandle {
@@ -75,7 +76,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
 
-  const dataDir = path.resolve(env.FLASH_SALE_DATA_DIR || path.join(root, '.data'));
+  const dataDir = devDataDir(env);
   stack = await startStack({
     dataDir,
     persistent: true,

@@ -2,9 +2,9 @@
 // id, HS256) that the API accepts, for development and scripts; in production the merchant's login
 // issues them. Signs with BUYER_TOKEN_SECRET, or else with the development secret `npm start` keeps in
 // its data folder (FLASH_SALE_DATA_DIR, default .data/). Exit 0, 2 on usage or configuration errors.
-import path from 'node:path';
 import { devBuyerSecret, signBuyerToken } from '../config/buyer-tokens';
 import { ConfigError, loadBuyerTokenCliConfig } from '../config';
+import { devDataDir } from '../config/dev-secrets';
 import { parseCommandLine, runCli, UsageError } from './cli';
 import { parseDuration } from './temporal-describe';
 
@@ -39,8 +39,7 @@ function parse(argv: string[]): Args | 'help' {
 }
 
 runCli('buyer-token', USAGE, parse, async ({ buyerId, ttlSeconds }) => {
-  const root = path.resolve(__dirname, '..');
-  const dataDir = path.resolve(process.env.FLASH_SALE_DATA_DIR || path.join(root, '.data'));
+  const dataDir = devDataDir(process.env);
   const secret = process.env.BUYER_TOKEN_SECRET || devBuyerSecret(dataDir, false);
   if (!secret) {
     throw new ConfigError(

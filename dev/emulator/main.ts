@@ -1,4 +1,5 @@
 import { createLogger, exitOnFailure, type Logger } from '../../config/log';
+import { DEV_DEFAULTS } from '../../config/dev-secrets';
 import { devOnlyRefusal } from './dev-only';
 import { startEmulator } from './index';
 import { parseRateLimit } from './rate-limit';
@@ -19,7 +20,7 @@ async function main(): Promise<void> {
   }
   const port = parsePort(process.env.STRIPE_EMULATOR_PORT, 'STRIPE_EMULATOR_PORT', 12111);
   const appPort = parsePort(process.env.PORT, 'PORT', 3000);
-  const webhookSecret = process.env.STRIPE_WEBHOOK_SECRET || 'whsec_emulator_local';
+  const webhookSecret = process.env.STRIPE_WEBHOOK_SECRET || DEV_DEFAULTS.STRIPE_WEBHOOK_SECRET;
   const webhookUrl = process.env.STRIPE_EMULATOR_WEBHOOK_URL || `http://127.0.0.1:${appPort}/v1/webhooks/stripe`;
   const publicUrl = process.env.STRIPE_EMULATOR_PUBLIC_URL || undefined;
   const stateFile = process.env.STRIPE_EMULATOR_STATE_FILE || undefined;
