@@ -1,10 +1,10 @@
-import { beginPurchase, startPurchase } from '../client/purchases';
+import { beginPurchase, startPurchase, type SagaClient } from '../client/purchases';
 import type { Logger } from '../config/log';
 import { checkForBots } from './bot-check';
 import type { Admission } from '../store/admission';
 import { checkoutQueueOf, takeCheckoutSlot } from '../store/checkout-line';
 import { getPurchase, purchaseIdFor, type PurchaseRecord } from '../store/purchases';
-import { isFinal, type PurchaseRequest, type PurchaseState } from '../vocabulary';
+import { isFinal, type PurchaseInput, type PurchaseRequest, type PurchaseState } from '../vocabulary';
 import { DEFAULT_CHECKOUTS_PER_SECOND, type ApiDeps } from './deps';
 import { invalid, Problem } from './problem';
 import { validator } from './validate';
@@ -310,7 +310,7 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
   if (!isFinal(record.status)) {
     const until = Date.now() + deps.purchaseTimeoutMs;
     try {
-      state = await deadline(deps.purchaseTimeoutMs, 'taking the hold', startPurchase(sagas, input));
+      state = await deadline(deps.purchaseTimeoutMs, 'taking the hold', startOnce(sagas, input));
       // The hold step answered: the next view counts its hold (or its refusal), the permit is done.
       permit?.settle();
     } catch (err) {
@@ -345,6 +345,23 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
   const answer = sagaAnswer(state, created, deps.clock.now());
   if (created) deps.metrics.checkoutSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
   return answer;
+}
+
+/**
+ * The saga's start (update-with-start) in flight in this process for each purchase. Retries of one
+ * key at once share it: Temporal takes at most 10 updates in flight per workflow and refuses the rest
+ * (RESOURCE_EXHAUSTED), so one each would answer a burst of retries 503; with one per process, any
+ * number of retries of a key wait on at most as many updates as there are API processes.
+ */
+const startsInFlight = new Map<string, Promise<PurchaseState>>();
+
+function startOnce(sagas: SagaClient, input: PurchaseInput): Promise<PurchaseState> {
+  let start = startsInFlight.get(input.purchaseId);
+  if (!start) {
+    start = startPurchase(sagas, input).finally(() => startsInFlight.delete(input.purchaseId));
+    startsInFlight.set(input.purchaseId, start);
+  }
+  return start;
 }
 
 /** 202: the hold is taken, the checkout URL appears on GET /v1/purchases/:id once its session opens. */

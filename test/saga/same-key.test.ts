@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
+import { purchaseIdFor } from '../../store/purchases';
+import { purchaseWorkflowId } from '../../vocabulary';
 import { assertInvariants } from '../helpers/db';
+import { until } from '../helpers/poll';
 import { asBuyer, startSystem, type System } from '../helpers/system';
 
 // One Idempotency-Key sent many times at once is one purchase: every request answers it (the first
@@ -89,4 +92,47 @@ test('the same key at once with two bodies: one purchase, and the other body is 
     }
   }
   t.deepEqual(await countsOf(sku), { purchases: 1, holds: 1 });
+});
+
+test('40 requests with one key at once while the hold step is slow: one wait on the saga, none answered 5xx', async (t) => {
+  // The stock's rows are locked by another transaction, so the saga's hold step waits while all 40
+  // requests wait for it. Temporal takes at most 10 updates in flight per workflow (more are refused,
+  // RESOURCE_EXHAUSTED, and a 503 once the client's retries run out): the requests of one key share
+  // one update per API process.
+  const sku = await sys.createProduct({ stock: 1, holdSeconds: 600 });
+  const blocker = await sys.db.connect();
+  let locked = true;
+  const unlock = async () => {
+    if (!locked) return;
+    locked = false;
+    await blocker.query('ROLLBACK');
+    blocker.release();
+  };
+  t.teardown(unlock);
+  await blocker.query('BEGIN');
+  await blocker.query('SELECT 1 FROM stock_buckets WHERE sku = $1 FOR UPDATE', [sku]);
+  const blockerPid = (await blocker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+  const buyerId = `slow-hold-${sku}`;
+  const key = randomUUID();
+  const buyer = await asBuyer(buyerId);
+  const answering = Promise.all(
+    Array.from({ length: 40 }, () => sys.api('POST', '/v1/purchases', { sku }, { 'idempotency-key': key, ...buyer })),
+  );
+  await until('the hold step waiting for the stock', async () => {
+    const { rows } = await sys.db.query('SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))', [
+      blockerPid,
+    ]);
+    return rows.length > 0 ? true : undefined;
+  });
+  // Time for the other 39 to reach the saga (the purchase timeout, 20 s, is far longer).
+  await new Promise((r) => setTimeout(r, 2_000));
+  await unlock();
+  const answers = await answering;
+  const statuses = answers.map((a) => a.status).sort();
+  t.deepEqual(statuses, [...Array<number>(39).fill(200), 201], JSON.stringify(answers.map((a) => a.body.detail)));
+  t.is(new Set(answers.map((a) => a.body.purchaseId)).size, 1);
+  const history = await sys.temporal.workflow.getHandle(purchaseWorkflowId(purchaseIdFor(key, buyerId))).fetchHistory();
+  const waits = (history.events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
+  t.true(waits < 10, `${waits} waits for the hold reached the saga`);
+  await assertInvariants(t, sys.db, sku);
 });
