@@ -11,7 +11,15 @@ import * as payments from '../store/payments';
 import * as purchases from '../store/purchases';
 import { CHECKOUT_ATTEMPTS_ON_FAULTS, sessionExpiry } from './checkout-session';
 import { createShippingSteps } from './shipping';
-import { createStripeSteps, type CheckoutSession, type OpenCheckoutInput, type StripeStepDeps } from './stripe';
+import { createStrayGuard } from './stray-guard';
+import {
+  createStripeSteps,
+  type CheckoutSession,
+  type OpenCheckoutInput,
+  type RefundInput,
+  type RefundState,
+  type StripeStepDeps,
+} from './stripe';
 
 export type { CheckoutSession, OpenCheckoutInput, SessionState } from './stripe';
 
@@ -20,6 +28,8 @@ export interface ActivityDeps extends StripeStepDeps {
   desk: HoldDesk;
   /** Postgres's clock (store/clock.ts): a hold lapses by it, so whether one has lapsed is asked of it. */
   clock: Clock;
+  /** Told once per stray refund refused (stray-guard.ts): the worker counts them. */
+  onStrayRefundRefused?: () => void;
 }
 
 export type TakeHoldOutput =
@@ -53,9 +63,20 @@ export function createActivities(deps: ActivityDeps) {
 export function createStripeActivities(deps: ActivityDeps) {
   const { db } = deps;
   const stripeSteps = createStripeSteps(deps);
+  const strayGuard = createStrayGuard(deps);
   return {
     ...stripeSteps,
     ...createShippingSteps(deps),
+
+    /**
+     * Refunds a payment in full (stripe.ts). A stray payment's money is refunded only once Stripe's
+     * session and our records bear out that it is stray (stray-guard.ts); otherwise the step records
+     * why and fails for good with `StrayRefundRefused`, refunding nothing.
+     */
+    async refundPayment(input: RefundInput): Promise<RefundState> {
+      if (input.step === 'stray') await strayGuard.vet(input);
+      return stripeSteps.refundPayment(input);
+    },
 
     /**
      * Opens the Checkout Session (key `checkout-<purchaseId>`, see stripe.ts) and writes the record

@@ -222,18 +222,26 @@ export async function tellOrRefundAgain(
   return [workflowId];
 }
 
-/** Starts (or joins) the refund of money that arrived on a session that named a purchase without being its own. */
+/**
+ * Starts (or joins) the refund of money that arrived on a session that named a purchase without
+ * being its own. A session whose saga already ended (refunded, refused, settled) is left as its
+ * record says: an event of it delivered again is answered, not turned into a 503 Stripe retries for days.
+ */
 export async function startStrayRefund(
   c: { temporal: Client; taskQueue: string },
   input: StrayPaymentInput,
 ): Promise<void> {
-  await c.temporal.workflow.start<typeof strayPaymentWorkflow>('strayPaymentWorkflow', {
-    workflowId: strayPaymentWorkflowId(input.sessionId),
-    taskQueue: c.taskQueue,
-    args: [input],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'REJECT_DUPLICATE',
-  });
+  try {
+    await c.temporal.workflow.start<typeof strayPaymentWorkflow>('strayPaymentWorkflow', {
+      workflowId: strayPaymentWorkflowId(input.sessionId),
+      taskQueue: c.taskQueue,
+      args: [input],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
 }
 
 /**

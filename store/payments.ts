@@ -48,7 +48,8 @@ export async function recordDispute(db: Db, purchaseId: string, dispute: Dispute
   );
 }
 
-export type StrayStatus = 'refunding' | 'refunded' | 'needs_attention' | 'settled_by_hand';
+/** `refused`: not refunded, as Stripe's session or our records showed the money is not stray (no money moved). */
+export type StrayStatus = 'refunding' | 'refunded' | 'needs_attention' | 'settled_by_hand' | 'refused';
 
 export interface StrayPayment {
   sessionId: string;
@@ -118,6 +119,72 @@ export async function updateStrayPayment(
       WHERE session_id = $1`,
     [sessionId, patch.status, patch.refundId ?? null, patch.detail ?? null, patch.paymentIntentId ?? null],
   );
+}
+
+/** A purchase whose own Checkout Session this is, or whose payment one of these PaymentIntents is. */
+export interface RecordedOwner {
+  purchaseId: string;
+  status: string;
+  sessionId?: string;
+  paymentIntentId?: string;
+}
+
+export async function findPaymentOwner(
+  db: Db,
+  sessionId: string,
+  paymentIntentIds: string[],
+): Promise<RecordedOwner | null> {
+  const { rows } = await db.query<{
+    purchase_id: string;
+    status: string;
+    checkout_session_id: string | null;
+    payment_intent_id: string | null;
+  }>(
+    `SELECT purchase_id, status, checkout_session_id, payment_intent_id FROM purchases
+      WHERE checkout_session_id = $1 OR payment_intent_id = ANY($2::text[])
+      ORDER BY created_at LIMIT 1`,
+    [sessionId, paymentIntentIds],
+  );
+  const r = rows[0];
+  if (!r) return null;
+  return {
+    purchaseId: r.purchase_id,
+    status: r.status,
+    ...(r.checkout_session_id ? { sessionId: r.checkout_session_id } : {}),
+    ...(r.payment_intent_id ? { paymentIntentId: r.payment_intent_id } : {}),
+  };
+}
+
+/**
+ * Marks a stray payment `refused`, with an `audit_log` row `stray_refund_refused` on the purchase it
+ * claimed and on `owner` (whose money it is), in one statement. True only the first time: a retried
+ * step neither writes the rows twice nor counts the refusal twice.
+ */
+export async function refuseStrayPayment(
+  db: Db,
+  sessionId: string,
+  r: { detail: string; paymentIntentId?: string; owner?: string; facts: Record<string, unknown> },
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `WITH refused AS (
+       UPDATE stray_payments SET status = 'refused', detail = $2,
+              payment_intent_id = COALESCE(payment_intent_id, $3), updated_at = now()
+        WHERE session_id = $1 AND status <> 'refused'
+        RETURNING claimed_purchase
+     )
+     INSERT INTO audit_log (purchase_id, actor, action, detail)
+     SELECT DISTINCT p, 'saga', 'stray_refund_refused', $5::jsonb
+       FROM refused CROSS JOIN LATERAL unnest(ARRAY[refused.claimed_purchase, $4::text]) AS p
+      WHERE p IS NOT NULL`,
+    [
+      sessionId,
+      r.detail,
+      r.paymentIntentId ?? null,
+      r.owner ?? null,
+      JSON.stringify({ sessionId, why: r.detail, ...r.facts }),
+    ],
+  );
+  return (rowCount ?? 0) > 0;
 }
 
 export async function getStrayPayment(db: Db, sessionId: string): Promise<StrayPayment | null> {

@@ -331,8 +331,14 @@ export interface StrayPaymentInput {
 }
 export interface StrayPaymentResult {
   sessionId: string;
-  outcome: 'refunded' | 'settled_by_hand' | 'needs_attention';
+  /** `refused`: Stripe's session or our records say the money is not stray; nothing was refunded. */
+  outcome: 'refunded' | 'settled_by_hand' | 'needs_attention' | 'refused';
 }
+/**
+ * The type of the failure with which the stray refund step refuses to refund (activities/stray-guard.ts):
+ * never retried, it ends the stray-payment saga with outcome `refused`.
+ */
+export const STRAY_REFUND_REFUSED = 'StrayRefundRefused';
 
 /** What support can tell a saga that waits on a Stripe step Stripe keeps refusing. */
 export type SupportAction =

@@ -53,6 +53,7 @@ async function main(): Promise<void> {
       successUrl: config.checkoutSuccessUrl,
       cancelUrl: config.checkoutCancelUrl,
       onStripeCall: (endpoint, outcome) => metrics.stripeRequests.inc({ endpoint, outcome }),
+      onStrayRefundRefused: () => metrics.strayRefundsRefused.inc(),
     },
     stripeRequestsPerSecond: config.stripeMaxRequestsPerSecond,
     ...(config.workflowBundlePath ? { workflowBundle: { codePath: config.workflowBundlePath } } : {}),

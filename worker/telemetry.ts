@@ -48,6 +48,8 @@ export interface WorkerMetrics {
   stripeRequests: client.Counter<'endpoint' | 'outcome'>;
   /** STRIPE_MAX_REQUESTS_PER_SECOND as this worker sets it on the Stripe queue (alerts compare the calls with it). */
   stripeBudget: client.Gauge;
+  /** Stray refunds refused: a signed event that Stripe's session or our records did not bear out. */
+  strayRefundsRefused: client.Counter;
 }
 
 export function createWorkerMetrics(): WorkerMetrics {
@@ -69,6 +71,12 @@ export function createWorkerMetrics(): WorkerMetrics {
     stripeBudget: new client.Gauge({
       name: 'flashsale_stripe_budget_requests_per_second',
       help: "The deployment's Stripe budget (STRIPE_MAX_REQUESTS_PER_SECOND), the Stripe task queue's rate limit",
+      registers: [registry],
+    }),
+    // Without labels, exported at 0 from the start: the first refusal is an increase an alert sees.
+    strayRefundsRefused: new client.Counter({
+      name: 'flashsale_stray_refunds_refused_total',
+      help: 'Stray-payment refunds refused because Stripe or our records showed the money is not stray (no money moved)',
       registers: [registry],
     }),
   };

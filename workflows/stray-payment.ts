@@ -1,14 +1,17 @@
-import type { StrayPaymentInput, StrayPaymentResult } from '../vocabulary';
+import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
+import { STRAY_REFUND_REFUSED, type StrayPaymentInput, type StrayPaymentResult } from '../vocabulary';
 import { attended, SupportDesk } from './attended';
 import { acts, stripeActs } from './proxies';
-import { refundToTheEnd, settledByHand, type RefundNews } from './refunds';
+import { refundToTheEnd, settledByHand, type RefundEnd, type RefundNews } from './refunds';
 
 /**
  * Money that arrived on a Checkout Session that named one of our purchases but was not opened by it
  * (another app on the account, a Payment Link, a forged session): it confirms nothing, and is
  * refunded in full (key `refund-stray-<sessionId>`) and followed to its end. A refund Stripe refuses
- * or that fails is left for support (`stray_payments.status = needs_attention`). Workflow id
- * `stray-<sessionId>`: every event of that session joins the one run.
+ * or that fails is left for support (`stray_payments.status = needs_attention`). The refund step
+ * first reads the session from Stripe and checks our records: money that is a purchase's own, or
+ * that Stripe's session does not bear out, is not refunded (`refused`, recorded by that step).
+ * Workflow id `stray-<sessionId>`: every event of that session joins the one run.
  */
 export async function strayPaymentWorkflow(input: StrayPaymentInput): Promise<StrayPaymentResult> {
   const desk = new SupportDesk().listen();
@@ -24,19 +27,27 @@ export async function strayPaymentWorkflow(input: StrayPaymentInput): Promise<St
     return { sessionId: input.sessionId, outcome: 'needs_attention' };
   }
   const pi = paymentIntentId;
-  const ended = await refundToTheEnd({
-    desk,
-    create: (attempt) =>
-      stripeActs().refundPayment({
-        purchaseId: input.claimedPurchase,
-        paymentIntentId: pi,
-        reason,
-        step: 'stray',
-        sessionId: input.sessionId,
-        attempt,
-      }),
-    record: (news) => recordNews(input, news),
-  });
+  let ended: RefundEnd;
+  try {
+    ended = await refundToTheEnd({
+      desk,
+      create: (attempt) =>
+        stripeActs().refundPayment({
+          purchaseId: input.claimedPurchase,
+          paymentIntentId: pi,
+          reason,
+          step: 'stray',
+          sessionId: input.sessionId,
+          attempt,
+        }),
+      record: (news) => recordNews(input, news),
+    });
+  } catch (err) {
+    // Only a run whose refund step refused ends here (no recorded history has one): no new command
+    // for the runs before this code. The step wrote the record; nothing was refunded.
+    if (refusedAsNotStray(err)) return { sessionId: input.sessionId, outcome: 'refused' };
+    throw err;
+  }
   await acts.appendAudit(input.claimedPurchase, 'saga', 'stray_payment_refunded', {
     sessionId: input.sessionId,
     paymentIntentId: pi,
@@ -44,6 +55,12 @@ export async function strayPaymentWorkflow(input: StrayPaymentInput): Promise<St
     ...(ended.outcome === 'by_hand' ? { byHand: ended.note } : { refundId: ended.refund.refundId }),
   });
   return { sessionId: input.sessionId, outcome: ended.outcome === 'by_hand' ? 'settled_by_hand' : 'refunded' };
+}
+
+function refusedAsNotStray(err: unknown): boolean {
+  return (
+    err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === STRAY_REFUND_REFUSED
+  );
 }
 
 async function attendRead(
