@@ -27,7 +27,7 @@ export type BotCheckReason = 'missing' | 'invalid' | 'expired' | 'reused';
 export interface BotCheckOptions {
   /** BOT_CHECK_SECRET: signs challenges (and, derived from it, their keys). */
   secret: string;
-  /** BOT_CHECK_MAX_NUMBER: the counter a solver must reach is drawn from [maxNumber / 2, maxNumber]. */
+  /** BOT_CHECK_MAX_NUMBER: the counter a solver must reach is drawn from [0, maxNumber]. */
   maxNumber: number;
 }
 
@@ -63,12 +63,13 @@ export class BotCheck {
 
   /** A new signed challenge (deterministic mode: its counter is known to us, so verifying it costs one HMAC). */
   async challenge(): Promise<Challenge> {
-    const max = this.options.maxNumber;
     return createChallenge({
       algorithm: BOT_CHECK_ALGORITHM,
       cost: BOT_CHECK_COST,
       deriveKey,
-      counter: randomInt(max, Math.ceil(max / 2)),
+      // From 0, where the widget starts: a floor above it would be work the widget does and a bot
+      // that read this code skips (from maxNumber / 2 a bot paid a third of a buyer's cost).
+      counter: randomInt(this.options.maxNumber, 0),
       expiresAt: Math.floor(this.clock.now() / 1000) + CHALLENGE_SECONDS,
       hmacSignatureSecret: this.options.secret,
       hmacKeySignatureSecret: this.keySecret,

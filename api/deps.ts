@@ -48,7 +48,7 @@ export interface ApiDeps {
   webhookSecret: string;
   /** True with a live-mode key (`sk_live_`/`rk_live_`): events of the other mode are refused. */
   livemode: boolean;
-  /** Per-buyer and per-IP limits on the purchase routes, per-IP on page reads; absent: none (tests that do not test them). */
+  /** Per-buyer and per-IP limits on the purchase routes, per-IP on page reads and challenges; absent: none (tests that do not test them). */
   rateLimits?: RateLimits;
   /** Verifies buyer tokens (JWTs whose `sub` is the buyer id). */
   buyers: BuyerVerifier;

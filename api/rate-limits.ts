@@ -3,10 +3,10 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { isPagePath } from './page-errors';
 import { Problem } from './problem';
 
-// Rate limits on the purchase routes, per buyer and per client IP, and on reads of the buyer's pages,
-// per client IP, kept in this process's memory (rate-limiter-flexible): with N API processes behind a
-// balancer a client gets up to N times the limit, which is still a cap on what one bot can make the
-// sagas, Stripe and the database's pool do.
+// Rate limits on the purchase routes, per buyer and per client IP, and on reads of the buyer's pages
+// and issues of bot-check challenges, per client IP, kept in this process's memory
+// (rate-limiter-flexible): with N API processes behind a balancer a client gets up to N times the
+// limit, which is still a cap on what one bot can make the sagas, Stripe and the database's pool do.
 
 export interface RateLimitConfig {
   /** Purchase requests one buyer may make per minute; 0 turns the limit off. */
@@ -15,6 +15,12 @@ export interface RateLimitConfig {
   perIpPerSecond: number;
   /** Page reads (GET of the buyer's pages) one client IP may make per second; 0 or absent turns the limit off. */
   pagesPerIpPerSecond?: number;
+  /**
+   * Bot-check challenges one client IP may be issued per second; 0 or absent turns the limit off.
+   * Issuing one costs a PBKDF2 derivation, so an unlimited public route would let one client spend
+   * the API's CPU for nothing.
+   */
+  challengesPerIpPerSecond?: number;
 }
 
 export interface RateLimits {
@@ -22,6 +28,8 @@ export interface RateLimits {
   take(buyerId: string, ip: string): Promise<void>;
   /** Counts one page read; throws 429 `rate-limited` with Retry-After when the IP is over. */
   takePage(ip: string): Promise<void>;
+  /** Counts one challenge issued; throws 429 `rate-limited` with Retry-After when the IP is over. */
+  takeChallenge(ip: string): Promise<void>;
 }
 
 export function createRateLimits(config: RateLimitConfig): RateLimits {
@@ -33,6 +41,9 @@ export function createRateLimits(config: RateLimitConfig): RateLimits {
     : null;
   const byIpPages = config.pagesPerIpPerSecond
     ? new RateLimiterMemory({ keyPrefix: 'page-ip', points: config.pagesPerIpPerSecond, duration: 1 })
+    : null;
+  const byIpChallenges = config.challengesPerIpPerSecond
+    ? new RateLimiterMemory({ keyPrefix: 'challenge-ip', points: config.challengesPerIpPerSecond, duration: 1 })
     : null;
   const consume = async (limiter: RateLimiterMemory | null, key: string, who: string, what = 'purchase requests') => {
     if (!limiter) return;
@@ -59,6 +70,9 @@ export function createRateLimits(config: RateLimitConfig): RateLimits {
     },
     async takePage(ip) {
       await consume(byIpPages, ip, 'address', 'page requests');
+    },
+    async takeChallenge(ip) {
+      await consume(byIpChallenges, ip, 'address', 'bot-check challenges');
     },
   };
 }

@@ -1,10 +1,13 @@
 // `npm run bench:bot-check`: what the bot check (api/bot-check.ts) costs. A buyer's solve at the
 // default BOT_CHECK_MAX_NUMBER, with altcha-lib's own solver in Node (one core, as a phone's one
-// widget worker), and what 1,000 solves cost a bot (CPU-seconds); beside them, what the server pays
-// per challenge and per verification; and, with `--browser`, the buyer's own solve: the `altcha`
-// widget the pages serve, in headless Chromium (CHROMIUM_PATH), one widget worker, at full speed and
-// at DevTools' CPU slowdown (`--cpu-slowdown`, default 4, what Lighthouse uses for a mid-range phone).
-// `--max-number N` measures another cost; `--solves N` the sample.
+// widget worker, searching from 0 as the widget does), and what 1,000 solves cost a bot
+// (CPU-seconds); a bot that searches only the upper half of [0, BOT_CHECK_MAX_NUMBER] on the same
+// challenges, and what each solution it gets costs it; what the server pays per challenge, through
+// the HTTP app beside /healthz (bench/bot-check-issuing.ts); and, with `--browser`, the buyer's own
+// solve: the `altcha` widget the pages serve, in headless Chromium (CHROMIUM_PATH), one widget
+// worker, at full speed and at DevTools' CPU slowdown (`--cpu-slowdown`, default 4, what Lighthouse
+// uses for a mid-range phone). `--max-number N` measures another cost; `--solves N` the sample;
+// `--requests N` and `--rounds N` the server's.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
@@ -13,6 +16,8 @@ import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { BotCheck } from '../api/bot-check';
 import { WIDGET_PATH, WIDGET_SCRIPT } from '../api/routes/bot-check';
 import { launchBrowser } from '../test/helpers/browser';
+import { searchCounters } from '../test/helpers/bot-solver';
+import { measureIssuing } from './bot-check-issuing';
 import { DEFAULT_BOT_CHECK_MAX_NUMBER } from '../config';
 import { hostClock } from '../store/clock';
 import type { Db } from '../store/db';
@@ -23,6 +28,8 @@ const { values } = parseArgs({
     solves: { type: 'string' },
     browser: { type: 'boolean' },
     'cpu-slowdown': { type: 'string' },
+    requests: { type: 'string' },
+    rounds: { type: 'string' },
   },
 });
 const maxNumber = Number(values['max-number'] ?? DEFAULT_BOT_CHECK_MAX_NUMBER);
@@ -104,29 +111,41 @@ async function main(): Promise<void> {
     maxNumber,
   });
   const walls: number[] = [];
-  let createCpu = 0;
+  const counters: number[] = [];
   let solveCpu = 0;
+  // The bot that skips the lower half: what it tries, what it spends, what it gets.
+  const half = Math.ceil(maxNumber / 2);
+  const halfway = { attempts: 0, cpu: 0, solved: 0 };
   for (let i = 0; i < solves; i++) {
-    const c0 = process.cpuUsage();
     const challenge = await check.challenge();
-    createCpu += cpuMs(c0);
     const s0 = process.cpuUsage();
     const t0 = performance.now();
-    await solveChallenge({ challenge, deriveKey });
+    const solution = await solveChallenge({ challenge, deriveKey });
     walls.push(performance.now() - t0);
     solveCpu += cpuMs(s0);
+    counters.push(solution!.counter);
+    const b0 = process.cpuUsage();
+    const bot = await searchCounters(challenge, half, maxNumber);
+    halfway.cpu += cpuMs(b0);
+    halfway.attempts += bot.attempts;
+    if (bot.solution) halfway.solved++;
   }
   const perSolveCpu = solveCpu / solves;
+  const widgetAttempts = counters.reduce((a, c) => a + c + 1, 0);
   console.log(
-    `bot check: PBKDF2-SHA-256, 1000 iterations per attempt, counter drawn from [${Math.ceil(maxNumber / 2)}, ${maxNumber}]`,
+    `bot check: PBKDF2-SHA-256, 1000 iterations per attempt, max number ${maxNumber}, counters drawn ${Math.min(...counters)} to ${Math.max(...counters)}`,
   );
-  console.log(`  one solve (Node, altcha-lib's solver, one core): ${spread(walls)}`);
+  console.log(`  one solve (Node, altcha-lib's solver from 0, one core): ${spread(walls)}`);
   console.log(
-    `  CPU per solve ${perSolveCpu.toFixed(0)} ms: 1,000 bot joins cost ${perSolveCpu.toFixed(0)} CPU-seconds`,
+    `  CPU per solve ${perSolveCpu.toFixed(0)} ms (${(widgetAttempts / solves).toFixed(0)} attempts): 1,000 bot joins cost ${perSolveCpu.toFixed(0)} CPU-seconds`,
   );
+  const perBought = (x: number) => (halfway.solved ? (x / halfway.solved).toFixed(0) : 'n/a');
   console.log(
-    `  server: ${(createCpu / solves).toFixed(2)} ms CPU per challenge created (one derivation; verifying is one HMAC)`,
+    `  a bot searching only [${half}, ${maxNumber}]: solved ${halfway.solved} of ${solves}, ` +
+      `${perBought(halfway.cpu)} ms CPU (${perBought(halfway.attempts)} attempts) per solution it got: ` +
+      `${((halfway.cpu / Math.max(1, halfway.solved) / perSolveCpu) * 100).toFixed(0)} % of the widget's cost per solution`,
   );
+  await measureIssuing(check, { requests: Number(values.requests ?? 2000), rounds: Number(values.rounds ?? 5) });
   if (values.browser) await measureInBrowser(check, Number(values['cpu-slowdown'] ?? 4));
 }
 

@@ -40,8 +40,16 @@ export interface ApiConfig extends CommonConfig, StripeConfig {
   gateResyncMs: number;
   /** How buyer tokens (JWTs) are verified. */
   buyerTokens: BuyerTokenConfig;
-  /** Purchase requests per buyer per minute and per client IP per second, page reads per client IP per second (0: off). */
-  rateLimits: { perBuyerPerMinute: number; perIpPerSecond: number; pagesPerIpPerSecond: number };
+  /**
+   * Purchase requests per buyer per minute and per client IP per second, page reads and bot-check
+   * challenges per client IP per second (0: off).
+   */
+  rateLimits: {
+    perBuyerPerMinute: number;
+    perIpPerSecond: number;
+    pagesPerIpPerSecond: number;
+    challengesPerIpPerSecond: number;
+  };
   /** How long each process answers the home page's catalogue from what it last read. */
   catalogueCacheMs: number;
   /** Timeouts of the API's Postgres pool: short, so an outage answers 503 at once. */
@@ -227,8 +235,11 @@ function roomTokenSecret(r: Reader, buyers: BuyerTokenConfig): string {
   return '';
 }
 
-/** The bot check's default cost: the largest counter a solver may have to reach (see docs/architecture.md). */
-export const DEFAULT_BOT_CHECK_MAX_NUMBER = 1000;
+/**
+ * The bot check's default cost: the largest counter a solver may have to reach (see docs/architecture.md).
+ * 1,500 drawn from [0, N] keeps the mean work of 1,000 drawn from [N/2, N] (750 attempts).
+ */
+export const DEFAULT_BOT_CHECK_MAX_NUMBER = 1500;
 
 /** BOT_CHECK_SECRET: signs the bot check's challenges; every API process needs the same one. */
 function botCheckSecret(r: Reader): string {
@@ -284,6 +295,7 @@ export function loadApiConfig(env: Env): ApiConfig {
       perBuyerPerMinute: r.int('RATE_LIMIT_PER_BUYER_PER_MINUTE', 30, 0),
       perIpPerSecond: r.int('RATE_LIMIT_PER_IP_PER_SECOND', 100, 0),
       pagesPerIpPerSecond: r.int('RATE_LIMIT_PAGES_PER_IP_PER_SECOND', 100, 0),
+      challengesPerIpPerSecond: r.int('RATE_LIMIT_CHALLENGES_PER_IP_PER_SECOND', 20, 0),
     },
     catalogueCacheMs: r.int('CATALOGUE_CACHE_MS', 1_000, 0),
     pool: poolTimeouts(r, { connectTimeoutMs: 1_000, statementTimeoutMs: 5_000, idleTimeoutMs: 30_000 }),

@@ -61,11 +61,12 @@ export async function openTarget(
         say: o.say,
         log: opts.verbose ? o.say : undefined,
         signal: o.signal,
-        // One machine plays the whole crowd from one address: the per-IP limit would turn the drill away.
+        // One machine plays the whole crowd from one address: the per-IP limits would turn the drill away.
         // The simulated humans solve the bot check on this machine too: a low cost keeps their CPU out of the measure.
         apiEnv: {
           RATE_LIMIT_PER_IP_PER_SECOND: '0',
           RATE_LIMIT_PER_BUYER_PER_MINUTE: '0',
+          RATE_LIMIT_CHALLENGES_PER_IP_PER_SECOND: '0',
           BOT_CHECK_MAX_NUMBER: String(opts.botCheckMaxNumber),
         },
         onUnexpectedExit: (name: string, info: { code: number | null; signal: string | null }, output: string) =>

@@ -8,14 +8,17 @@ export const WIDGET_PATH = '/assets/altcha.min.js';
 export const WIDGET_SCRIPT = fs.readFileSync(path.join(path.dirname(require.resolve('altcha')), 'altcha.min.js'));
 
 /**
- * The bot check's routes (api/bot-check.ts): a new signed challenge for every ask (public: solving
- * it is the cost, asking is cheap), and the widget's script for the pages. No side effects: a
- * challenge is written nowhere until a solution of it is spent.
+ * The bot check's routes (api/bot-check.ts): a new signed challenge for every ask, and the widget's
+ * script for the pages. No side effects: a challenge is written nowhere until a solution of it is
+ * spent. Asking is public but not free (one derivation each), so each address may ask
+ * RATE_LIMIT_CHALLENGES_PER_IP_PER_SECOND times a second.
  */
 export function botCheckRoutes(deps: ApiDeps): Router {
   const router = new Router();
   router.get('/v1/bot-check/challenge', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
+    // Before the derivation: a refused ask costs no more than any other short answer.
+    await deps.rateLimits?.takeChallenge(ctx.ip);
     ctx.body = await deps.botCheck.challenge();
   });
   router.get(WIDGET_PATH, (ctx) => {

@@ -4,6 +4,7 @@ import { createChallenge, solveChallenge, type Challenge } from 'altcha-lib';
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { BotCheck } from '../../api/bot-check';
 import { countSpentSolutions } from '../../store/bot-checks';
+import { searchCounters } from '../helpers/bot-solver';
 import { asBuyer, BOT_CHECK, startSystem, type System } from '../helpers/system';
 
 // The bot check (products with `botCheck: true`): a proof of work in the ALTCHA format, solved here
@@ -56,7 +57,50 @@ test.serial(
     t.regex(challenge.signature ?? '', /^[0-9a-f]{64}$/);
     t.true(challenge.parameters.expiresAt! > Date.now() / 1000 + 500);
     const solution = await solveChallenge({ challenge, deriveKey });
-    t.true(solution!.counter >= BOT_CHECK.maxNumber / 2 && solution!.counter <= BOT_CHECK.maxNumber);
+    t.true(solution!.counter >= 0 && solution!.counter <= BOT_CHECK.maxNumber);
+  },
+);
+
+test.serial(
+  'the counter is drawn from all of [0, BOT_CHECK_MAX_NUMBER]: a bot that starts halfway misses nearly half the challenges, and what it skips joins',
+  async (t) => {
+    const max = BOT_CHECK.maxNumber;
+    const half = Math.ceil(max / 2);
+    // Drawn evenly from [0, max], a counter is below `half` with probability half / (max + 1), 4/9
+    // at the tests' 8: 400 challenges give about 178 such, fewer than 100 with a chance under 1e-14,
+    // and a counter never drawn with one under 1e-19. Drawn from [half, max], none is below it.
+    const CHALLENGES = 400;
+    const seen = new Set<number>();
+    const missed: { challenge: Challenge; counter: number }[] = [];
+    for (let i = 0; i < CHALLENGES; i += 20) {
+      const batch = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          fetch(`${sys.apiUrl}/v1/bot-check/challenge`).then((r) => r.json() as Promise<Challenge>),
+        ),
+      );
+      for (const challenge of batch) {
+        const widget = await solveChallenge({ challenge, deriveKey });
+        seen.add(widget!.counter);
+        const bot = await searchCounters(challenge, half, max);
+        if (!bot.solution) missed.push({ challenge, counter: widget!.counter });
+        else t.is(bot.solution.counter, widget!.counter);
+      }
+    }
+    t.true(missed.length >= CHALLENGES / 4, `the halfway bot missed ${missed.length} of ${CHALLENGES}`);
+    t.true(
+      missed.every((m) => m.counter < half),
+      'a miss is a counter below where the bot starts',
+    );
+    t.deepEqual(
+      [...seen].sort((a, b) => a - b),
+      Array.from({ length: max + 1 }, (_, n) => n),
+      'every counter of [0, max] is drawn, none past it',
+    );
+    if (!missed.length) return;
+    // A challenge the bot skipped is as good as any other: the widget's solution of it joins.
+    const { challenge } = missed[0];
+    const altcha = payloadOf(challenge, await solveChallenge({ challenge, deriveKey }));
+    t.is((await join(await roomProduct(), 'bot-check-low-counter', altcha)).status, 201);
   },
 );
 

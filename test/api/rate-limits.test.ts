@@ -1,13 +1,19 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import test from 'ava';
 import { asBuyer, startSystem, type System } from '../helpers/system';
 
 // Rate limits on POST /v1/purchases: per buyer and per client IP, 429 with Retry-After beyond them,
-// and nothing written for a refused request.
+// and nothing written for a refused request; and on GET /v1/bot-check/challenge, per client IP.
+
+const CHALLENGES_PER_SECOND = 4;
 
 let sys: System;
 test.before(async () => {
-  sys = await startSystem({ worker: false, rateLimits: { perBuyerPerMinute: 3, perIpPerSecond: 8 } });
+  sys = await startSystem({
+    worker: false,
+    rateLimits: { perBuyerPerMinute: 3, perIpPerSecond: 8, challengesPerIpPerSecond: CHALLENGES_PER_SECOND },
+  });
 });
 test.after.always(async () => {
   await sys?.close();
@@ -44,3 +50,37 @@ test.serial('one address beyond the per-IP limit gets 429, whatever buyers it pl
   t.true(limited.every((a) => a.body.type === 'rate-limited' && a.headers.get('retry-after') !== null));
   t.is(answers.filter((a) => a.status === 404).length, 12 - limited.length);
 });
+
+/** GET a challenge from the local address `from` (any of 127.0.0.0/8): the API sees a client of that address. */
+function challengeFrom(from: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${sys.apiUrl}/v1/bot-check/challenge`, { localAddress: from, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+  });
+}
+
+test.serial(
+  'one address asking for challenges beyond its limit gets 429 problems, another address its challenge',
+  async (t) => {
+    // Forty at once against four a second: none refused only if the burst took ten seconds or more.
+    const burst = await Promise.all(
+      Array.from({ length: 10 * CHALLENGES_PER_SECOND }, () => challengeFrom('127.0.6.1')),
+    );
+    const limited = burst.filter((r) => r.status === 429);
+    t.true(limited.length > 0, 'some were refused');
+    t.is(burst.filter((r) => r.status === 200).length, burst.length - limited.length, 'the rest were answered');
+    for (const r of limited) {
+      t.regex(r.headers['content-type'] ?? '', /^application\/problem\+json/);
+      t.regex(r.headers['retry-after'] ?? '', /^[1-9]\d*$/);
+      t.like(JSON.parse(r.body), { type: 'rate-limited', status: 429 });
+    }
+    const other = await challengeFrom('127.0.6.2');
+    t.is(other.status, 200, other.body);
+    t.truthy((JSON.parse(other.body) as { signature?: string }).signature);
+  },
+);
