@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import { accessLog } from './access-log';
+import { resolveClientAddress } from './client-address';
 import { requireBearer } from './auth';
 import { jsonBodies } from './body';
 import { answerClientErrors } from './client-errors';
@@ -40,6 +41,7 @@ export function createApp(deps: ApiDeps): Koa {
     pageFormRoutes(deps),
   ];
 
+  app.use(resolveClientAddress(deps.trustedProxies ?? []));
   app.use(accessLog(deps.logger, deps.metrics));
   app.use(problemMiddleware());
   // The buyer's pages answer their errors (an outage's 503 too) as HTML pages; everything else as problems.

@@ -50,6 +50,11 @@ export interface ApiDeps {
   livemode: boolean;
   /** Per-buyer and per-IP limits on the purchase routes, per-IP on page reads and challenges; absent: none (tests that do not test them). */
   rateLimits?: RateLimits;
+  /**
+   * The balancers whose X-Forwarded-For names the client (TRUSTED_PROXIES, api/client-address.ts);
+   * absent or empty: the socket's peer is the client.
+   */
+  trustedProxies?: readonly string[];
   /** Verifies buyer tokens (JWTs whose `sub` is the buyer id). */
   buyers: BuyerVerifier;
   adminToken: string;

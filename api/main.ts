@@ -81,6 +81,7 @@ async function main(): Promise<void> {
     livemode: isLiveKey(config.stripeSecretKey),
     buyers: createBuyerVerifier(config.buyerTokens),
     rateLimits: createRateLimits(config.rateLimits),
+    trustedProxies: config.trustedProxies,
     adminToken: config.adminToken,
     supportToken: config.supportToken,
     metricsToken: config.metricsToken,
@@ -100,6 +101,11 @@ async function main(): Promise<void> {
   const server = createApp(deps).listen(config.port, config.host);
   await listening(server, { port: config.port, host: config.host, portVar: 'PORT', hostVar: 'HOST' });
   log(`listening on http://${config.host}:${config.port}; Temporal ${describeTemporal(config.temporal)}`);
+  log(
+    config.trustedProxies.length
+      ? `client addresses: from X-Forwarded-For when the peer is ${config.trustedProxies.join(', ')} (TRUSTED_PROXIES), else the peer`
+      : 'client addresses: the connecting peer (no TRUSTED_PROXIES: X-Forwarded-For is ignored)',
+  );
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;

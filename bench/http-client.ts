@@ -13,16 +13,32 @@ export class HttpClient {
   private readonly transport: typeof http | typeof https;
   private readonly url: URL;
 
-  /** `timeoutMs`: a request with no answer by then fails (as a network error). */
+  /**
+   * `timeoutMs`: a request with no answer by then fails (as a network error). `localAddress`: where
+   * each new connection comes from (the drill's crowd, many loopback addresses as many clients).
+   */
   constructor(
     base: string,
     sockets: number,
     private readonly timeoutMs: number,
+    localAddress?: () => string,
   ) {
     this.url = new URL(base);
     this.transport = this.url.protocol === 'https:' ? https : http;
-    const agentOpts = { keepAlive: true, maxSockets: sockets, maxFreeSockets: sockets };
+    // With an address per connection, FIFO takes the idle connections in turn, so that the requests
+    // spread over the addresses instead of keeping to the one socket used last.
+    const agentOpts = {
+      keepAlive: true,
+      maxSockets: sockets,
+      maxFreeSockets: sockets,
+      ...(localAddress ? { scheduling: 'fifo' as const } : {}),
+    };
     this.agent = this.url.protocol === 'https:' ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
+    if (localAddress) {
+      // Set here, not per request: a per-request localAddress would split the pool by address.
+      const connect = this.agent.createConnection.bind(this.agent);
+      this.agent.createConnection = (opts, done) => connect({ ...opts, localAddress: localAddress() }, done);
+    }
   }
 
   send(method: string, pathname: string, headers: Record<string, string> = {}, body?: string): Promise<Reply> {

@@ -7,6 +7,7 @@ export { isDevelopment, isLiveKey, STRIPE_ACCOUNT_LIMITS, type StripeConfig } fr
 import { MIN_SECRET_LENGTH, type BuyerTokenConfig } from './buyer-tokens';
 import { loadTemporalSettings, type TemporalSettings } from './temporal';
 import { roomSecretFromBuyerSecret } from './room-tokens';
+import { trustedProxies } from './trusted-proxies';
 
 // One typed, validated configuration per process, read from the environment by the entry points
 // (api/main.ts, worker/main.ts, the ops/ CLIs) and nowhere else. A missing or malformed value
@@ -50,6 +51,8 @@ export interface ApiConfig extends CommonConfig, StripeConfig {
     pagesPerIpPerSecond: number;
     challengesPerIpPerSecond: number;
   };
+  /** The balancers whose X-Forwarded-For names the client (TRUSTED_PROXIES); empty: the socket's address. */
+  trustedProxies: string[];
   /** How long each process answers the home page's catalogue from what it last read. */
   catalogueCacheMs: number;
   /** Timeouts of the API's Postgres pool: short, so an outage answers 503 at once. */
@@ -297,6 +300,7 @@ export function loadApiConfig(env: Env): ApiConfig {
       pagesPerIpPerSecond: r.int('RATE_LIMIT_PAGES_PER_IP_PER_SECOND', 100, 0),
       challengesPerIpPerSecond: r.int('RATE_LIMIT_CHALLENGES_PER_IP_PER_SECOND', 20, 0),
     },
+    trustedProxies: trustedProxies(r),
     catalogueCacheMs: r.int('CATALOGUE_CACHE_MS', 1_000, 0),
     pool: poolTimeouts(r, { connectTimeoutMs: 1_000, statementTimeoutMs: 5_000, idleTimeoutMs: 30_000 }),
     temporalCallTimeoutMs: r.int('TEMPORAL_CALL_TIMEOUT_MS', 5_000, 100),

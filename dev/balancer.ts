@@ -40,6 +40,8 @@ export function findHaproxy(env: NodeJS.ProcessEnv = process.env): string | unde
  * the APIs, which answer 503 with Retry-After themselves instead of the balancer's bare 503.
  * A refused connection or an empty answer (an API killed mid-request) is retried, each time on
  * another server (`option redispatch 1`). Timeouts exceed the API's own purchase deadline (20 s).
+ * `option forwardfor` appends the client's address to X-Forwarded-For, which the APIs believe from
+ * the balancer's address (TRUSTED_PROXIES): their per-address limits count each client, not HAProxy.
  */
 export function haproxyConfig(o: { port: number; servers: BalancedServer[]; maxconn?: number }): string {
   const servers = o.servers.flatMap((s) => [
@@ -61,6 +63,7 @@ defaults
   retries 3
   retry-on conn-failure empty-response
   option redispatch 1
+  option forwardfor
 
 frontend api
   bind 127.0.0.1:${o.port}

@@ -115,6 +115,9 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       children.set('balancer', { kind: 'balancer', child: balancer.child });
     }
     const base = balancer?.url ?? apiUrls[0];
+    // HAProxy connects from 127.0.0.1 and appends the client's address to X-Forwarded-For; without
+    // it the buyers reach the APIs themselves, and the header is believed from no one.
+    const trusted = balancer ? '127.0.0.1' : '';
     const emulatorPort = await freePort();
     const emulatorUrl = `http://127.0.0.1:${emulatorPort}`;
     const secrets = systemSecrets(opts.name);
@@ -148,7 +151,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       ...apiPorts.map((port, i): [string, ProcessKind, NodePart] => [
         apiNames[i],
         'api',
-        startApiProcess(apiNames[i], port, { ...shared, ...opts.apiEnv }, opts.log),
+        startApiProcess(apiNames[i], port, { ...shared, TRUSTED_PROXIES: trusted, ...opts.apiEnv }, opts.log),
       ]),
     ];
     for (const [name, kind, part] of parts) children.set(name, { kind, child: part.child });

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { signBuyerToken } from '../config/buyer-tokens';
+import { Abuser, type AbuseFigures } from './abuser';
 import { planBuyers, runBuyer, type SaleContext } from './buyer';
 import { RULES_PRODUCT, SaleRules } from './rules';
 import { DrillHttp, sleep } from './http';
@@ -37,6 +38,8 @@ export interface DropResult {
   errorTimes: number[];
   /** What the drop's rules (bot check, address limit) stopped, when the crowd had bots. */
   rules?: SaleRules;
+  /** With --abuser: what the abusive address was answered. */
+  abuse?: AbuseFigures;
 }
 
 export async function readProduct(api: DrillHttp, sku: string): Promise<ProductCounts | undefined> {
@@ -76,8 +79,10 @@ export async function runDrop(o: {
     recorder.record(a, ms);
     measures.count(a, recorder.now());
   };
-  const api = new DrillHttp(target.apiUrls, opts.concurrency, record);
-  const poll = new DrillHttp(target.apiUrls, POLL_SOCKETS, record);
+  // The crowd's own connections come from many addresses where the per-address limits are on.
+  const crowd = { localAddress: target.crowdAddress };
+  const api = new DrillHttp(target.apiUrls, opts.concurrency, record, crowd);
+  const poll = new DrillHttp(target.apiUrls, POLL_SOCKETS, record, crowd);
   // The progress and the timeline read the product on a socket of their own, so they stay live under the crowd.
   const watch = new DrillHttp(target.apiUrls, 2 * target.apiUrls.length, record);
   const emulator = new DrillHttp(target.emulatorUrl, POLL_SOCKETS, record);
@@ -214,6 +219,14 @@ export async function runDrop(o: {
       ),
     );
     if (o.withFaults) measures.startFaults(recorder, signal);
+    const abuser = opts.abuser
+      ? new Abuser(
+          target.apiUrls,
+          sku,
+          `Bearer ${await signBuyerToken(target.buyerSecret, `${sku}-abuser`, { ttlSeconds })}`,
+        )
+      : undefined;
+    abuser?.start(opening, opening + saleDeadline, signal);
     const watchStage = setInterval(() => {
       const t = recorder.tally();
       if (stage === 'selling' && t.arriving === 0 && t.queued + t.buying + t.admitted + t.holding === 0)
@@ -231,6 +244,7 @@ export async function runDrop(o: {
     stage = 'checking';
     progress.stop();
     const measured = await measures.finish({ recorder, sku, sales: product?.sold ?? 0 });
+    const abuse = await abuser?.finish();
 
     if (opts.pauseBeforeCheck) await pauseBeforeCheck(opts.pauseBeforeCheck, sku, say, signal);
     say('checking the invariants...');
@@ -243,6 +257,8 @@ export async function runDrop(o: {
       stripe: target.stripe,
       db: target.db,
       temporal: target.temporal,
+      abuse,
+      crowdAnswers: recorder.latencyByAnswer().map((l) => ({ answer: l.answer, count: l.count })),
     });
     return {
       sku,
@@ -255,6 +271,7 @@ export async function runDrop(o: {
       measured,
       errorTimes: measures.errorTimes,
       ...(rules.on ? { rules } : {}),
+      ...(abuse ? { abuse } : {}),
     };
   } finally {
     for (const client of [api, poll, watch, emulator, control]) client.close();

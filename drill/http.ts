@@ -20,26 +20,34 @@ export class DrillHttp {
 
   /**
    * Several bases: the calls go round them (the drill spreading its buyers over the APIs when no
-   * balancer fronts them), skipping for a while one whose connection failed.
+   * balancer fronts them), skipping for a while one whose connection failed. `localAddress`: where
+   * each new connection comes from (drill/addresses.ts).
    */
   constructor(
     base: string | string[],
     sockets: number,
     /** Where each answer's latency goes (`Recorder.record`). */
     private readonly record: (answer: string, ms: number) => void,
+    o: { localAddress?: () => string } = {},
   ) {
     const bases = typeof base === 'string' ? [base] : base;
-    this.clients = bases.map((b) => new HttpClient(b, Math.ceil(sockets / bases.length), REQUEST_TIMEOUT_MS));
+    this.clients = bases.map(
+      (b) => new HttpClient(b, Math.ceil(sockets / bases.length), REQUEST_TIMEOUT_MS, o.localAddress),
+    );
     this.downUntil = bases.map(() => 0);
   }
 
-  private pick(): number {
+  /** The next base in turn that is not down and not `tried` already; one not tried when all are down. */
+  private pick(tried: ReadonlySet<number>): number {
     const now = Date.now();
+    let fallback: number | undefined;
     for (let i = 0; i < this.clients.length; i++) {
       const n = this.turn++ % this.clients.length;
+      if (tried.has(n)) continue;
       if (this.downUntil[n] <= now) return n;
+      fallback ??= n;
     }
-    return this.turn++ % this.clients.length;
+    return fallback!;
   }
 
   /**
@@ -54,22 +62,29 @@ export class DrillHttp {
   ): Promise<Answer> {
     const started = performance.now();
     const headers = { ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}), ...o.headers };
-    const n = this.pick();
-    try {
-      const r = await this.clients[n].send(
-        method,
-        path,
-        headers,
-        o.body === undefined ? undefined : JSON.stringify(o.body),
-      );
-      const body = parseJson(r.body);
-      const type = typeof body.type === 'string' ? ` ${body.type.replace(/^.*\//, '')}` : '';
-      this.record(`${method} ${route} ${r.status}${type}`, performance.now() - started);
-      return { status: r.status, body };
-    } catch (err) {
-      this.record(`${method} ${route} network error`, performance.now() - started);
-      if (this.clients.length > 1) this.downUntil[n] = Date.now() + DOWN_FOR_MS;
-      throw err;
+    const tried = new Set<number>();
+    for (;;) {
+      const n = this.pick(tried);
+      tried.add(n);
+      try {
+        const r = await this.clients[n].send(
+          method,
+          path,
+          headers,
+          o.body === undefined ? undefined : JSON.stringify(o.body),
+        );
+        const body = parseJson(r.body);
+        const type = typeof body.type === 'string' ? ` ${body.type.replace(/^.*\//, '')}` : '';
+        this.record(`${method} ${route} ${r.status}${type}`, performance.now() - started);
+        return { status: r.status, body };
+      } catch (err) {
+        if (this.clients.length > 1) this.downUntil[n] = Date.now() + DOWN_FOR_MS;
+        // A refused connection carried nothing to the API (an API killed by a fault): any call,
+        // a purchase too, goes to another base at once, as the balancer's `retry-on conn-failure` would.
+        if (refused(err) && tried.size < this.clients.length) continue;
+        this.record(`${method} ${route} network error`, performance.now() - started);
+        throw err;
+      }
     }
   }
 
@@ -77,6 +92,8 @@ export class DrillHttp {
     for (const c of this.clients) c.close();
   }
 }
+
+const refused = (err: unknown): boolean => (err as NodeJS.ErrnoException)?.code === 'ECONNREFUSED';
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 

@@ -6,6 +6,7 @@ import type Stripe from 'stripe';
 import { scanStuckSagas } from '../ops/stuck-sagas';
 import type { Db } from '../store/db';
 import { reconcile } from '../store/reconcile';
+import type { AbuseFigures } from './abuser';
 import type { BuyerRecord } from './recorder';
 import { ruleCounts } from './rules';
 
@@ -31,6 +32,10 @@ export interface CheckInputs {
   stripe: Stripe;
   db?: Db;
   temporal?: Client;
+  /** With --abuser: what the abusive address was answered; the crowd's answers are in `crowdAnswers`. */
+  abuse?: AbuseFigures;
+  /** Every answer the crowd had and how many (`POST /v1/purchases 429 rate-limited`: 3). */
+  crowdAnswers?: Array<{ answer: string; count: number }>;
 }
 
 const PAID_OUTCOMES = new Set(['confirmed', 'late_confirmed', 'refunded']);
@@ -53,6 +58,7 @@ export const CHECK_NAMES = {
   failed: 'no saga failed',
   stuck: 'no saga stuck or unsettled',
   bots: 'every bot stopped by a named rule, no human stopped by one',
+  addressLimits: "the abusive address limited, none of the crowd's",
 } as const;
 
 export async function checkInvariants(i: CheckInputs): Promise<Check[]> {
@@ -65,7 +71,16 @@ export async function checkInvariants(i: CheckInputs): Promise<Check[]> {
     await failedSagas(i),
     await stuckSagas(i),
     ...(i.buyers.some((b) => b.behaviour === 'bot') ? [botsStopped(i.buyers)] : []),
+    ...(i.abuse ? [addressLimits(i.abuse, i.crowdAnswers ?? [])] : []),
   ];
+}
+
+/** With --abuser: the per-address limits refused the one abusive address and nobody else. */
+function addressLimits(abuse: AbuseFigures, crowd: Array<{ answer: string; count: number }>): Check {
+  const name = CHECK_NAMES.addressLimits;
+  const crowdLimited = crowd.filter((a) => / 429 rate-limited$/.test(a.answer)).reduce((n, a) => n + a.count, 0);
+  const detail = `${abuse.address}: ${abuse.limited} of ${abuse.requests} requests limited, ${abuse.served} served, ${abuse.failed} failed, in ${abuse.seconds} s; the crowd: ${crowdLimited} limited`;
+  return abuse.limited > 0 && crowdLimited === 0 ? pass(name, detail) : fail(name, detail);
 }
 
 /** With bots in the crowd: each ended stopped by the bot check or refunded by the address limit; no human was. */

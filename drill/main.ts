@@ -42,6 +42,8 @@ function describeDrill(opts: DrillOptions, target: Target, sku: string): string 
   );
   return [
     `drill: ${opts.buyers} buyers for ${opts.units} units of ${sku} on ${target.describe}`,
+    `  per-address limits ${target.addressLimits}`,
+    ...(opts.abuser ? ['  and one abusive client, from an address of its own, far past those limits'] : []),
     `  hold ${opts.holdSeconds} s, arrivals over ${opts.arrivalSeconds} s, seed ${opts.seed}, ${opts.concurrency} sockets`,
     opts.room
       ? `  waiting room: ${opts.room.admitPerSecond} admitted a second, at most ${opts.room.maxActive} inside; opens ${opts.opensInSeconds} s after the product, ${(opts.early * 100).toFixed(0)} % join before`
@@ -114,6 +116,8 @@ async function main(opts: DrillOptions): Promise<number> {
       product: drop.counts,
       endedAt: drop.endedAt,
       rules: drop.rules,
+      addressLimits: target.addressLimits,
+      abuse: drop.abuse,
       measured: baseline
         ? againstBaseline(drop.measured, checkoutTimes(drop), drop.errorTimes, baselineOf(baseline, opts))
         : drop.measured,
@@ -137,6 +141,10 @@ async function main(opts: DrillOptions): Promise<number> {
         .join(', ')}`,
     );
     if (summary.rules) console.log(`rules: ${describeRules(summary.rules)}`);
+    if (summary.abuse)
+      console.log(
+        `abusive address ${summary.abuse.address}: ${JSON.stringify(summary.abuse.answers)} in ${summary.abuse.seconds} s`,
+      );
     console.log(`report: ${report}\nsummary: ${path.join(opts.out, 'summary.json')}`);
     const failed = checks.filter((c) => c.result === 'fail');
     const baselineFailed = baseline?.checks.filter((c) => c.result === 'fail') ?? [];

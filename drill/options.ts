@@ -67,6 +67,10 @@ export interface DrillOptions {
   stripeRate?: number;
   /** Writes this file when the sale is over and waits until it is deleted before checking. */
   pauseBeforeCheck?: string;
+  /** With --cluster: one client hammers the sale from one address of its own (drill/abuser.ts). */
+  abuser: boolean;
+  /** With --cluster: purchase requests and page reads one address may make a second, per API process. */
+  addressLimit: number;
   verbose: boolean;
 }
 
@@ -101,6 +105,12 @@ nothing was oversold or lost, and writes report.html and summary.json.
                           report adds the CPU each kind of process spent per sale and per refused buyer
     --apis N, --workers N the cluster's API and worker processes (default 2 each)
     --no-balancer         no HAProxy even where installed: the buyers are spread over the APIs
+    --abuser              one more client hammers the sale from an address of its own (purchases
+                          and the product's page, far past the per-address limits, which the
+                          cluster keeps on: the crowd comes from many loopback addresses); the
+                          check: it was limited, and none of the crowd was
+    --address-limit N     the cluster's per-address limits: purchase requests and page reads a
+                          second per address and API process (default 100, production's)
   --faults LIST           faults mid-drop, kind@seconds after the opening (stripe@S:D lasts D s):
                           api (kill -9 of one API), worker (kill -9 of one worker), temporal (restart),
                           stripe (the emulator failing calls and shuffling webhooks); none for none
@@ -228,6 +238,8 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv, cwd = proces
         apis: { type: 'string' },
         workers: { type: 'string' },
         'no-balancer': { type: 'boolean' },
+        abuser: { type: 'boolean' },
+        'address-limit': { type: 'string' },
         faults: { type: 'string' },
         'stripe-rate': { type: 'string' },
         'no-baseline': { type: 'boolean' },
@@ -260,10 +272,16 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv, cwd = proces
     verbose: values.verbose ?? false,
     faults: [],
     baseline: !values['no-baseline'],
+    abuser: values.abuser ?? false,
+    addressLimit: num('--address-limit', values['address-limit'], 100, { int: true, min: 1, max: 1_000_000 }),
   };
   if (values['stripe-rate'] !== undefined)
     opts.stripeRate = num('--stripe-rate', values['stripe-rate'], 0, { min: 0, max: 100_000 });
   readTopology(opts, values);
+  if ((opts.abuser || values['address-limit'] !== undefined) && !opts.cluster)
+    throw new UsageError(
+      '--abuser and --address-limit go with --cluster (the deployment whose per-address limits are on)',
+    );
   if (values.early !== undefined && !room)
     throw new UsageError('--early needs --room (a pre-queue is a room before its opening)');
   if (opts.base) {

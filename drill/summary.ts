@@ -1,6 +1,7 @@
 // The drill's figures: what was rehearsed, the headline (how many buyers it served, how fast, how
 // long the queue got, what was sold, refunded, oversold or lost), the outcome of every buyer, the
 // invariants, the latencies and the timeline. `summary.json` is this object; the report draws it.
+import type { AbuseFigures } from './abuser';
 import type { Check } from './invariants';
 import type { Measured } from './measure';
 import { BEHAVIOURS, type DrillOptions } from './options';
@@ -40,6 +41,8 @@ export interface Summary {
   startedAt: string;
   sku: string;
   target: string;
+  /** The per-address limits the APIs ran with, in words. */
+  addressLimits?: string;
   options: {
     buyers: number;
     units: number;
@@ -100,6 +103,8 @@ export interface Summary {
   stripe?: Measured['stripe'];
   /** The same crowd without faults, run first on the same deployment (--baseline). */
   baseline?: Measured['baseline'];
+  /** With --abuser: what the one abusive address was answered. */
+  abuse?: AbuseFigures;
 }
 
 /** Seconds after the opening of the first sample with every unit sold, or null. */
@@ -119,6 +124,8 @@ export function summarise(o: {
   endedAt: number;
   rules?: SaleRules;
   measured?: Measured;
+  addressLimits?: string;
+  abuse?: AbuseFigures;
 }): Summary {
   const { recorder, opts } = o;
   const buyers = recorder.buyers;
@@ -148,6 +155,7 @@ export function summarise(o: {
     startedAt: o.startedAt.toISOString(),
     sku: o.sku,
     target: o.target,
+    ...(o.addressLimits ? { addressLimits: o.addressLimits } : {}),
     options: {
       buyers: opts.buyers,
       units: opts.units,
@@ -211,6 +219,7 @@ export function summarise(o: {
     ...(o.measured?.temporalActions ? { temporalActions: o.measured.temporalActions } : {}),
     ...(o.measured?.stripe ? { stripe: o.measured.stripe } : {}),
     ...(o.measured?.baseline ? { baseline: o.measured.baseline } : {}),
+    ...(o.abuse ? { abuse: o.abuse } : {}),
   };
 }
 

@@ -7,6 +7,7 @@ import { connectTemporal, createPool, createStripe } from '../config/clients';
 import { startCluster, type Cluster } from '../dev/cluster';
 import { startLocalSystem } from '../dev/local-system';
 import type { Db } from '../store/db';
+import { crowdAddresses, loopbackAddressesWork } from './addresses';
 import type { DrillOptions } from './options';
 
 export interface Target {
@@ -23,8 +24,25 @@ export interface Target {
   temporal?: Client;
   /** With --cluster: its processes, to kill and to meter. */
   cluster?: Cluster;
+  /** Where each new connection of the crowd comes from, when the per-address limits are on for it. */
+  crowdAddress?: () => string;
+  /** The per-address limits the APIs run with, in words. */
+  addressLimits: string;
   /** Closes the clients and stops what the drill started; never throws. */
   close(): Promise<void>;
+}
+
+/**
+ * The drill's environment with every per-address limit back on: purchases and page reads at
+ * `limit` (--address-limit, production's 100 by default), any other at its default.
+ */
+function withAddressLimits(env: Record<string, string>, limit: number): Record<string, string> {
+  const rest = Object.entries(env).filter(([name]) => !/_PER_IP_PER_SECOND$/.test(name));
+  return {
+    ...Object.fromEntries(rest),
+    RATE_LIMIT_PER_IP_PER_SECOND: String(limit),
+    RATE_LIMIT_PAGES_PER_IP_PER_SECOND: String(limit),
+  };
 }
 
 export async function openTarget(
@@ -47,6 +65,7 @@ export async function openTarget(
     if (opts.base) {
       where = {
         base: opts.base,
+        addressLimits: 'as the deployment has them',
         adminToken: opts.adminToken!,
         buyerSecret: opts.buyerTokenSecret!,
         emulatorUrl: opts.emulatorUrl!,
@@ -73,13 +92,30 @@ export async function openTarget(
           o.onCrash(`${name} exited (${info.code ?? info.signal}) during the drill:\n${output}`),
       };
       if (opts.cluster) {
-        const cluster = await startCluster({ ...launch, ...opts.cluster });
+        // The production shape, limits and all, where the crowd can come from many addresses.
+        const spread = await loopbackAddressesWork();
+        if (!spread && opts.abuser)
+          throw new Error('--abuser: this machine does not route 127.0.0.0/8 to loopback (only 127.0.0.1)');
+        const apiEnv = spread ? withAddressLimits(launch.apiEnv, opts.addressLimit) : launch.apiEnv;
+        const cluster = await startCluster({ ...launch, apiEnv, ...opts.cluster });
         closers.push(() => cluster.stop());
-        where = { ...cluster, cluster, apiUrls: cluster.balancer ? [cluster.base] : cluster.apiUrls };
+        where = {
+          ...cluster,
+          cluster,
+          apiUrls: cluster.balancer ? [cluster.base] : cluster.apiUrls,
+          ...(spread ? { crowdAddress: crowdAddresses() } : {}),
+          addressLimits: spread
+            ? `on, per API process: ${opts.addressLimit} purchase requests and ${opts.addressLimit} page reads a second per address${cluster.balancer ? ', the address from the balancer’s X-Forwarded-For' : ''}; the crowd on many loopback addresses`
+            : 'off: this machine does not route 127.0.0.0/8 to loopback, so the crowd has one address',
+        };
       } else {
         const system = await startLocalSystem(launch);
         closers.push(() => system.stop());
-        where = { ...system, describe: 'the local stack (API, worker and emulator in child processes)' };
+        where = {
+          ...system,
+          describe: 'the local stack (API, worker and emulator in child processes)',
+          addressLimits: 'off (the crowd plays from one address)',
+        };
       }
     }
     const target: Target = {

@@ -115,6 +115,8 @@ export async function startSystem(
     purchaseTimeoutMs?: number;
     gateResyncMs?: number;
     rateLimits?: RateLimitConfig;
+    /** The balancers whose X-Forwarded-For the API believes (TRUSTED_PROXIES); default none. */
+    trustedProxies?: string[];
     /** How long each API instance keeps the home page's catalogue (CATALOGUE_CACHE_MS); default 1000. */
     catalogueCacheMs?: number;
     /** The API's logger (default: silent); a test that reads the access log passes its own. */
@@ -197,6 +199,7 @@ export async function startSystem(
     livemode: false,
     buyers: createBuyerVerifier({ secret: BUYER_TOKEN_SECRET }),
     ...(opts.rateLimits ? { rateLimits: createRateLimits(opts.rateLimits) } : {}),
+    ...(opts.trustedProxies ? { trustedProxies: opts.trustedProxies } : {}),
     adminToken: ADMIN_TOKEN,
     supportToken: SUPPORT_TOKEN,
     metrics: createMetrics(db, gate, { admitter }),
