@@ -71,6 +71,49 @@ test('three purchases paid with one address written three ways where maxPerAddre
   await assertInvariants(t, sys.db, sku);
 });
 
+test("the outside review's walk-arounds where maxPerAddress is 1 (ZIP+4, a soft hyphen, a Cyrillic А): each refunded", async (t) => {
+  const sku = await sys.createProduct({ stock: 4, maxPerAddress: 1, shippingCountries: ['US'] });
+  const address = {
+    line1: '350 Fifth Avenue',
+    line2: 'Apt 4',
+    city: 'New York',
+    state: 'NY',
+    postal_code: '10118',
+    country: 'US',
+  };
+  const first = await sys.buy(sku, 'addr-ivy');
+  await sys.pay(await sessionOf(sys.db, first.body.purchaseId), 'succeeded', {
+    shipping: { name: 'Ivy', address },
+    card: { fingerprint: 'fp-review-0' },
+  });
+  t.is((await sys.waitForPurchase(first.body.purchaseId, ended)).status, 'confirmed');
+  // Each on its own card and under another name, all at once.
+  const walkArounds = [
+    { ...address, postal_code: '10118-0001' },
+    { ...address, line1: '350 Fif\u00ADth Avenue' },
+    { ...address, line1: '350 Fifth \u0410venue' },
+  ];
+  const bought = [await sys.buy(sku, 'addr-jon'), await sys.buy(sku, 'addr-kim'), await sys.buy(sku, 'addr-lou')];
+  await Promise.all(
+    bought.map(async (b, i) =>
+      sys.pay(await sessionOf(sys.db, b.body.purchaseId), 'succeeded', {
+        shipping: { name: `Walker ${i}`, address: walkArounds[i] },
+        card: { fingerprint: `fp-review-${i + 1}` },
+      }),
+    ),
+  );
+  const outcomes = await Promise.all(bought.map((b) => sys.waitForPurchase(b.body.purchaseId, ended)));
+  t.deepEqual(
+    outcomes.map((o) => o.status),
+    ['refunded', 'refunded', 'refunded'],
+  );
+  for (const o of outcomes) t.regex(o.reason, /limit per address/);
+  const keys = await sys.db.query('SELECT DISTINCT address_key FROM address_claims WHERE sku = $1', [sku]);
+  t.is(keys.rows.length, 1);
+  t.like(await sys.stock(sku), { sold: 1, held: 0, available: 3 });
+  await assertInvariants(t, sys.db, sku);
+});
+
 test('another address is not held back by the limit of the first', async (t) => {
   const sku = await sys.createProduct({ stock: 3, maxPerAddress: 1, shippingCountries: ['FR'] });
   const [a, b] = [await sys.buy(sku, 'addr-dan'), await sys.buy(sku, 'addr-eve')];
