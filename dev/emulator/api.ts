@@ -270,6 +270,11 @@ function stripeRoutes(store: EmulatorStore): Router<ApiState> {
     sendJson(ctx, 200, expand(store, store.getCharge(ctx.params.id), retrieveParams(ctx)));
   });
 
+  /** The PaymentMethod of a payment attempt (`charge.payment_method`, a PaymentIntent's `payment_method`). */
+  router.get('/payment_methods/:id', (ctx) => {
+    sendJson(ctx, 200, expand(store, store.getPaymentMethod(ctx.params.id), retrieveParams(ctx)));
+  });
+
   /** Refunds a succeeded payment (events `refund.created`, and `charge.refunded` once the refund succeeds). */
   router.post('/refunds', (ctx) => {
     const params = reader(ctx);

@@ -3,13 +3,12 @@ import type Koa from 'koa';
 
 import { BodyTooLargeError, optionalBoolean, optionalInteger, readJson } from './body';
 import { moneyControlRoutes } from './control-money';
+import { payControlRoute } from './control-pay';
 import { Problem } from './errors';
 import type { FaultInjector, FaultSpec } from './faults';
 import type { IdempotencyStore } from './idempotency';
 import type { RateLimiter } from './rate-limit';
-import { CHARGING_OUTCOMES, type PayOptions } from './payments';
-import { readShipping } from './shipping';
-import { type EmulatorStore, PAY_OUTCOMES, type PayOutcome } from './store';
+import type { EmulatorStore } from './store';
 import type { WebhookDispatcher, WebhookSettings } from './webhooks';
 
 export interface ControlDeps {
@@ -54,36 +53,7 @@ export function controlRoutes(deps: ControlDeps): Router {
     ctx.body = { ok: true, url: deps.url() };
   });
 
-  /**
-   * The buyer's outcome for a session: `succeeded`, `declined`, `async_pending`, then `async_succeeded` or
-   * `async_failed`. Sends the events Stripe would send. `force: true` lets `succeeded` complete an expired
-   * session, simulating a payment that raced the expiry. `card: {fingerprint}` names the buyer's card.
-   */
-  router.post('/sessions/:id/pay', async (ctx) => {
-    const body = await readJson(ctx);
-    const outcome = body.outcome;
-    if (typeof outcome !== 'string' || !(PAY_OUTCOMES as readonly string[]).includes(outcome)) {
-      throw new Problem(400, 'invalid_outcome', `outcome must be one of ${PAY_OUTCOMES.join(', ')}.`);
-    }
-    const force = optionalBoolean(body, 'force') ?? false;
-    if (force && outcome !== 'succeeded') {
-      throw new Problem(400, 'invalid_force', 'force applies only to outcome succeeded.');
-    }
-    const options: PayOptions = { force };
-    if (body.card !== undefined) {
-      if (!CHARGING_OUTCOMES.includes(outcome as PayOutcome)) {
-        throw new Problem(400, 'invalid_card', `card applies only to outcomes ${CHARGING_OUTCOMES.join(', ')}.`);
-      }
-      options.card = readCard(body.card);
-    }
-    if (body.shipping !== undefined) {
-      if (outcome !== 'succeeded' && outcome !== 'async_pending') {
-        throw new Problem(400, 'invalid_shipping', 'shipping applies only to outcomes succeeded and async_pending.');
-      }
-      options.shipping = readShipping(body.shipping);
-    }
-    ctx.body = store.pay(ctx.params.id, outcome as PayOutcome, options);
-  });
+  payControlRoute(router, store);
 
   /** The session lapses now, as if its `expires_at` had passed (event `checkout.session.expired`). */
   router.post('/sessions/:id/lapse', (ctx) => {
@@ -210,20 +180,4 @@ export function controlRoutes(deps: ControlDeps): Router {
   });
 
   return router;
-}
-
-function readCard(value: unknown): NonNullable<PayOptions['card']> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new Problem(400, 'invalid_card', 'card must be an object such as {"fingerprint": "Xt5EWLLDS7FJjR1c"}.');
-  }
-  const card = value as Record<string, unknown>;
-  const unknown = Object.keys(card).filter((key) => key !== 'fingerprint');
-  if (unknown.length > 0) {
-    throw new Problem(400, 'invalid_card', `card accepts only fingerprint, not ${unknown.join(', ')}.`);
-  }
-  if (card.fingerprint === undefined || card.fingerprint === null) return {};
-  if (typeof card.fingerprint !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(card.fingerprint)) {
-    throw new Problem(400, 'invalid_card', 'card.fingerprint must be 1 to 64 letters, digits, _ or -.');
-  }
-  return { fingerprint: card.fingerprint };
 }

@@ -115,8 +115,10 @@ export class Disputes {
 
   private open(charge: Charge, reason: DisputeReason): Dispute {
     const created = this.account.nowSeconds();
-    const networkReasonCode = VISA_REASON_CODES[reason] ?? null;
-    const card = charge.payment_method_details.card;
+    const details = charge.payment_method_details;
+    // A bank debit or Link payment is no card network's: no Visa code and no card details.
+    const card = details.type === 'card' ? details.card : null;
+    const networkReasonCode = card ? (VISA_REASON_CODES[reason] ?? null) : null;
     const dispute: Dispute = {
       id: newId.dispute(),
       object: 'dispute',
@@ -141,15 +143,19 @@ export class Disputes {
       metadata: {},
       network_reason_code: networkReasonCode,
       payment_intent: typeof charge.payment_intent === 'string' ? charge.payment_intent : charge.payment_intent.id,
-      payment_method_details: {
-        card: {
-          brand: card.brand,
-          case_type: 'chargeback',
-          network: card.network,
-          network_reason_code: networkReasonCode,
-        },
-        type: 'card',
-      },
+      ...(card
+        ? {
+            payment_method_details: {
+              card: {
+                brand: card.brand,
+                case_type: 'chargeback' as const,
+                network: card.network,
+                network_reason_code: networkReasonCode,
+              },
+              type: 'card' as const,
+            },
+          }
+        : {}),
       reason,
       status: 'needs_response',
     };

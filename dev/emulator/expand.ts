@@ -37,10 +37,14 @@ function resolveReference(
 ): StripeObject | null | undefined {
   const fields: Record<StripeObject['object'], Record<string, (id: string) => StripeObject>> = {
     'checkout.session': { payment_intent: (id) => store.getPaymentIntent(id) },
-    payment_intent: { latest_charge: (id) => store.getCharge(id) },
+    payment_intent: {
+      latest_charge: (id) => store.getCharge(id),
+      payment_method: (id) => store.getPaymentMethod(id),
+    },
     charge: { payment_intent: (id) => store.getPaymentIntent(id) },
     refund: { charge: (id) => store.getCharge(id), payment_intent: (id) => store.getPaymentIntent(id) },
     dispute: { charge: (id) => store.getCharge(id), payment_intent: (id) => store.getPaymentIntent(id) },
+    payment_method: {},
   };
   const resolve = fields[object.object][field];
   if (!resolve) return undefined;

@@ -18,6 +18,7 @@ export const newId = {
   dispute: (): string => `dp_${randomToken(24)}`,
   event: (): string => `evt_${randomToken(24)}`,
   paymentMethod: (): string => `pm_${randomToken(24)}`,
+  mandate: (): string => `mandate_${randomToken(24)}`,
   request: (): string => `req_${randomToken(14)}`,
   clientSecret: (paymentIntentId: string): string => `${paymentIntentId}_secret_${randomToken(25)}`,
 };

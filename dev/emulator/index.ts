@@ -17,6 +17,7 @@ import { EmulatorStore } from './store';
 import { WebhookDispatcher } from './webhooks';
 
 export { signWebhookPayload } from './webhooks';
+export type { PayControlExtras } from './control-pay';
 
 export interface EmulatorOptions {
   /** 0 picks a free port; main.ts defaults to 12111. */

@@ -1,6 +1,7 @@
 import { StripeApiError, invalidParam, resourceMissing } from './errors';
 import type { RefundReason } from './objects';
 import type { ParamReader } from './params';
+import { readSessionMethodParams } from './payment-methods';
 import { readShippingCollection } from './shipping';
 import type { LineItemInput, RefundInput, SessionInput } from './store';
 
@@ -120,6 +121,7 @@ export function readSessionParams(params: ParamReader): SessionInput {
       receiptEmail: intentData?.string('receipt_email', { maxLength: 800 }) ?? null,
     },
     shippingCountries: readShippingCollection(params),
+    paymentMethods: readSessionMethodParams(params),
   };
 }
 

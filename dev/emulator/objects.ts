@@ -1,4 +1,7 @@
+import type { PaymentMethod, PaymentMethodDetails } from './method-details';
 import type { ShippingDetails } from './shipping';
+
+export type { PaymentMethod } from './method-details';
 
 /**
  * The Stripe objects the emulator serves, typed as the subset of fields it fills in. Field names and
@@ -38,6 +41,8 @@ export interface CheckoutSession {
   object: 'checkout.session';
   after_expiration: null;
   allow_promotion_codes: null;
+  /** `allowed_payment_method_types` as created: a filter on the methods the account offers. */
+  allowed_payment_method_types: string[] | null;
   amount_subtotal: number;
   amount_total: number;
   automatic_tax: { enabled: false; liability: null; status: null };
@@ -66,6 +71,8 @@ export interface CheckoutSession {
   customer_creation: 'if_required';
   customer_details: { email: string | null; name: string | null; phone: null; tax_exempt: 'none'; tax_ids: [] } | null;
   customer_email: string | null;
+  /** Present when the session was created with `excluded_payment_method_types`. */
+  excluded_payment_method_types?: string[];
   expires_at: number;
   invoice: null;
   invoice_creation: { enabled: false; invoice_data: null };
@@ -151,29 +158,6 @@ export interface PaymentIntent {
   transfer_group: null;
 }
 
-/** What the buyer's card looked like; `fingerprint` is the same for the same card number. */
-export interface CardDetails {
-  amount_authorized: number | null;
-  authorization_code: string | null;
-  brand: string;
-  checks: { address_line1_check: null; address_postal_code_check: null; cvc_check: 'pass' | 'fail' };
-  country: string;
-  electronic_commerce_indicator: null;
-  exp_month: number;
-  exp_year: number;
-  fingerprint: string;
-  funding: 'credit' | 'debit';
-  installments: null;
-  last4: string;
-  mandate: null;
-  network: string;
-  network_transaction_id: string | null;
-  regulated_status: 'unregulated';
-  three_d_secure: null;
-  transaction_link_id: null;
-  wallet: null;
-}
-
 export interface Charge {
   id: string;
   object: 'charge';
@@ -213,7 +197,7 @@ export interface Charge {
   paid: boolean;
   payment_intent: string | PaymentIntent;
   payment_method: string;
-  payment_method_details: { card: CardDetails; type: 'card' };
+  payment_method_details: PaymentMethodDetails;
   receipt_email: string | null;
   receipt_number: null;
   receipt_url: string | null;
@@ -256,14 +240,17 @@ export interface Refund {
   currency: string;
   customer: null;
   customer_account: null;
-  destination_details: {
-    card: {
-      reference_status: 'pending' | 'available' | 'unavailable';
-      reference_type: 'acquirer_reference_number';
-      type: 'refund' | 'reversal';
-    };
-    type: 'card';
-  };
+  /** Where the money goes back: a card's has its reference; other methods tell only their type. */
+  destination_details:
+    | {
+        card: {
+          reference_status: 'pending' | 'available' | 'unavailable';
+          reference_type: 'acquirer_reference_number';
+          type: 'refund' | 'reversal';
+        };
+        type: 'card';
+      }
+    | { type: Exclude<PaymentMethodDetails['type'], 'card'> };
   /** Present once the refund failed. */
   failure_reason?: RefundFailureReason;
   metadata: Metadata;
@@ -351,7 +338,8 @@ export interface Dispute {
   metadata: Metadata;
   network_reason_code: string | null;
   payment_intent: string | PaymentIntent | null;
-  payment_method_details: {
+  /** Only for a card payment: Stripe's dispute details know no bank debit or Link. */
+  payment_method_details?: {
     card: { brand: string; case_type: 'chargeback'; network: string; network_reason_code: string | null };
     type: 'card';
   };
@@ -374,7 +362,7 @@ export type EventType =
   | 'charge.dispute.closed'
   | 'charge.dispute.funds_reinstated';
 
-export type StripeObject = CheckoutSession | PaymentIntent | Charge | Refund | Dispute;
+export type StripeObject = CheckoutSession | PaymentIntent | Charge | Refund | Dispute | PaymentMethod;
 
 export interface StripeEvent {
   id: string;

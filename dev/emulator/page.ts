@@ -4,6 +4,7 @@ import type Koa from 'koa';
 import { readText } from './body';
 import { Problem } from './errors';
 import type { CheckoutSession, LineItem } from './objects';
+import { DELAYED_TYPES, type PaymentMethodType, isPaymentMethodType } from './payment-methods';
 import { readShippingForm, shippingFields } from './shipping';
 import { type EmulatorStore, PAY_OUTCOMES, type PayOutcome, formatMoney } from './store';
 
@@ -33,12 +34,17 @@ export function checkoutPageRoutes(store: EmulatorStore): Router {
       renderHtml(ctx, 400, layout('Checkout', `<p class="banner error">Unknown outcome ${escapeHtml(outcome)}.</p>`));
       return;
     }
+    // The bank debit and Link buttons name their method in their formaction; the others pay by card.
+    const method = isPaymentMethodType(ctx.query.method) ? ctx.query.method : undefined;
     let session: CheckoutSession;
     try {
       // The address the buyer typed goes with a payment that completes the session (a decline keeps it open).
       const completes = outcome === 'succeeded' || outcome === 'async_pending';
       const shipping = completes ? (readShippingForm(form) ?? undefined) : undefined;
-      session = store.pay(id, outcome as PayOutcome, shipping ? { shipping } : {});
+      session = store.pay(id, outcome as PayOutcome, {
+        ...(shipping ? { shipping } : {}),
+        ...(method ? { paymentMethod: { type: method } } : {}),
+      });
     } catch (error) {
       if (!(error instanceof Problem)) throw error;
       const existing = store.findSession(id);
@@ -127,9 +133,31 @@ function payPanel(store: EmulatorStore, session: CheckoutSession, total: string,
       ${session.custom_text.submit ? `<p id="submit-message">${escapeHtml(session.custom_text.submit.message)}</p>` : ''}
       <button type="submit" name="outcome" value="succeeded" id="pay" class="primary">Pay ${escapeHtml(total)}</button>
       <button type="submit" name="outcome" value="declined" id="decline" class="secondary" formnovalidate>Decline (card declined)</button>
-      <button type="submit" name="outcome" value="async_pending" id="pay-async" class="secondary">Pay by bank debit (settles later)</button>
+      ${otherMethodButtons(session, action)}
     </form>
     <p class="muted" id="expires">This session expires at ${escapeHtml(expiresAt.toUTCString())} (in about ${minutes} min).</p>`;
+}
+
+const DEBIT_NAMES: Partial<Record<PaymentMethodType, string>> = {
+  sepa_debit: 'SEPA Direct Debit',
+  bacs_debit: 'Bacs Direct Debit',
+  us_bank_account: 'US bank account (ACH)',
+};
+
+/**
+ * Link, and the bank debit the session offers in its currency; a session that offers none keeps the
+ * delayed card payment the page had before bank debits existed.
+ */
+function otherMethodButtons(session: CheckoutSession, action: string): string {
+  const offered = session.payment_method_types;
+  const debit = DELAYED_TYPES.find((type) => offered.includes(type));
+  const link = offered.includes('link')
+    ? `<button type="submit" name="outcome" value="succeeded" id="pay-link" class="secondary" formaction="${action}?method=link">Pay with Link</button>`
+    : '';
+  const delayed = debit
+    ? `<button type="submit" name="outcome" value="async_pending" id="pay-async" class="secondary" formaction="${action}?method=${debit}">Pay by ${escapeHtml(DEBIT_NAMES[debit] ?? debit)} (settles later)</button>`
+    : '<button type="submit" name="outcome" value="async_pending" id="pay-async" class="secondary">Pay by card, settling later</button>';
+  return link + delayed;
 }
 
 function successLink(session: CheckoutSession): string {

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
-
+import { approvedOutcome, declinedOutcome, newCharge } from './charges';
 import { Problem } from './errors';
 import { newId } from './ids';
-import type { CardDetails, Charge, CheckoutSession, PaymentIntent } from './objects';
+import type { Charge, CheckoutSession, PaymentIntent } from './objects';
+import { type BuyerMethod, type PaymentMethodChoice, buyerMethod } from './payment-methods';
 import type { Sessions } from './sessions';
 import { collectShipping, requireShipping, type ShippingDetails } from './shipping';
 import { type Account, NO_REQUEST } from './state';
@@ -16,8 +16,11 @@ export const CHARGING_OUTCOMES: readonly PayOutcome[] = ['succeeded', 'declined'
 export interface PayOptions {
   /** Lets `succeeded` complete a session that already expired (a payment that raced the expiry). */
   force?: boolean;
-  /** The card the buyer pays with; by default a card of this session's own, the same on every try. */
-  card?: { fingerprint?: string };
+  /**
+   * What the buyer pays with (payment-methods.ts); by default a card of this session's own, the same
+   * on every try. It must be one the session offers, and a bank debit only pays `async_pending`.
+   */
+  paymentMethod?: PaymentMethodChoice;
   /** Where to ship: needed to complete a session that collects an address (shipping.ts). */
   shipping?: ShippingDetails;
 }
@@ -34,22 +37,23 @@ export class Payments {
 
   pay(id: string, outcome: PayOutcome, options: PayOptions = {}): CheckoutSession {
     const session = this.sessions.requireForAction(id);
-    const card = (): CardDetails => cardDetails(options.card?.fingerprint ?? defaultFingerprint(session.id));
     switch (outcome) {
       case 'succeeded': {
         this.requirePayable(session, options.force === true);
         requireShipping(session, options.shipping);
+        const method = buyerMethod(session, outcome, options.paymentMethod);
         const intent = this.ensureIntent(session);
-        const charge = this.newCharge(intent, 'succeeded', card());
+        const charge = newCharge(this.account, intent, 'succeeded', method);
         settleIntent(intent, charge);
-        this.complete(session, 'paid', options.shipping);
+        this.complete(session, 'paid', method, options.shipping);
         this.account.emit('checkout.session.completed', session, NO_REQUEST);
         return session;
       }
       case 'declined': {
         this.requirePayable(session, false);
+        const method = buyerMethod(session, outcome, options.paymentMethod);
         const intent = this.ensureIntent(session);
-        const charge = this.newCharge(intent, 'failed', card());
+        const charge = newCharge(this.account, intent, 'failed', method);
         failIntent(intent, charge, {
           code: 'card_declined',
           decline_code: 'generic_decline',
@@ -61,14 +65,16 @@ export class Payments {
       case 'async_pending': {
         this.requirePayable(session, false);
         requireShipping(session, options.shipping);
+        const method = buyerMethod(session, outcome, options.paymentMethod);
         const intent = this.ensureIntent(session);
-        const charge = this.newCharge(intent, 'pending', card());
+        const charge = newCharge(this.account, intent, 'pending', method);
         intent.status = 'processing';
-        intent.processing = { type: 'card' };
+        // Stripe's `processing` hash describes only cards (its type is `card` or nothing).
+        intent.processing = method.type === 'card' ? { type: 'card' } : null;
         intent.last_payment_error = null;
         intent.latest_charge = charge.id;
         intent.payment_method = charge.payment_method;
-        this.complete(session, 'unpaid', options.shipping);
+        this.complete(session, 'unpaid', method, options.shipping);
         this.account.emit('checkout.session.completed', session, NO_REQUEST);
         return session;
       }
@@ -127,13 +133,18 @@ export class Payments {
     return intent;
   }
 
-  private complete(session: CheckoutSession, paymentStatus: 'paid' | 'unpaid', shipping?: ShippingDetails): void {
+  private complete(
+    session: CheckoutSession,
+    paymentStatus: 'paid' | 'unpaid',
+    method: BuyerMethod,
+    shipping?: ShippingDetails,
+  ): void {
     collectShipping(session, shipping);
     session.status = 'complete';
     session.payment_status = paymentStatus;
     session.url = null;
     session.customer_details = {
-      email: session.customer_email ?? 'buyer@example.com',
+      email: method.email,
       name: 'Test Buyer',
       phone: null,
       tax_exempt: 'none',
@@ -172,7 +183,8 @@ export class Payments {
       next_action: null,
       on_behalf_of: null,
       payment_method: null,
-      payment_method_types: ['card'],
+      // Checkout's PaymentIntent accepts what its session offers: a retry may use another method.
+      payment_method_types: [...session.payment_method_types],
       processing: null,
       receipt_email: data?.receiptEmail ?? null,
       review: null,
@@ -188,64 +200,6 @@ export class Payments {
     this.account.intents.set(id, intent);
     session.payment_intent = id;
     return intent;
-  }
-
-  private newCharge(intent: PaymentIntent, status: Charge['status'], card: CardDetails): Charge {
-    const failed = status === 'failed';
-    const succeeded = status === 'succeeded';
-    const charge: Charge = {
-      id: newId.charge(),
-      object: 'charge',
-      amount: intent.amount,
-      amount_captured: succeeded ? intent.amount : 0,
-      amount_refunded: 0,
-      application: null,
-      application_fee: null,
-      application_fee_amount: null,
-      balance_transaction: null,
-      billing_details: { address: null, email: null, name: 'Test Buyer', phone: null, tax_id: null },
-      calculated_statement_descriptor: 'FLASH SALE EMULATOR',
-      captured: succeeded,
-      created: this.account.nowSeconds(),
-      currency: intent.currency,
-      customer: null,
-      description: intent.description,
-      disputed: false,
-      failure_balance_transaction: null,
-      failure_code: failed ? 'card_declined' : null,
-      failure_message: failed ? 'Your card was declined.' : null,
-      fraud_details: {},
-      livemode: false,
-      metadata: { ...intent.metadata },
-      on_behalf_of: null,
-      outcome: failed ? declinedOutcome('generic_decline') : approvedOutcome(),
-      paid: succeeded,
-      payment_intent: intent.id,
-      payment_method: newId.paymentMethod(),
-      payment_method_details: {
-        card: {
-          ...card,
-          amount_authorized: failed ? null : intent.amount,
-          authorization_code: failed ? null : '123456',
-        },
-        type: 'card',
-      },
-      receipt_email: intent.receipt_email,
-      receipt_number: null,
-      receipt_url: null,
-      refunded: false,
-      review: null,
-      shipping: null,
-      source: null,
-      source_transfer: null,
-      statement_descriptor: null,
-      statement_descriptor_suffix: null,
-      status,
-      transfer_data: null,
-      transfer_group: null,
-    };
-    this.account.charges.set(charge.id, charge);
-    return charge;
   }
 }
 
@@ -274,67 +228,6 @@ function failIntent(
     ...error,
     charge: charge.id,
     doc_url: `https://stripe.com/docs/error-codes/${error.code.replace(/_/g, '-')}`,
-    payment_method_type: 'card',
-  };
-}
-
-/** Stripe fingerprints are 16 alphanumerics; the default is derived from the session, so it is stable. */
-export function defaultFingerprint(sessionId: string): string {
-  return createHash('sha256')
-    .update(`card:${sessionId}`)
-    .digest('base64')
-    .replace(/[^A-Za-z0-9]/g, '')
-    .slice(0, 16);
-}
-
-function cardDetails(fingerprint: string): CardDetails {
-  return {
-    amount_authorized: null,
-    authorization_code: null,
-    brand: 'visa',
-    checks: { address_line1_check: null, address_postal_code_check: null, cvc_check: 'pass' },
-    country: 'US',
-    electronic_commerce_indicator: null,
-    exp_month: 12,
-    exp_year: 2034,
-    fingerprint,
-    funding: 'credit',
-    installments: null,
-    last4: '4242',
-    mandate: null,
-    network: 'visa',
-    network_transaction_id: null,
-    regulated_status: 'unregulated',
-    three_d_secure: null,
-    transaction_link_id: null,
-    wallet: null,
-  };
-}
-
-function approvedOutcome(): Charge['outcome'] {
-  return {
-    advice_code: null,
-    network_advice_code: null,
-    network_decline_code: null,
-    network_status: 'approved_by_network',
-    reason: null,
-    risk_level: 'normal',
-    risk_score: 20,
-    seller_message: 'Payment complete.',
-    type: 'authorized',
-  };
-}
-
-function declinedOutcome(reason: string): Charge['outcome'] {
-  return {
-    advice_code: null,
-    network_advice_code: null,
-    network_decline_code: null,
-    network_status: 'declined_by_network',
-    reason,
-    risk_level: 'normal',
-    risk_score: 20,
-    seller_message: 'The bank did not return any further details with this decline.',
-    type: 'issuer_declined',
+    payment_method_type: charge.payment_method_details.type,
   };
 }

@@ -73,10 +73,13 @@ export class Refunds {
       currency: charge.currency,
       customer: null,
       customer_account: null,
-      destination_details: {
-        card: { reference_status: 'pending', reference_type: 'acquirer_reference_number', type: 'refund' },
-        type: 'card',
-      },
+      destination_details:
+        charge.payment_method_details.type === 'card'
+          ? {
+              card: { reference_status: 'pending', reference_type: 'acquirer_reference_number', type: 'refund' },
+              type: 'card',
+            }
+          : { type: charge.payment_method_details.type },
       metadata: input.metadata,
       payment_intent: charge.payment_intent,
       payment_method: charge.payment_method,
@@ -161,7 +164,7 @@ export class Refunds {
     refund.status = 'failed';
     refund.failure_reason = failureReason;
     delete refund.pending_reason;
-    refund.destination_details.card.reference_status = 'unavailable';
+    if ('card' in refund.destination_details) refund.destination_details.card.reference_status = 'unavailable';
     charge.amount_refunded = Math.max(0, charge.amount_refunded - refund.amount);
     charge.refunded = charge.amount_refunded >= charge.amount;
     this.account.emit('refund.updated', refund, NO_REQUEST, previous);

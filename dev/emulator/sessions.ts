@@ -1,6 +1,7 @@
 import { Problem, invalidParam, invalidRequest, resourceMissing } from './errors';
 import { newId, randomToken } from './ids';
 import type { CheckoutSession, LineItem, Metadata } from './objects';
+import { type SessionMethodParams, sessionPaymentMethodTypes } from './payment-methods';
 import { type Account, NO_REQUEST, type PendingIntentData, type RequestRef } from './state';
 
 export interface LineItemInput {
@@ -25,6 +26,8 @@ export interface SessionInput {
   paymentIntentData: PendingIntentData;
   /** `shipping_address_collection.allowed_countries`: the buyer gives an address in one of these; null: none asked. */
   shippingCountries: string[] | null;
+  /** `payment_method_types`, `allowed_payment_method_types`, `excluded_payment_method_types`. */
+  paymentMethods: SessionMethodParams;
 }
 
 const MIN_EXPIRY_SECONDS = 30 * 60;
@@ -62,6 +65,9 @@ export class Sessions {
       }
     });
 
+    const methodTypes = sessionPaymentMethodTypes(currency, input.paymentMethods);
+    const { allowed, excluded } = input.paymentMethods;
+
     const id = newId.checkoutSession();
     const lineItems: LineItem[] = input.lineItems.map((item) => ({
       id: `li_${randomToken(24)}`,
@@ -91,6 +97,7 @@ export class Sessions {
       object: 'checkout.session',
       after_expiration: null,
       allow_promotion_codes: null,
+      allowed_payment_method_types: allowed,
       amount_subtotal: amount,
       amount_total: amount,
       automatic_tax: { enabled: false, liability: null, status: null },
@@ -114,6 +121,7 @@ export class Sessions {
       customer_creation: 'if_required',
       customer_details: null,
       customer_email: input.customerEmail,
+      ...(excluded ? { excluded_payment_method_types: excluded } : {}),
       expires_at: expiresAt,
       invoice: null,
       invoice_creation: { enabled: false, invoice_data: null },
@@ -124,7 +132,7 @@ export class Sessions {
       payment_intent: null,
       payment_link: null,
       payment_method_collection: 'if_required',
-      payment_method_types: ['card'],
+      payment_method_types: methodTypes,
       payment_status: 'unpaid',
       recovered_from: null,
       setup_intent: null,

@@ -8,6 +8,7 @@ import type {
   LineItem,
   Metadata,
   PaymentIntent,
+  PaymentMethod,
   Refund,
   RefundStatus,
   StripeEvent,
@@ -54,6 +55,8 @@ export interface AccountSnapshot {
   pendingIntentData: Array<[string, PendingIntentData]>;
   intents: PaymentIntent[];
   charges: Charge[];
+  /** Absent from files written before the emulator kept PaymentMethods. */
+  paymentMethods?: PaymentMethod[];
   refunds: Refund[];
   disputes: Dispute[];
   events: StripeEvent[];
@@ -69,6 +72,7 @@ export class Account {
   readonly openSessions = new Set<string>();
   readonly intents = new Map<string, PaymentIntent>();
   readonly charges = new Map<string, Charge>();
+  readonly paymentMethods = new Map<string, PaymentMethod>();
   readonly refunds = new Map<string, Refund>();
   readonly disputes = new Map<string, Dispute>();
   /** Line items are only part of a session when expanded, as in Stripe. */
@@ -92,6 +96,7 @@ export class Account {
       this.sessions,
       this.intents,
       this.charges,
+      this.paymentMethods,
       this.refunds,
       this.disputes,
       this.lineItems,
@@ -112,6 +117,7 @@ export class Account {
       pendingIntentData: [...this.pendingIntentData.entries()],
       intents: [...this.intents.values()],
       charges: [...this.charges.values()],
+      paymentMethods: [...this.paymentMethods.values()],
       refunds: [...this.refunds.values()],
       disputes: [...this.disputes.values()],
       events: this.events,
@@ -128,6 +134,7 @@ export class Account {
     byId(this.sessions, snapshot.sessions);
     byId(this.intents, snapshot.intents);
     byId(this.charges, snapshot.charges);
+    byId(this.paymentMethods, snapshot.paymentMethods);
     byId(this.refunds, snapshot.refunds);
     byId(this.disputes, snapshot.disputes);
     for (const [id, items] of snapshot.lineItems ?? []) this.lineItems.set(id, items);
@@ -150,6 +157,12 @@ export class Account {
     const charge = this.charges.get(id);
     if (!charge) throw resourceMissing('charge', id, param);
     return charge;
+  }
+
+  getPaymentMethod(id: string, param = 'id'): PaymentMethod {
+    const method = this.paymentMethods.get(id);
+    if (!method) throw resourceMissing('payment_method', id, param);
+    return method;
   }
 
   intentOf(session: CheckoutSession): PaymentIntent | undefined {

@@ -1,5 +1,5 @@
 import { Disputes } from './disputes';
-import type { Charge, CheckoutSession, LineItem, PaymentIntent, Refund, StripeEvent } from './objects';
+import type { Charge, CheckoutSession, LineItem, PaymentIntent, PaymentMethod, Refund, StripeEvent } from './objects';
 import { type PayOptions, type PayOutcome, Payments } from './payments';
 import { type RefundInput, Refunds } from './refunds';
 import { type SessionInput, Sessions } from './sessions';
@@ -101,6 +101,10 @@ export class EmulatorStore {
 
   getCharge(id: string, param = 'id'): Charge {
     return this.account.getCharge(id, param);
+  }
+
+  getPaymentMethod(id: string, param = 'id'): PaymentMethod {
+    return this.account.getPaymentMethod(id, param);
   }
 
   createRefund(input: RefundInput, request: RequestRef): Refund {

@@ -16,7 +16,7 @@ import { BotCheck, type BotCheckOptions } from '../../api/bot-check';
 import { createMetrics } from '../../api/metrics';
 import { CatalogueCache } from '../../api/catalogue-view';
 import { createRateLimits, type RateLimitConfig } from '../../api/rate-limits';
-import { startEmulator, type Emulator } from '../../dev/emulator';
+import { startEmulator, type Emulator, type PayControlExtras } from '../../dev/emulator';
 import type { RateLimitSettings } from '../../dev/emulator/rate-limit';
 import { createBuyerVerifier } from '../../config/buyer-tokens';
 import { createRoomTokens } from '../../config/room-tokens';
@@ -96,7 +96,7 @@ export interface System {
   purchase(purchaseId: string): Promise<{ status: number; body: any; headers: Headers }>;
   /** The body of GET /v1/products/:sku: the stock as a buyer sees it. */
   stock(sku: string): Promise<any>;
-  pay(sessionId: string, outcome: string, extra?: Record<string, unknown>): Promise<{ status: number; body: any }>;
+  pay(sessionId: string, outcome: string, extra?: PayControlExtras): Promise<{ status: number; body: any }>;
   /** Waits until the purchase record satisfies `pred` (polling), or fails with the last record seen. */
   waitForPurchase(purchaseId: string, pred: (p: any) => boolean, timeoutMs?: number): Promise<any>;
   close(): Promise<void>;
