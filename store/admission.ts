@@ -17,7 +17,7 @@ export type Admission =
   | { outcome: 'refused'; reason: 'product_not_found' | 'limit_exceeded'; detail: string }
   /** Before the product's opening: nothing written. */
   | { outcome: 'not_open'; detail: string; opensAt: Date }
-  /** This buyer already holds the SKU (the hold `heldBy`): nothing written. */
+  /** This buyer already holds the SKU, or waits in the checkout line for it (the purchase `heldBy`): nothing written. */
   | { outcome: 'hold_exists'; heldBy: string; detail: string }
   /** No unit can be had now. `final`: nothing is held or in flight, nothing can come back. */
   | { outcome: 'sold_out'; detail: string; final: boolean; retryAt?: Date }

@@ -20,16 +20,18 @@ const WAITING_FOR = "interval '1 minute'";
  * not have come yet, or its saga is taking the hold and opening the session.
  */
 export const waitingInLine = (p: string): string =>
-  `(${p}.status = 'holding' AND coalesce(${p}.checkout_at, ${p}.created_at) > now() - ${WAITING_FOR})`;
+  `(${p}.status = 'holding' AND (${p}.checkout_at > now() - ${WAITING_FOR}
+     OR (${p}.checkout_at IS NULL AND ${p}.created_at > now() - ${WAITING_FOR})))`;
 
 /**
  * The slot of a new purchase's checkout (when its saga should start), kept on the purchase
  * (`checkout_at`: its place in the line). One statement, for winners only; a purchase that already
- * has a slot keeps it (a retry takes no second one).
+ * has a slot keeps it (a retry takes no second one). Its row is locked first: retries of one key at
+ * once wait for the first, then read the slot it kept (unlocked, each read none and took one).
  */
 export async function takeCheckoutSlot(db: Db, purchaseId: string, perSecond: number): Promise<Date> {
   const { rows } = await db.query<{ slot: Date }>(
-    `WITH mine AS (SELECT checkout_at FROM purchases WHERE purchase_id = $1),
+    `WITH mine AS (SELECT checkout_at FROM purchases WHERE purchase_id = $1 FOR UPDATE),
           taken AS (
             UPDATE checkout_pace SET next_at = greatest(next_at, now()) + make_interval(secs => 1.0 / $2::float8)
              WHERE pace_id = 1 AND NOT EXISTS (SELECT 1 FROM mine WHERE checkout_at IS NOT NULL)

@@ -262,7 +262,7 @@ export async function patchRoom(db: Db, sku: string, p: RoomPatch): Promise<Room
 }
 
 /**
- * The statement fragment that spends an admission when a purchase is recorded (store/purchases.ts):
+ * The statement fragment that spends an admission when a purchase is recorded (store/open-purchase.ts):
  * the ticket must be admitted, inside its session, not yet spent on another purchase. `$n` are the
  * ticket id, SKU, buyer and purchase id parameters.
  */
