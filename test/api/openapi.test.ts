@@ -48,6 +48,7 @@ function placeholderDeps(): ApiDeps {
         token === 'openapi-alice' ? Promise.resolve('alice') : Promise.reject(new BadBuyerToken('unknown token')),
     },
     rateLimits: undefined,
+    trustedProxies: [],
     taskQueue: 'openapi-test',
     purchaseTimeoutMs: 1000,
     lifecycle: { draining: false },
