@@ -25,7 +25,7 @@ const sideEffectModules = [
 const BUILTIN = `node:.*|(?:${anyOf(nodeBuiltins)})(?:/.*)?`;
 const SIDE_EFFECT = `(?:${anyOf(sideEffectModules)})(?:/.*)?`;
 const ACTIVITIES = String.raw`\.\./activities(?:/.*)?`;
-const ALLOWED = String.raw`@temporalio/(?:workflow|common)(?:/.*)?|\./.*|\.\./vocabulary`;
+const ALLOWED = String.raw`@temporalio/(?:workflow|common)(?:/.*)?|\./.*|\.\./vocabulary(?:/[a-z-]+)?`;
 
 /** A project folder, from any depth below another top-level folder (`../store`, `../../store/holds`). */
 const folder = (...names) => `^(?:\\.\\./)+(?:${names.join('|')})(?:/.*)?$`;

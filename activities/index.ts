@@ -8,9 +8,11 @@ import { getProduct, termsOf } from '../store/products';
 import { claimAddress } from '../store/addresses';
 import { claimCard, type CardClaim } from '../store/cards';
 import * as payments from '../store/payments';
+import * as rules from '../store/rules';
+import type { RuleRefusal } from '../vocabulary/rules';
 import * as purchases from '../store/purchases';
 import { CHECKOUT_ATTEMPTS_ON_FAULTS, sessionExpiry } from './checkout-session';
-import { createShippingSteps } from './shipping';
+import { createPaymentEvidenceSteps } from './payment-evidence';
 import { createStrayGuard } from './stray-guard';
 import {
   createStripeSteps,
@@ -66,7 +68,7 @@ export function createStripeActivities(deps: ActivityDeps) {
   const strayGuard = createStrayGuard(deps);
   return {
     ...stripeSteps,
-    ...createShippingSteps(deps),
+    ...createPaymentEvidenceSteps(deps),
 
     /**
      * Refunds a payment in full (stripe.ts). A stray payment's money is refunded only once Stripe's
@@ -228,7 +230,16 @@ export function createStoreActivities(deps: ActivityDeps) {
       await purchases.recordPurchase(db, purchaseId, patch);
     },
 
-    /** Counts a paid purchase against its card's limit for the SKU, once (`card_claims`). */
+    /**
+     * Asks the purchase rules (store/rules/) whether a paid purchase's payment may stand, given what
+     * Stripe showed of it (readPaymentEvidence): null, or the first refusal (kind and reason). Rules
+     * that count claim the payment once, so a retried step answers the same.
+     */
+    async judgePayment(c: rules.RuleCase): Promise<RuleRefusal | null> {
+      return rules.judgePayment(db, c);
+    },
+
+    /** Counts a paid purchase against its card's limit for the SKU, once (`card_claims`). Kept for histories before judgePayment. */
     async claimCard(c: {
       purchaseId: string;
       sku: string;
@@ -239,7 +250,7 @@ export function createStoreActivities(deps: ActivityDeps) {
       return claimCard(db, c);
     },
 
-    /** Counts a paid purchase against its shipping address's limit for the SKU, once (`address_claims`). */
+    /** Counts a paid purchase against its shipping address's limit, once (`address_claims`). Kept for histories before judgePayment. */
     async claimAddress(c: {
       purchaseId: string;
       sku: string;

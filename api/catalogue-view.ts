@@ -56,7 +56,8 @@ function viewOf(product: Product, a: Availability, room: RoomSnapshot['room'] | 
     holdSeconds: product.holdSeconds,
     holdGraceSeconds: product.holdGraceSeconds,
     maxPerBuyer: product.maxPerBuyer,
-    ...(product.maxPerCard ? { maxPerCard: product.maxPerCard } : {}),
+    // The limit per payment method, under its name and its old one (clients of 1.1 read maxPerCard).
+    ...(product.maxPerCard ? { maxPerPaymentMethod: product.maxPerCard, maxPerCard: product.maxPerCard } : {}),
     ...(product.maxPerAddress ? { maxPerAddress: product.maxPerAddress } : {}),
     ...(product.shippingCountries ? { shippingCountries: product.shippingCountries } : {}),
     botCheck: product.botCheck,

@@ -1,4 +1,4 @@
-import { withTx, type Db } from './db';
+import { withTx, type Db, type Queryable } from './db';
 
 // Limits per payment card (`products.max_per_card`, migration 009) and per shipping address
 // (`products.max_per_address`, migration 015): what each card fingerprint, or address key, has bought
@@ -41,4 +41,10 @@ export async function claimWithinLimit(
     await tx.query(`UPDATE purchases SET ${record} = $2 WHERE purchase_id = $1`, [c.purchaseId, c.key]);
     return 'claimed';
   });
+}
+
+/** A payment that is refunded, not sold, counts against no card or address limit: its claims go. */
+export async function forgetClaims(db: Queryable, purchaseId: string): Promise<void> {
+  await db.query('DELETE FROM card_claims WHERE purchase_id = $1', [purchaseId]);
+  await db.query('DELETE FROM address_claims WHERE purchase_id = $1', [purchaseId]);
 }

@@ -1,6 +1,7 @@
 import { PG, constraintOf, pgCode, withTx, type Db, type Tx } from './db';
 import type { PurchaseInput } from '../vocabulary';
 import { toHold, type Hold, type HoldResult, type HoldRow, type HoldStatus } from './hold-types';
+import { forgetClaims } from './claims';
 import { appendMovements } from './ledger';
 import { lockBuyerOnSku } from './open-purchase';
 import { getProduct } from './products';
@@ -198,12 +199,6 @@ async function refuseForBuyerLimit(tx: Tx, purchaseId: string): Promise<void> {
   );
   if (rows[0]) await returnToStock(tx, rows, 'release');
   await forgetClaims(tx, purchaseId);
-}
-
-/** A payment that is refunded, not sold, counts against no card or address limit: its claims go. */
-async function forgetClaims(tx: Tx, purchaseId: string): Promise<void> {
-  await tx.query('DELETE FROM card_claims WHERE purchase_id = $1', [purchaseId]);
-  await tx.query('DELETE FROM address_claims WHERE purchase_id = $1', [purchaseId]);
 }
 
 export type ConvertResult =

@@ -1,4 +1,4 @@
-import { condition, log, upsertSearchAttributes } from '@temporalio/workflow';
+import { condition, log, patched, upsertSearchAttributes } from '@temporalio/workflow';
 import { canMove, type PurchaseInput, type PurchaseState, type PurchaseStatus } from '../vocabulary';
 import type { SessionState } from '../activities';
 import { attended, SupportDesk, type Attended } from './attended';
@@ -6,6 +6,8 @@ import { HoldExpiresAtKey, PurchaseStatusKey } from './definitions';
 import { PaymentFold, type Payment } from './payment-fold';
 import { acts, stripeActs } from './proxies';
 import { refundToTheEnd, settledByHand, type RefundNews } from './refunds';
+import { limitsBefore12, PAYMENT_RULES_PATCH } from './rules-before-1-2';
+import { paymentRulesApply } from '../vocabulary/rules';
 
 /** How long a session that was completed with a delayed payment method may take to settle. */
 export const ASYNC_SETTLE_TIMEOUT = '7 days';
@@ -74,7 +76,7 @@ export class PurchaseSaga {
   }
 
   /** The PaymentIntent that paid the session, from Stripe when no event named it. */
-  private async learnPaymentIntent(): Promise<void> {
+  async learnPaymentIntent(): Promise<void> {
     const { state } = this;
     if (state.paymentIntentId || !state.sessionId) return;
     const sessionId = state.sessionId;
@@ -82,54 +84,29 @@ export class PurchaseSaga {
     if (read.outcome === 'done') state.paymentIntentId = read.value.paymentIntentId;
   }
 
-  /**
-   * The product's limit per payment card (`maxPerCard`): the card that paid is counted against what
-   * it already bought of the SKU, once. No limit, or no card fingerprint to count (not a card): true.
-   */
-  private async cardWithinLimit(): Promise<boolean> {
-    const maxPerCard = this.input.terms?.maxPerCard;
-    if (!maxPerCard) return true;
-    await this.learnPaymentIntent();
-    const paymentIntentId = this.state.paymentIntentId;
-    if (!paymentIntentId) return true;
-    const card = await this.attend('reading the payment card', () => stripeActs().cardOfPayment(paymentIntentId));
-    if (card.outcome !== 'done' || !card.value) return true;
-    const { purchaseId, sku, quantity } = this.input;
-    return (await acts.claimCard({ purchaseId, sku, quantity, maxPerCard, fingerprint: card.value })) === 'claimed';
-  }
-
   private buyerLimitReason(): string {
     return `limit per buyer: this buyer already bought or holds the most of ${this.input.sku} one buyer may`;
   }
 
-  private cardLimitReason(): string {
-    return `limit per card: this card already bought the most of ${this.input.sku} one card may (${this.input.terms?.maxPerCard})`;
-  }
-
   /**
-   * The product's limit per shipping address (`maxPerAddress`), as the card's: the address Checkout
-   * collected (its normalised key, read from Stripe) is counted against what it already bought of
-   * the SKU, once. No limit, or no address collected: true.
+   * The purchase rules' verdict on the payment (store/rules/, through one activity): null when it may
+   * stand, else why it goes back and the buyer's notification kind. What paid and where it ships is
+   * read from Stripe once, and only for a product with a rule that reads the payment.
    */
-  private async addressWithinLimit(): Promise<boolean> {
-    const maxPerAddress = this.input.terms?.maxPerAddress;
-    const sessionId = this.state.sessionId;
-    if (!maxPerAddress || !sessionId) return true;
-    const key = await this.attend('reading the shipping address', () => stripeActs().shippingAddressKey(sessionId));
-    if (key.outcome !== 'done' || !key.value) return true;
-    const { purchaseId, sku, quantity } = this.input;
-    return (await acts.claimAddress({ purchaseId, sku, quantity, maxPerAddress, addressKey: key.value })) === 'claimed';
-  }
-
-  /** The limits per card and per address: null within them, else why the payment goes back and the buyer's notification kind. */
   private async overLimit(): Promise<{ reason: string; kind: string } | null> {
-    if (!(await this.cardWithinLimit())) return { reason: this.cardLimitReason(), kind: 'refunded_card_limit' };
-    if (!(await this.addressWithinLimit())) {
-      const max = this.input.terms?.maxPerAddress;
-      const reason = `limit per address: this shipping address already bought the most of ${this.input.sku} one address may (${max})`;
-      return { reason, kind: 'refunded_address_limit' };
-    }
-    return null;
+    const { terms } = this.input;
+    if (!terms || !paymentRulesApply(terms)) return null;
+    // A saga that reached this point before the rules read the payment once replays the reads and
+    // claims it made then (rules-before-1-2.ts).
+    if (!patched(PAYMENT_RULES_PATCH)) return limitsBefore12(this);
+    const sessionId = this.state.sessionId;
+    if (!sessionId) return null;
+    const read = await this.attend('reading the payment', () => stripeActs().readPaymentEvidence(sessionId));
+    if (read.outcome !== 'done') return null;
+    const evidence = read.value;
+    if (!this.state.paymentIntentId && evidence.paymentIntentId) this.state.paymentIntentId = evidence.paymentIntentId;
+    const { purchaseId, sku, quantity } = this.input;
+    return acts.judgePayment({ purchaseId, sku, quantity, terms, evidence });
   }
 
   /** A paid session whose hold is gone: re-take a unit, or refund at once and tell the buyer why. */

@@ -14,7 +14,7 @@ import type { ApiDeps } from '../deps';
 import { invalid, Problem } from '../problem';
 import { validator } from '../validate';
 
-const newProduct = validator<NewProduct>({
+const newProduct = validator<NewProduct & { maxPerPaymentMethod?: number | null }>({
   type: 'object',
   additionalProperties: false,
   required: ['sku', 'name', 'priceCents', 'currency', 'stock'],
@@ -30,6 +30,8 @@ const newProduct = validator<NewProduct>({
     // A payment made in time and reported late sells the hold itself within this while past the lapse.
     holdGraceSeconds: { type: 'integer', minimum: 0, maximum: 3600, nullable: true },
     maxPerBuyer: { type: 'integer', minimum: 1, maximum: 1000, nullable: true },
+    // Units one payment method (a card, a bank account) may buy; `maxPerCard` is its old name.
+    maxPerPaymentMethod: { type: 'integer', minimum: 1, maximum: 1_000_000, nullable: true },
     maxPerCard: { type: 'integer', minimum: 1, maximum: 1_000_000, nullable: true },
     // Units one shipping address may buy: Checkout collects the address (shippingCountries).
     maxPerAddress: { type: 'integer', minimum: 1, maximum: 1_000_000, nullable: true },
@@ -96,7 +98,13 @@ export function catalogueRoutes(deps: ApiDeps): Router {
   const admin = requireBearer(deps.adminToken, 'admin');
 
   router.post('/v1/products', admin, async (ctx) => {
-    const input = newProduct(ctx.request.body);
+    const { maxPerPaymentMethod, ...sent } = newProduct(ctx.request.body);
+    if (maxPerPaymentMethod != null && sent.maxPerCard != null && maxPerPaymentMethod !== sent.maxPerCard) {
+      throw invalid([
+        { field: 'maxPerPaymentMethod', message: 'differs from maxPerCard, its old name: send one of the two' },
+      ]);
+    }
+    const input: NewProduct = { ...sent, maxPerCard: maxPerPaymentMethod ?? sent.maxPerCard };
     if (input.units && input.units.length !== input.stock) {
       throw invalid([{ field: 'stock', message: `must equal the number of units (${input.units.length})` }]);
     }

@@ -60,3 +60,21 @@ test('the largest order a product allows opens a session and reads back as the e
   const got = await sys.purchase(bought.body.purchaseId);
   t.is(got.body.amountCents, 99_999_999);
 });
+
+test('the limit per payment method is set as maxPerPaymentMethod or by its old name maxPerCard, and read under both', async (t) => {
+  const named = await create({ priceCents: 100, maxPerPaymentMethod: 2 });
+  t.is(named.res.status, 201, JSON.stringify(named.res.body));
+  t.like(await sys.stock(named.sku), { maxPerPaymentMethod: 2, maxPerCard: 2 });
+  const old = await create({ priceCents: 100, maxPerCard: 3 });
+  t.is(old.res.status, 201, JSON.stringify(old.res.body));
+  t.like(await sys.stock(old.sku), { maxPerPaymentMethod: 3, maxPerCard: 3 });
+  const both = await create({ priceCents: 100, maxPerPaymentMethod: 2, maxPerCard: 2 });
+  t.is(both.res.status, 201);
+  const differ = await create({ priceCents: 100, maxPerPaymentMethod: 2, maxPerCard: 3 });
+  t.is(differ.res.status, 400);
+  t.deepEqual(
+    differ.res.body.errors.map((e: { field: string }) => e.field),
+    ['maxPerPaymentMethod'],
+  );
+  t.is((await sys.api('GET', `/v1/products/${differ.sku}`)).status, 404);
+});

@@ -7,7 +7,7 @@ import test from 'ava';
 import type Stripe from 'stripe';
 
 import { sessionExpiry, sessionRequest } from '../../activities/checkout-session';
-import { createShippingSteps } from '../../activities/shipping';
+import { createPaymentEvidenceSteps } from '../../activities/payment-evidence';
 import { classifyStripeError, createStripeSteps, type OpenCheckoutInput } from '../../activities/stripe';
 import { signWebhookPayload } from '../../dev/emulator/index';
 import { type StripeMock, startStripeMock } from '../../dev/stripe-mock';
@@ -127,9 +127,18 @@ test('openCheckout for a product with shippingCountries sends shipping_address_c
 });
 
 test('shippingAddressKey sends a session retrieve Stripe accepts and reads collected_information', async (t) => {
-  const key = await createShippingSteps({ stripe }).shippingAddressKey('cs_test_contract_shipping');
+  const key = await createPaymentEvidenceSteps({ stripe }).shippingAddressKey('cs_test_contract_shipping');
   // stripe-mock's fixture session may or may not carry an address: a key is a SHA-256, or nothing collected.
   t.true(key === null || /^[0-9a-f]{64}$/.test(key), String(key));
+});
+
+test('readPaymentEvidence sends one session retrieve, with the payment and its charge expanded, that Stripe accepts', async (t) => {
+  const evidence = await createPaymentEvidenceSteps({ stripe }).readPaymentEvidence('cs_test_contract_evidence');
+  // stripe-mock's fixture may or may not carry a payment or an address: whatever it names has the right shape.
+  if (evidence.addressKey) t.regex(evidence.addressKey, /^[0-9a-f]{64}$/);
+  if (evidence.method) t.is(typeof evidence.method.type, 'string');
+  if (evidence.paymentIntentId) t.regex(evidence.paymentIntentId, /^pi_/);
+  t.pass();
 });
 
 test('expireCheckout sends an expire request Stripe accepts', async (t) => {

@@ -1,0 +1,34 @@
+import type { RuleRefusal } from '../../vocabulary/rules';
+import { forgetClaims } from '../claims';
+import type { Db } from '../db';
+import { perAddress } from './per-address';
+import { perPaymentMethod } from './per-payment-method';
+import type { PurchaseRule, RuleCase } from './rule';
+import { shippingCountry } from './shipping-country';
+
+// The purchase rules that judge a payment, in the order they are asked: one file per rule. The saga
+// asks them all through one activity (judgePayment) and acts on the answer; a rule added here that
+// reads the evidence already gathered (vocabulary/rules.ts) changes no workflow command. The rules
+// decided before any payment (one place per buyer and SKU, the per-buyer limit) are the hold's:
+// store/open-purchase.ts and the hold desk.
+
+export const PAYMENT_RULES: readonly PurchaseRule[] = [shippingCountry, perPaymentMethod, perAddress];
+
+/**
+ * The first refusal of the rules that apply to this purchase's product, or null when every one lets
+ * the payment stand. A refused payment is refunded, not sold: the claims the rules before took for
+ * it go, so it counts against no limit.
+ */
+export async function judgePayment(db: Db, c: RuleCase): Promise<RuleRefusal | null> {
+  for (const rule of PAYMENT_RULES) {
+    if (!rule.appliesTo(c.terms)) continue;
+    const refusal = await rule.judge(db, c);
+    if (refusal) {
+      await forgetClaims(db, c.purchaseId);
+      return refusal;
+    }
+  }
+  return null;
+}
+
+export type { PurchaseRule, RuleCase } from './rule';

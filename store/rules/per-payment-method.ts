@@ -1,0 +1,37 @@
+import { claimWithinLimit } from '../claims';
+import type { PurchaseRule } from './rule';
+
+// The limit per payment method (`maxPerCard`, kept as the term's name): units one card, bank account
+// or other method may buy of a SKU, counted by the fingerprint Stripe gives whatever paid. A card
+// is keyed by its bare fingerprint, as the claims recorded before (migration 009) are; any other
+// method by `<type>:<fingerprint>`, so a card and a bank account never share a count. A method that
+// carries no fingerprint (a Link payment, most wallets and buy-now-pay-later methods) cannot be told
+// from the next one: it is never taken as within the limit, and its payment goes back.
+
+/** The key a payment method is counted by; null when Stripe gave it no fingerprint. */
+export function paymentMethodKey(method: { type: string; fingerprint?: string }): string | null {
+  if (!method.fingerprint) return null;
+  return method.type === 'card' ? method.fingerprint : `${method.type}:${method.fingerprint}`;
+}
+
+export const perPaymentMethod: PurchaseRule = {
+  name: 'per_payment_method',
+  appliesTo: (terms) => Boolean(terms.maxPerCard),
+  async judge(db, c) {
+    const max = c.terms.maxPerCard!;
+    const method = c.evidence.method;
+    // Stripe named no method (a payment it could not describe): nothing to count, as before.
+    if (!method) return null;
+    const refusal = (why: string) => ({ rule: this.name, kind: 'refunded_card_limit', reason: why });
+    const key = paymentMethodKey(method);
+    if (!key) {
+      return refusal(
+        `limit per payment method: a ${method.type} payment cannot be counted against the limit of ${c.sku} (${max} per card or bank account); pay by card or bank debit`,
+      );
+    }
+    const claim = await claimWithinLimit(db, 'card', { ...c, key, max });
+    if (claim === 'claimed') return null;
+    const what = method.type === 'card' ? 'card' : 'payment method';
+    return refusal(`limit per ${what}: this ${what} already bought the most of ${c.sku} one ${what} may (${max})`);
+  },
+};

@@ -1,0 +1,20 @@
+import type { PurchaseRule } from './rule';
+
+// Where a product ships (`shippingCountries`): Checkout offers only those countries, so this rule
+// prevents at the session (activities/checkout-session.ts) and here only refuses a payment whose
+// collected address is somewhere else all the same.
+
+export const shippingCountry: PurchaseRule = {
+  name: 'shipping_country',
+  appliesTo: (terms) => (terms.shippingCountries?.length ?? 0) > 0,
+  judge(_db, c) {
+    const country = c.evidence.shippingCountry?.toUpperCase();
+    const allowed = c.terms.shippingCountries!.map((x) => x.toUpperCase());
+    if (!country || allowed.includes(country)) return Promise.resolve(null);
+    return Promise.resolve({
+      rule: this.name,
+      kind: 'refunded_shipping_country',
+      reason: `${c.sku} ships only to ${allowed.join(', ')}, not to ${country}`,
+    });
+  },
+};

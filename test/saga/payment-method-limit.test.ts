@@ -1,0 +1,88 @@
+import test from 'ava';
+import type { PaymentMethodChoice } from '../../dev/emulator/payment-methods';
+import { assertInvariants } from '../helpers/db';
+import { sessionOf, startSystem, type System } from '../helpers/system';
+
+// The limit per payment method (`maxPerCard`) counts whatever paid by the fingerprint Stripe gives
+// it: a bank account paying by SEPA debit as a card is counted, and a method Stripe gives no
+// fingerprint (Link) is never taken as within the limit. The rules read the payment once.
+
+let sys: System;
+test.before(async () => {
+  sys = await startSystem();
+});
+test.after.always(async () => {
+  await sys?.close();
+});
+
+const ended = (r: { status: string }) => ['confirmed', 'refunded', 'payment_failed'].includes(r.status);
+
+async function notificationKinds(purchaseId: string): Promise<string[]> {
+  const { rows } = await sys.db.query<{ kind: string }>('SELECT kind FROM notifications WHERE purchase_id = $1', [
+    purchaseId,
+  ]);
+  return rows.map((r) => r.kind);
+}
+
+/** A bank debit as the buyer makes it: completed (settling), then settled. */
+async function payByDebit(purchaseId: string, paymentMethod: PaymentMethodChoice) {
+  const session = await sessionOf(sys.db, purchaseId);
+  const started = await sys.pay(session, 'async_pending', { paymentMethod });
+  if (started.status !== 200) throw new Error(`paying: ${started.status} ${JSON.stringify(started.body)}`);
+  const settled = await sys.pay(session, 'async_succeeded');
+  if (settled.status !== 200) throw new Error(`settling: ${settled.status} ${JSON.stringify(settled.body)}`);
+}
+
+test('two payments by one bank account (SEPA debit) where the limit per payment method is 1: the second refunded with the reason', async (t) => {
+  const sku = await sys.createProduct({ stock: 5, maxPerPaymentMethod: 1, currency: 'eur' });
+  const first = await sys.buy(sku, 'sepa-ann');
+  const second = await sys.buy(sku, 'sepa-ben');
+  const other = await sys.buy(sku, 'sepa-cat');
+  const shared = { type: 'sepa_debit', fingerprint: 'fp-bank-shared' } as const;
+  await payByDebit(first.body.purchaseId, shared);
+  t.is((await sys.waitForPurchase(first.body.purchaseId, ended)).status, 'confirmed');
+  await payByDebit(second.body.purchaseId, shared);
+  await payByDebit(other.body.purchaseId, { type: 'sepa_debit', fingerprint: 'fp-bank-other' });
+
+  const refused = await sys.waitForPurchase(second.body.purchaseId, ended);
+  t.is(refused.status, 'refunded', JSON.stringify(refused));
+  t.regex(refused.reason, /limit per payment method: this payment method already bought the most/);
+  t.like(await sys.waitForPurchase(second.body.purchaseId, (r) => r.refund_status === 'succeeded'), {
+    refund_status: 'succeeded',
+  });
+  t.deepEqual(await notificationKinds(second.body.purchaseId), ['refunded_card_limit']);
+  t.is((await sys.waitForPurchase(other.body.purchaseId, ended)).status, 'confirmed');
+  // A bank account and a card are counted apart: the key names the method's type.
+  const { rows } = await sys.db.query<{ fingerprint: string }>(
+    'SELECT fingerprint FROM card_claims WHERE sku = $1 ORDER BY fingerprint',
+    [sku],
+  );
+  t.deepEqual(
+    rows.map((r) => r.fingerprint),
+    ['sepa_debit:fp-bank-other', 'sepa_debit:fp-bank-shared'],
+  );
+  t.like(await sys.stock(sku), { sold: 2, held: 0, available: 3 });
+  await assertInvariants(t, sys.db, sku);
+});
+
+test('a Link payment, which carries no fingerprint, is not within the limit per payment method: refunded with the reason', async (t) => {
+  const sku = await sys.createProduct({ stock: 5, maxPerCard: 1 });
+  const linked = await sys.buy(sku, 'link-dan');
+  const carded = await sys.buy(sku, 'link-eve');
+  const paid = await sys.pay(await sessionOf(sys.db, linked.body.purchaseId), 'succeeded', {
+    paymentMethod: { type: 'link' },
+  });
+  t.is(paid.status, 200, JSON.stringify(paid.body));
+  await sys.pay(await sessionOf(sys.db, carded.body.purchaseId), 'succeeded', { card: { fingerprint: 'fp-eve' } });
+
+  const refused = await sys.waitForPurchase(linked.body.purchaseId, ended);
+  t.is(refused.status, 'refunded', JSON.stringify(refused));
+  t.regex(refused.reason, /a link payment cannot be counted against the limit/);
+  t.deepEqual(await notificationKinds(linked.body.purchaseId), ['refunded_card_limit']);
+  t.is((await sys.waitForPurchase(carded.body.purchaseId, ended)).status, 'confirmed');
+  // Nothing is claimed for the refunded payment; the card's claim is its bare fingerprint, as before.
+  const { rows } = await sys.db.query('SELECT purchase_id, fingerprint FROM card_claims WHERE sku = $1', [sku]);
+  t.deepEqual(rows, [{ purchase_id: carded.body.purchaseId, fingerprint: 'fp-eve' }]);
+  t.like(await sys.stock(sku), { sold: 1, held: 0, available: 4 });
+  await assertInvariants(t, sys.db, sku);
+});

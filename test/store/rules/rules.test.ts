@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import test from 'ava';
+import type { ProductTerms } from '../../../vocabulary';
+import { paymentRulesApply, type PaymentEvidence } from '../../../vocabulary/rules';
+import { judgePayment, PAYMENT_RULES } from '../../../store/rules';
+import { paymentMethodKey } from '../../../store/rules/per-payment-method';
+import { testDb, uniqueSku } from '../../helpers/db';
+
+// The purchase rules against Postgres's claims: each rule in isolation, then the module's order and
+// its promise that a refused payment counts against no limit.
+
+const db = testDb(4);
+test.after.always(() => db.end());
+
+const terms = (t: Partial<ProductTerms>): ProductTerms => ({
+  name: 'Rule test',
+  priceCents: 100,
+  currency: 'usd',
+  holdSeconds: 600,
+  hasUnits: false,
+  ...t,
+});
+
+const paid = (sku: string, t: Partial<ProductTerms>, evidence: PaymentEvidence) => ({
+  purchaseId: `pur_${randomUUID().slice(0, 12)}`,
+  sku,
+  quantity: 1,
+  terms: terms(t),
+  evidence,
+});
+
+test('a payment method is keyed by its type and fingerprint; a card by its bare fingerprint; none without one', (t) => {
+  t.is(paymentMethodKey({ type: 'card', fingerprint: 'fp1' }), 'fp1');
+  t.is(paymentMethodKey({ type: 'sepa_debit', fingerprint: 'fp1' }), 'sepa_debit:fp1');
+  t.is(paymentMethodKey({ type: 'us_bank_account', fingerprint: 'fp1' }), 'us_bank_account:fp1');
+  t.is(paymentMethodKey({ type: 'link' }), null);
+});
+
+test('the payment is read only for a product with a rule that reads it', (t) => {
+  t.false(paymentRulesApply(undefined));
+  t.false(paymentRulesApply(terms({ shippingCountries: ['DE'] })));
+  t.true(paymentRulesApply(terms({ maxPerCard: 1 })));
+  t.true(paymentRulesApply(terms({ maxPerAddress: 2 })));
+});
+
+test('every rule applies only to products whose terms switch it on', (t) => {
+  const none = terms({});
+  t.deepEqual(
+    PAYMENT_RULES.filter((r) => r.appliesTo(none)).map((r) => r.name),
+    [],
+  );
+  const all = terms({ maxPerCard: 1, maxPerAddress: 1, shippingCountries: ['US'] });
+  t.deepEqual(
+    PAYMENT_RULES.filter((r) => r.appliesTo(all)).map((r) => r.name),
+    ['shipping_country', 'per_payment_method', 'per_address'],
+  );
+});
+
+test('a bank account and a card with the same fingerprint are counted apart; a second payment of one is refused', async (t) => {
+  const sku = uniqueSku('rules-method');
+  const limit = { maxPerCard: 1 };
+  t.is(await judgePayment(db, paid(sku, limit, { method: { type: 'card', fingerprint: 'same' } })), null);
+  t.is(await judgePayment(db, paid(sku, limit, { method: { type: 'sepa_debit', fingerprint: 'same' } })), null);
+  const again = await judgePayment(db, paid(sku, limit, { method: { type: 'sepa_debit', fingerprint: 'same' } }));
+  t.like(again, { rule: 'per_payment_method', kind: 'refunded_card_limit' });
+  t.regex(again!.reason, /this payment method already bought the most/);
+});
+
+test('judging one purchase twice (a retried step) answers the same and claims once', async (t) => {
+  const sku = uniqueSku('rules-retry');
+  const c = paid(sku, { maxPerCard: 1 }, { method: { type: 'card', fingerprint: 'fp-retry' } });
+  t.is(await judgePayment(db, c), null);
+  t.is(await judgePayment(db, c), null);
+  const { rows } = await db.query('SELECT count(*)::int AS n FROM card_claims WHERE sku = $1', [sku]);
+  t.is(rows[0].n, 1);
+});
+
+test('a payment a later rule refuses keeps no claim of an earlier one', async (t) => {
+  const sku = uniqueSku('rules-order');
+  const limits = { maxPerCard: 5, maxPerAddress: 1 };
+  const first = paid(sku, limits, { method: { type: 'card', fingerprint: 'fp-a' }, addressKey: 'addr-1' });
+  t.is(await judgePayment(db, first), null);
+  const second = paid(sku, limits, { method: { type: 'card', fingerprint: 'fp-b' }, addressKey: 'addr-1' });
+  t.like(await judgePayment(db, second), { rule: 'per_address', kind: 'refunded_address_limit' });
+  const { rows } = await db.query('SELECT purchase_id FROM card_claims WHERE sku = $1', [sku]);
+  t.deepEqual(
+    rows.map((r) => r.purchase_id),
+    [first.purchaseId],
+  );
+});
+
+test('a payment shipped outside the product countries is refused; one with no address collected is not', async (t) => {
+  const sku = uniqueSku('rules-country');
+  const shipping = { maxPerAddress: 5, shippingCountries: ['DE', 'FR'] };
+  const abroad = await judgePayment(db, paid(sku, shipping, { addressKey: 'k1', shippingCountry: 'us' }));
+  t.like(abroad, { rule: 'shipping_country', kind: 'refunded_shipping_country' });
+  t.regex(abroad!.reason, /ships only to DE, FR, not to US/);
+  t.is(await judgePayment(db, paid(sku, shipping, { addressKey: 'k2', shippingCountry: 'FR' })), null);
+  t.is(await judgePayment(db, paid(sku, shipping, {})), null);
+});

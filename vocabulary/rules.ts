@@ -1,0 +1,44 @@
+// The purchase rules' shared words (store/rules/): what a payment shows the rules, and how a rule
+// refuses it. Zero imports, like the rest of the vocabulary: the saga acts on these values and never
+// names a rule.
+
+/**
+ * The product terms that switch a purchase rule on that reads the payment. The saga reads the
+ * payment's evidence only for a product that sets one of them: a new rule over evidence already
+ * gathered adds its term here and a file in store/rules/, and no workflow command.
+ */
+export const PAYMENT_RULE_TERMS = ['maxPerCard', 'maxPerAddress'] as const;
+export type PaymentRuleTerm = (typeof PAYMENT_RULE_TERMS)[number];
+
+/** Whether any rule that reads the payment applies to a product with these terms. */
+export function paymentRulesApply(terms: Partial<Record<PaymentRuleTerm, unknown>> | undefined): boolean {
+  return PAYMENT_RULE_TERMS.some((t) => {
+    const v = terms?.[t];
+    return v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0);
+  });
+}
+
+/**
+ * What a paid Checkout Session shows the rules, read from Stripe in one call (the session with its
+ * PaymentIntent and latest charge): no address or account number, only keys made from them.
+ */
+export interface PaymentEvidence {
+  paymentIntentId?: string;
+  /**
+   * The method that paid: its type as Stripe names it (`card`, `sepa_debit`, `bacs_debit`,
+   * `us_bank_account`, `link`, …) and the fingerprint Stripe gives that method, where it gives one
+   * (a card's, a bank account's; a Link payment carries none).
+   */
+  method?: { type: string; fingerprint?: string };
+  /** The key of the shipping address Checkout collected (normalised and hashed: store/addresses.ts). */
+  addressKey?: string;
+  /** The shipping address's country (ISO code). */
+  shippingCountry?: string;
+}
+
+/** A rule's refusal of a payment: the money goes back, the buyer is told `reason` (notification `kind`). */
+export interface RuleRefusal {
+  rule: string;
+  kind: string;
+  reason: string;
+}

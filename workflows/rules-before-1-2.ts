@@ -1,0 +1,46 @@
+import { acts, stripeActs } from './proxies';
+import type { PurchaseSaga } from './saga';
+
+// The limits per card and per address as the saga asked them before 1.2, one Stripe read and one
+// claim per rule. Sagas whose histories reached them replay them here; every saga that reaches the
+// rules now asks them once (store/rules/, PurchaseSaga.overLimit). Delete this file once no history
+// from before 1.2 can be running or replayed (docs/architecture.md, "Changing a workflow").
+
+/** The marker that separates the two: present in a history, the rules were asked once. */
+export const PAYMENT_RULES_PATCH = 'payment-rules-once';
+
+/** The limits per card and per address: null within them, else why the payment goes back and the buyer's notification kind. */
+export async function limitsBefore12(saga: PurchaseSaga): Promise<{ reason: string; kind: string } | null> {
+  const { sku, terms } = saga.input;
+  if (!(await cardWithinLimit(saga))) {
+    const reason = `limit per card: this card already bought the most of ${sku} one card may (${terms?.maxPerCard})`;
+    return { reason, kind: 'refunded_card_limit' };
+  }
+  if (!(await addressWithinLimit(saga))) {
+    const reason = `limit per address: this shipping address already bought the most of ${sku} one address may (${terms?.maxPerAddress})`;
+    return { reason, kind: 'refunded_address_limit' };
+  }
+  return null;
+}
+
+async function cardWithinLimit(saga: PurchaseSaga): Promise<boolean> {
+  const maxPerCard = saga.input.terms?.maxPerCard;
+  if (!maxPerCard) return true;
+  await saga.learnPaymentIntent();
+  const paymentIntentId = saga.state.paymentIntentId;
+  if (!paymentIntentId) return true;
+  const card = await saga.attend('reading the payment card', () => stripeActs().cardOfPayment(paymentIntentId));
+  if (card.outcome !== 'done' || !card.value) return true;
+  const { purchaseId, sku, quantity } = saga.input;
+  return (await acts.claimCard({ purchaseId, sku, quantity, maxPerCard, fingerprint: card.value })) === 'claimed';
+}
+
+async function addressWithinLimit(saga: PurchaseSaga): Promise<boolean> {
+  const maxPerAddress = saga.input.terms?.maxPerAddress;
+  const sessionId = saga.state.sessionId;
+  if (!maxPerAddress || !sessionId) return true;
+  const key = await saga.attend('reading the shipping address', () => stripeActs().shippingAddressKey(sessionId));
+  if (key.outcome !== 'done' || !key.value) return true;
+  const { purchaseId, sku, quantity } = saga.input;
+  return (await acts.claimAddress({ purchaseId, sku, quantity, maxPerAddress, addressKey: key.value })) === 'claimed';
+}
