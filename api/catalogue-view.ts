@@ -59,6 +59,8 @@ function viewOf(product: Product, a: Availability, room: RoomSnapshot['room'] | 
     // The limit per payment method, under its name and its old one (clients of 1.1 read maxPerCard).
     ...(product.maxPerCard ? { maxPerPaymentMethod: product.maxPerCard, maxPerCard: product.maxPerCard } : {}),
     ...(product.maxPerAddress ? { maxPerAddress: product.maxPerAddress } : {}),
+    // The terms of rules added through the rules module (store/rules/), under their own names.
+    ...product.ruleTerms,
     ...(product.shippingCountries ? { shippingCountries: product.shippingCountries } : {}),
     botCheck: product.botCheck,
     buckets: product.buckets,

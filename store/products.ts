@@ -33,6 +33,8 @@ export interface Product {
   waitingRoom: RoomSettings | null;
   /** No purchase before it (and, with a room, no admission): null, on sale from its creation. */
   opensAt: Date | null;
+  /** The terms of the rules in store/rules/ that have their own (`{}`: none), by the term's name. */
+  ruleTerms: Record<string, unknown>;
 }
 
 export interface NewProduct {
@@ -54,6 +56,8 @@ export interface NewProduct {
   /** No purchase before it; with a waiting room, buyers who join before it wait in the pre-queue. */
   opensAt?: string | null;
   units?: string[];
+  /** The terms of rules with their own (store/rules/), checked by the API against each rule's schema. */
+  ruleTerms?: Record<string, unknown>;
 }
 
 export interface Availability {
@@ -86,6 +90,7 @@ interface ProductRow {
   has_units: boolean;
   waiting_room: Product['waitingRoom'];
   opens_at: Date | null;
+  rule_terms: Record<string, unknown> | null;
 }
 
 function toProduct(r: ProductRow): Product {
@@ -107,6 +112,7 @@ function toProduct(r: ProductRow): Product {
     hasUnits: r.has_units,
     waitingRoom: r.waiting_room,
     opensAt: r.opens_at,
+    ruleTerms: r.rule_terms ?? {},
   };
 }
 
@@ -121,6 +127,7 @@ export function termsOf(p: Product): ProductTerms {
     ...(p.maxPerCard ? { maxPerCard: p.maxPerCard } : {}),
     ...(p.maxPerAddress ? { maxPerAddress: p.maxPerAddress } : {}),
     ...(p.shippingCountries?.length ? { shippingCountries: p.shippingCountries } : {}),
+    ...(Object.keys(p.ruleTerms).length ? { rules: p.ruleTerms } : {}),
   };
 }
 
@@ -174,8 +181,8 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
       const { rows } = await tx.query<ProductRow>(
         `INSERT INTO products (sku, name, price_cents, currency, total, buckets, hold_seconds, max_per_buyer,
                                oversell_allowance, has_units, waiting_room, max_per_card, opens_at, hold_grace_seconds,
-                               max_per_address, shipping_countries, bot_check)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING *`,
+                               max_per_address, shipping_countries, bot_check, rule_terms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING *`,
         [
           input.sku,
           input.name,
@@ -194,6 +201,7 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
           input.maxPerAddress ?? null,
           input.shippingCountries?.length ? input.shippingCountries.map((c) => c.toUpperCase()) : null,
           input.botCheck ?? false,
+          JSON.stringify(input.ruleTerms ?? {}),
         ],
       );
       const split = Array.from(

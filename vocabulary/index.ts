@@ -112,6 +112,8 @@ export interface ProductTerms {
   maxPerAddress?: number;
   /** Where Checkout lets the buyer ship (ISO codes): the session collects the address. Absent: none collected. */
   shippingCountries?: string[];
+  /** The terms of rules added through the rules module (store/rules/), by each rule's term name. */
+  rules?: Record<string, unknown>;
 }
 
 /** One purchase: the request, the id it is keyed by, and (for a new saga) the terms it sells at. */

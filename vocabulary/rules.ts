@@ -3,15 +3,22 @@
 // names a rule.
 
 /**
- * The product terms that switch a purchase rule on that reads the payment. The saga reads the
- * payment's evidence only for a product that sets one of them: a new rule over evidence already
- * gathered adds its term here and a file in store/rules/, and no workflow command.
+ * The product terms of their own columns that switch on a purchase rule that reads the payment.
+ * The saga reads the payment's evidence only for a product that sets one of them, or a term of a
+ * rule added through the rules module (kept with the product's `rules`): a new rule over evidence
+ * already gathered is a file in store/rules/, and no workflow command.
  */
 export const PAYMENT_RULE_TERMS = ['maxPerCard', 'maxPerAddress'] as const;
 export type PaymentRuleTerm = (typeof PAYMENT_RULE_TERMS)[number];
 
-/** Whether any rule that reads the payment applies to a product with these terms. */
-export function paymentRulesApply(terms: Partial<Record<PaymentRuleTerm, unknown>> | undefined): boolean {
+/**
+ * Whether any rule that reads the payment applies to a product with these terms: one of the terms
+ * above, or a term of a rule added through the rules module (`rules`, whose every rule reads it).
+ */
+export function paymentRulesApply(
+  terms: (Partial<Record<PaymentRuleTerm, unknown>> & { rules?: Record<string, unknown> }) | undefined,
+): boolean {
+  if (terms?.rules && Object.keys(terms.rules).length > 0) return true;
   return PAYMENT_RULE_TERMS.some((t) => {
     const v = terms?.[t];
     return v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0);

@@ -13,8 +13,12 @@ import { productView } from '../catalogue-view';
 import type { ApiDeps } from '../deps';
 import { invalid, Problem } from '../problem';
 import { validator } from '../validate';
+import type { JSONSchemaType } from 'ajv';
+import { RULE_TERM_SCHEMAS, splitRuleTerms } from '../../store/rules';
 
-const newProduct = validator<NewProduct & { maxPerPaymentMethod?: number | null }>({
+type ProductBody = Omit<NewProduct, 'ruleTerms'> & { maxPerPaymentMethod?: number | null };
+
+const productBody: JSONSchemaType<ProductBody> = {
   type: 'object',
   additionalProperties: false,
   required: ['sku', 'name', 'priceCents', 'currency', 'stock'],
@@ -73,7 +77,16 @@ const newProduct = validator<NewProduct & { maxPerPaymentMethod?: number | null 
       items: { type: 'string', minLength: 1, maxLength: 64 },
     },
   },
-});
+};
+
+/**
+ * The body of POST /v1/products: the product's own fields and the term of every rule of the rules
+ * module that has one (store/rules/), each checked against the rule's own schema.
+ */
+const newProduct = validator<ProductBody>({
+  ...productBody,
+  properties: { ...productBody.properties, ...RULE_TERM_SCHEMAS },
+} as unknown as JSONSchemaType<ProductBody>);
 
 /** Countries Checkout's `shipping_address_collection.allowed_countries` does not take (Stripe's list). */
 const STRIPE_UNSHIPPABLE = ['AS', 'CX', 'CC', 'CU', 'HM', 'IR', 'KP', 'MH', 'FM', 'NF', 'MP', 'PW', 'SY', 'UM', 'VI'];
@@ -104,7 +117,8 @@ export function catalogueRoutes(deps: ApiDeps): Router {
         { field: 'maxPerPaymentMethod', message: 'differs from maxPerCard, its old name: send one of the two' },
       ]);
     }
-    const input: NewProduct = { ...sent, maxPerCard: maxPerPaymentMethod ?? sent.maxPerCard };
+    const { own, ruleTerms } = splitRuleTerms(sent);
+    const input: NewProduct = { ...own, maxPerCard: maxPerPaymentMethod ?? sent.maxPerCard, ruleTerms };
     if (input.units && input.units.length !== input.stock) {
       throw invalid([{ field: 'stock', message: `must equal the number of units (${input.units.length})` }]);
     }

@@ -1,6 +1,7 @@
 import type { RuleRefusal } from '../../vocabulary/rules';
 import { forgetClaims } from '../claims';
 import type { Db } from '../db';
+import { acceptedPaymentMethods } from './accepted-payment-methods';
 import { perAddress } from './per-address';
 import { perPaymentMethod } from './per-payment-method';
 import type { PurchaseRule, RuleCase } from './rule';
@@ -12,7 +13,28 @@ import { shippingCountry } from './shipping-country';
 // decided before any payment (one place per buyer and SKU, the per-buyer limit) are the hold's:
 // store/open-purchase.ts and the hold desk.
 
-export const PAYMENT_RULES: readonly PurchaseRule[] = [shippingCountry, perPaymentMethod, perAddress];
+export const PAYMENT_RULES: readonly PurchaseRule[] = [
+  shippingCountry,
+  acceptedPaymentMethods,
+  perPaymentMethod,
+  perAddress,
+];
+
+/** The JSON schema of every rule's own product term, by its name (the API's product body takes them). */
+export const RULE_TERM_SCHEMAS: Record<string, Record<string, unknown>> = Object.fromEntries(
+  PAYMENT_RULES.flatMap((r) => (r.term ? [[r.term.name, r.term.schema]] : [])),
+);
+
+/** A product's fields apart from the rules' own terms (set, not null), which the product keeps together. */
+export function splitRuleTerms<T extends object>(fields: T): { own: T; ruleTerms: Record<string, unknown> } {
+  const own: Record<string, unknown> = {};
+  const ruleTerms: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(fields)) {
+    if (!(k in RULE_TERM_SCHEMAS)) own[k] = v;
+    else if (v !== null && v !== undefined) ruleTerms[k] = v;
+  }
+  return { own: own as T, ruleTerms };
+}
 
 /**
  * The first refusal of the rules that apply to this purchase's product, or null when every one lets

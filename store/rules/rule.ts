@@ -19,6 +19,12 @@ export interface RuleCase {
  */
 export interface PurchaseRule {
   readonly name: string;
+  /**
+   * The product term that switches the rule on, when the rule brings its own: its name on
+   * `POST /v1/products` and `GET /v1/products/:sku`, and its JSON schema. The product keeps it
+   * (`rule_terms`), and a purchase carries it in `terms.rules[name]`.
+   */
+  readonly term?: { name: string; schema: Record<string, unknown> };
   appliesTo(terms: ProductTerms): boolean;
   /** Null: the payment may stand. */
   judge(db: Db, c: RuleCase): Promise<RuleRefusal | null>;

@@ -78,3 +78,19 @@ test('the limit per payment method is set as maxPerPaymentMethod or by its old n
   );
   t.is((await sys.api('GET', `/v1/products/${differ.sku}`)).status, 404);
 });
+
+test("a rule's own term (acceptedPaymentMethods) is taken on create, checked by the rule's schema, and read back", async (t) => {
+  const named = await create({ priceCents: 100, acceptedPaymentMethods: ['card', 'sepa_debit'] });
+  t.is(named.res.status, 201, JSON.stringify(named.res.body));
+  t.deepEqual((await sys.stock(named.sku)).acceptedPaymentMethods, ['card', 'sepa_debit']);
+  const { rows } = await sys.db.query('SELECT rule_terms FROM products WHERE sku = $1', [named.sku]);
+  t.deepEqual(rows[0].rule_terms, { acceptedPaymentMethods: ['card', 'sepa_debit'] });
+  const none = await create({ priceCents: 100 });
+  t.false('acceptedPaymentMethods' in (await sys.stock(none.sku)));
+  for (const bad of [[], ['Card!'], 'card', ['card', 'card']]) {
+    const refused = await create({ priceCents: 100, acceptedPaymentMethods: bad });
+    t.is(refused.res.status, 400, JSON.stringify(bad));
+    t.regex(refused.res.body.errors[0].field, /^acceptedPaymentMethods/);
+    t.is((await sys.api('GET', `/v1/products/${refused.sku}`)).status, 404);
+  }
+});

@@ -86,3 +86,18 @@ test('a Link payment, which carries no fingerprint, is not within the limit per 
   t.like(await sys.stock(sku), { sold: 1, held: 0, available: 4 });
   await assertInvariants(t, sys.db, sku);
 });
+
+test('a product sold for card payments only refunds a Link payment with the reason, and confirms a card', async (t) => {
+  const sku = await sys.createProduct({ stock: 5, acceptedPaymentMethods: ['card'] });
+  const linked = await sys.buy(sku, 'only-card-fay');
+  const carded = await sys.buy(sku, 'only-card-gus');
+  await sys.pay(await sessionOf(sys.db, linked.body.purchaseId), 'succeeded', { paymentMethod: { type: 'link' } });
+  await sys.pay(await sessionOf(sys.db, carded.body.purchaseId), 'succeeded');
+  const refused = await sys.waitForPurchase(linked.body.purchaseId, ended);
+  t.is(refused.status, 'refunded', JSON.stringify(refused));
+  t.regex(refused.reason, /is sold for payment by card only, not by link/);
+  t.deepEqual(await notificationKinds(linked.body.purchaseId), ['refunded_payment_method']);
+  t.is((await sys.waitForPurchase(carded.body.purchaseId, ended)).status, 'confirmed');
+  t.like(await sys.stock(sku), { sold: 1, held: 0, available: 4 });
+  await assertInvariants(t, sys.db, sku);
+});

@@ -1,0 +1,34 @@
+import type { PurchaseRule } from './rule';
+
+// The payment methods a product accepts (`acceptedPaymentMethods`: Stripe's type names, such as
+// `card` or `sepa_debit`): a payment by any other is refunded with the reason. Added through the
+// rules module alone: its term, its check and its refusal are here.
+
+const TERM = 'acceptedPaymentMethods';
+
+export const acceptedPaymentMethods: PurchaseRule = {
+  name: 'accepted_payment_methods',
+  term: {
+    name: TERM,
+    schema: {
+      type: 'array',
+      nullable: true,
+      minItems: 1,
+      maxItems: 20,
+      uniqueItems: true,
+      items: { type: 'string', pattern: '^[a-z][a-z_]{1,39}$' },
+    },
+  },
+  appliesTo: (terms) => Array.isArray(terms.rules?.[TERM]),
+  judge(_db, c) {
+    const accepted = c.terms.rules![TERM] as string[];
+    const type = c.evidence.method?.type;
+    // Stripe named no method: nothing to judge.
+    if (!type || accepted.includes(type)) return Promise.resolve(null);
+    return Promise.resolve({
+      rule: this.name,
+      kind: 'refunded_payment_method',
+      reason: `${c.sku} is sold for payment by ${accepted.join(', ')} only, not by ${type}`,
+    });
+  },
+};
