@@ -144,7 +144,9 @@ export function endpointOf(method: string, path: string): string {
   const template = path
     .split('?')[0]
     .split('/')
-    .map((segment) => (/^[a-z]+_[A-Za-z0-9_]+$/.test(segment) ? ':id' : segment))
+    // An id is a prefix and a random part with digits or capitals (pi_3Nx…, cs_test_a1…); a resource
+    // name with an underscore (payment_intents) has neither and stays.
+    .map((segment) => (/^[a-z]+_[A-Za-z0-9_]+$/.test(segment) && /[0-9A-Z]/.test(segment) ? ':id' : segment))
     .join('/');
   return `${method.toUpperCase()} ${template}`;
 }

@@ -101,3 +101,35 @@ test('a product sold for card payments only refunds a Link payment with the reas
   t.like(await sys.stock(sku), { sold: 1, held: 0, available: 4 });
   await assertInvariants(t, sys.db, sku);
 });
+
+/** Requests the emulator served, by endpoint (method and path, ids left out). */
+async function stripeReads(): Promise<Record<string, number>> {
+  const report = (await sys.emulatorCall('GET', '/_emulator/rate-limits')).body as {
+    endpoints: { endpoint: string; served: number }[];
+  };
+  return Object.fromEntries(report.endpoints.map((e) => [e.endpoint, e.served]));
+}
+
+test.serial('the rules of a product with both limits read the paid session from Stripe once', async (t) => {
+  const sku = await sys.createProduct({
+    stock: 5,
+    maxPerPaymentMethod: 2,
+    maxPerAddress: 2,
+    shippingCountries: ['US'],
+  });
+  const bought = await sys.buy(sku, 'reads-hal');
+  const session = await sessionOf(sys.db, bought.body.purchaseId);
+  const before = await stripeReads();
+  const address = { line1: '1 Main St', city: 'Springfield', postal_code: '62701', country: 'US' };
+  await sys.pay(session, 'succeeded', { shipping: { name: 'Hal', address } });
+  t.is((await sys.waitForPurchase(bought.body.purchaseId, ended)).status, 'confirmed');
+  const after = await stripeReads();
+  const delta = (endpoint: string) => (after[endpoint] ?? 0) - (before[endpoint] ?? 0);
+  const reads = {
+    sessions: delta('GET /v1/checkout/sessions/:id'),
+    paymentIntents: delta('GET /v1/payment_intents/:id'),
+  };
+  t.log(`Stripe reads for the rules of one paid saga: ${JSON.stringify(reads)}`);
+  t.deepEqual(reads, { sessions: 1, paymentIntents: 0 });
+  await assertInvariants(t, sys.db, sku);
+});
