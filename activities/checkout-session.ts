@@ -17,6 +17,8 @@ export interface OpenCheckoutInput {
   holdSeconds: number;
   /** Where the buyer may ship (ISO codes): Checkout collects the address (`shipping_address_collection`). */
   shippingCountries?: string[];
+  /** The payment methods Checkout may offer (`allowed_payment_method_types`); absent: those Stripe finds eligible. */
+  paymentMethodTypes?: string[];
 }
 
 /**
@@ -83,6 +85,7 @@ export function sessionRequest(
     client_reference_id: input.purchaseId,
     metadata: { purchase_id: input.purchaseId, sku: input.sku, buyer_id: input.buyerId },
     payment_intent_data: { metadata: { purchase_id: input.purchaseId, sku: input.sku } },
+    ...(input.paymentMethodTypes?.length ? { allowed_payment_method_types: input.paymentMethodTypes } : {}),
     ...(input.shippingCountries?.length
       ? {
           shipping_address_collection: {

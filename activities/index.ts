@@ -47,6 +47,8 @@ export type TakeHoldOutput =
       oversold: boolean;
       /** Where Checkout lets the buyer ship: the session collects the address (the product's `shippingCountries`). */
       shippingCountries?: string[];
+      /** The payment methods Checkout may offer, where the purchase rules restrict them (store/rules/). */
+      paymentMethodTypes?: string[];
     }
   | { outcome: 'rejected'; rejection: Rejection; heldBy?: string };
 
@@ -168,6 +170,7 @@ export function createStoreActivities(deps: ActivityDeps) {
         };
       }
       const t = (await termsFor(input))!;
+      const paymentMethodTypes = rules.checkoutPaymentMethods(t);
       return {
         outcome: 'held',
         holdExpiresAt: result.hold.expiresAt,
@@ -178,6 +181,7 @@ export function createStoreActivities(deps: ActivityDeps) {
         productName: t.name,
         oversold: result.hold.oversold > 0,
         ...(t.shippingCountries ? { shippingCountries: t.shippingCountries } : {}),
+        ...(paymentMethodTypes ? { paymentMethodTypes } : {}),
       };
     },
 

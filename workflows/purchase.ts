@@ -122,6 +122,7 @@ async function openSession(saga: PurchaseSaga, hold: Hold): Promise<string | nul
     holdExpiresAt: hold.holdExpiresAt,
     holdSeconds: hold.holdSeconds,
     ...(hold.shippingCountries ? { shippingCountries: hold.shippingCountries } : {}),
+    ...(hold.paymentMethodTypes ? { paymentMethodTypes: hold.paymentMethodTypes } : {}),
   };
   const opened = { amountCents: hold.amountCents, currency: hold.currency, oversold: hold.oversold };
   try {

@@ -20,6 +20,7 @@ export const acceptedPaymentMethods: PurchaseRule = {
     },
   },
   appliesTo: (terms) => Array.isArray(terms.rules?.[TERM]),
+  checkoutMethods: (terms) => terms.rules![TERM] as string[],
   judge(_db, c) {
     const accepted = c.terms.rules![TERM] as string[];
     const type = c.evidence.method?.type;

@@ -1,3 +1,4 @@
+import type { ProductTerms } from '../../vocabulary';
 import type { RuleRefusal } from '../../vocabulary/rules';
 import { forgetClaims } from '../claims';
 import type { Db } from '../db';
@@ -19,6 +20,21 @@ export const PAYMENT_RULES: readonly PurchaseRule[] = [
   perPaymentMethod,
   perAddress,
 ];
+
+/**
+ * The payment methods Checkout may offer this product (`allowed_payment_method_types`): those every
+ * applying rule that prevents allows; undefined when no rule restricts them, or when together they
+ * allow none (then the payments are refused and refunded, not prevented).
+ */
+export function checkoutPaymentMethods(terms: ProductTerms): string[] | undefined {
+  let allowed: readonly string[] | undefined;
+  for (const rule of PAYMENT_RULES) {
+    if (!rule.checkoutMethods || !rule.appliesTo(terms)) continue;
+    const mine = rule.checkoutMethods(terms);
+    allowed = allowed ? allowed.filter((m) => mine.includes(m)) : mine;
+  }
+  return allowed?.length ? [...allowed] : undefined;
+}
 
 /** The JSON schema of every rule's own product term, by its name (the API's product body takes them). */
 export const RULE_TERM_SCHEMAS: Record<string, Record<string, unknown>> = Object.fromEntries(

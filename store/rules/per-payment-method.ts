@@ -14,9 +14,24 @@ export function paymentMethodKey(method: { type: string; fingerprint?: string })
   return method.type === 'card' ? method.fingerprint : `${method.type}:${method.fingerprint}`;
 }
 
+/**
+ * The methods Stripe gives a fingerprint to, which Checkout offers a product with the limit: a card
+ * (a wallet such as Apple Pay pays with one) and the bank debits. Link and most other methods carry
+ * none, and are not offered.
+ */
+export const FINGERPRINTED_METHODS = [
+  'card',
+  'sepa_debit',
+  'bacs_debit',
+  'us_bank_account',
+  'acss_debit',
+  'au_becs_debit',
+];
+
 export const perPaymentMethod: PurchaseRule = {
   name: 'per_payment_method',
   appliesTo: (terms) => Boolean(terms.maxPerCard),
+  checkoutMethods: () => FINGERPRINTED_METHODS,
   async judge(db, c) {
     const max = c.terms.maxPerCard!;
     const method = c.evidence.method;

@@ -26,6 +26,11 @@ export interface PurchaseRule {
    */
   readonly term?: { name: string; schema: Record<string, unknown> };
   appliesTo(terms: ProductTerms): boolean;
+  /**
+   * The payment methods (Stripe's type names) Checkout may offer a product the rule applies to:
+   * where Stripe can prevent a payment the rule would refuse, the session does not offer it.
+   */
+  checkoutMethods?(terms: ProductTerms): readonly string[];
   /** Null: the payment may stand. */
   judge(db: Db, c: RuleCase): Promise<RuleRefusal | null>;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import type { ProductTerms } from '../../../vocabulary';
 import { paymentRulesApply, type PaymentEvidence } from '../../../vocabulary/rules';
-import { judgePayment, PAYMENT_RULES } from '../../../store/rules';
+import { checkoutPaymentMethods, judgePayment, PAYMENT_RULES } from '../../../store/rules';
 import { paymentMethodKey } from '../../../store/rules/per-payment-method';
 import { testDb, uniqueSku } from '../../helpers/db';
 
@@ -97,4 +97,27 @@ test('a payment shipped outside the product countries is refused; one with no ad
   t.regex(abroad!.reason, /ships only to DE, FR, not to US/);
   t.is(await judgePayment(db, paid(sku, shipping, { addressKey: 'k2', shippingCountry: 'FR' })), null);
   t.is(await judgePayment(db, paid(sku, shipping, {})), null);
+});
+
+test('a payment by a method with no fingerprint is refused by the limit per payment method, as is one by a method the product is not sold for', async (t) => {
+  const sku = uniqueSku('rules-unseen');
+  const linked = await judgePayment(db, paid(sku, { maxPerCard: 3 }, { method: { type: 'link' } }));
+  t.like(linked, { rule: 'per_payment_method', kind: 'refunded_card_limit' });
+  t.regex(linked!.reason, /a link payment cannot be counted against the limit/);
+  const only = { rules: { acceptedPaymentMethods: ['card'] } };
+  const debit = await judgePayment(db, paid(sku, only, { method: { type: 'sepa_debit', fingerprint: 'x' } }));
+  t.like(debit, { rule: 'accepted_payment_methods', kind: 'refunded_payment_method' });
+  t.regex(debit!.reason, /is sold for payment by card only, not by sepa_debit/);
+  t.is(await judgePayment(db, paid(sku, only, { method: { type: 'card', fingerprint: 'y' } })), null);
+});
+
+test('Checkout is offered only the methods every preventing rule allows', (t) => {
+  t.is(checkoutPaymentMethods(terms({})), undefined);
+  t.false(checkoutPaymentMethods(terms({ maxPerCard: 1 }))!.includes('link'));
+  t.deepEqual(checkoutPaymentMethods(terms({ rules: { acceptedPaymentMethods: ['card', 'link'] } })), ['card', 'link']);
+  t.deepEqual(checkoutPaymentMethods(terms({ maxPerCard: 1, rules: { acceptedPaymentMethods: ['card', 'link'] } })), [
+    'card',
+  ]);
+  // Together they allow nothing: Checkout is not restricted, and the payment is refused instead.
+  t.is(checkoutPaymentMethods(terms({ maxPerCard: 1, rules: { acceptedPaymentMethods: ['link'] } })), undefined);
 });
