@@ -108,7 +108,7 @@ nothing was oversold or lost, and writes report.html and summary.json.
     --abuser              one more client hammers the sale from an address of its own (purchases
                           and the product's page, far past the per-address limits, which the
                           cluster keeps on: the crowd comes from many loopback addresses); the
-                          check: it was limited, and none of the crowd was
+                          check: it was limited, and the crowd hardly ever (1 %)
     --address-limit N     the cluster's per-address limits: purchase requests and page reads a
                           second per address and API process (default 100, production's)
   --faults LIST           faults mid-drop, kind@seconds after the opening (stripe@S:D lasts D s):
