@@ -104,14 +104,17 @@ export class Admissions {
     const lookup = { purchaseId, sku: req.sku, buyerId: req.buyerId };
     const lookedUpAt = Date.now();
     // A retry of a known key is answered from its purchase, before any shortcut below.
-    const { record: known, heldBy } = await this.lookups.call(lookup);
+    const { record: known, heldBy, bought } = await this.lookups.call(lookup);
     if (known) return this.answerKnown(known, req);
     // One place per buyer and SKU (a hold, or a purchase waiting in line): the buyer is told which purchase it is.
     if (heldBy) return holdExists(req, heldBy);
     const product = await this.rulesOf(req.sku);
     if (!product) return { outcome: 'refused', reason: 'product_not_found', detail: `no product with SKU ${req.sku}` };
-    if (req.quantity > product.maxPerBuyer) {
-      const detail = `at most ${product.maxPerBuyer} of ${req.sku} per buyer`;
+    // The per-buyer limit, counting what the buyer bought: one who bought the most gets no permit or
+    // place in the line (the hold step still decides, under the buyer's lock, for one racing a sale).
+    if (bought + req.quantity > product.maxPerBuyer) {
+      const already = bought ? `; buyer ${req.buyerId} already bought ${bought}` : '';
+      const detail = `at most ${product.maxPerBuyer} of ${req.sku} per buyer${already}`;
       return { outcome: 'refused', reason: 'limit_exceeded', detail };
     }
     if (product.opensAt && this.clock.now() < product.opensAt.getTime()) {

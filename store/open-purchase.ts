@@ -114,20 +114,22 @@ export interface AdmissionLookup {
 }
 
 /**
- * For each request, the purchase its key already made (if any) and the buyer's place on the SKU (an
- * active hold, or a purchase waiting in line; if any): one statement for many requests (the
- * admission batches them under a crowd).
+ * For each request, the purchase its key already made (if any), the buyer's place on the SKU (an
+ * active hold, or a purchase waiting in line; if any) and the units the buyer bought of it: one
+ * statement for many requests (the admission batches them under a crowd).
  */
 export async function lookupForAdmission(
   db: Queryable,
   asks: AdmissionLookup[],
-): Promise<{ record: PurchaseRecord | null; heldBy: string | null }[]> {
-  const { rows } = await db.query<PurchaseRow & { in_ord: string; held_by_now: string | null }>(
-    `SELECT i.in_ord, p.*, ${heldBySql('i.in_sku', 'i.in_buyer', 'i.in_pid')} AS held_by_now
+): Promise<{ record: PurchaseRecord | null; heldBy: string | null; bought: number }[]> {
+  const { rows } = await db.query<PurchaseRow & { in_ord: string; held_by_now: string | null; bought: number }>(
+    `SELECT i.in_ord, p.*, ${heldBySql('i.in_sku', 'i.in_buyer', 'i.in_pid')} AS held_by_now,
+            (SELECT coalesce(sum(b.quantity), 0)::int FROM holds b
+              WHERE b.sku = i.in_sku AND b.buyer_id = i.in_buyer AND b.status = 'sold') AS bought
        FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS i(in_pid, in_sku, in_buyer, in_ord)
        LEFT JOIN purchases p ON p.purchase_id = i.in_pid
       ORDER BY i.in_ord`,
     [asks.map((a) => a.purchaseId), asks.map((a) => a.sku), asks.map((a) => a.buyerId)],
   );
-  return rows.map((r) => ({ record: r.purchase_id ? toRecord(r) : null, heldBy: r.held_by_now }));
+  return rows.map((r) => ({ record: r.purchase_id ? toRecord(r) : null, heldBy: r.held_by_now, bought: r.bought }));
 }

@@ -116,3 +116,21 @@ test('a hold taken while a late payment of the same buyer was re-taken (each mis
   t.like(await sys.stock(sku), { sold: 1, held: 0, available: 4 });
   await assertInvariants(t, sys.db, sku);
 });
+
+test('a buyer who bought the most one buyer may is refused before the gate: 422, nothing recorded, no saga', async (t) => {
+  const sku = await sys.createProduct({ stock: 3, maxPerBuyer: 1 });
+  const buyer = 'bought-max-mo';
+  const first = await sys.buy(sku, buyer);
+  t.is(first.status, 201, JSON.stringify(first.body));
+  await sys.pay(await sessionOf(sys.db, first.body.purchaseId), 'succeeded');
+  t.is((await sys.waitForPurchase(first.body.purchaseId, paidOutcome)).status, 'confirmed');
+  const again = await sys.buy(sku, buyer);
+  t.is(again.status, 422, JSON.stringify(again.body));
+  t.is(again.body.type, 'limit-exceeded');
+  t.regex(again.body.detail, /already bought 1/);
+  const { rows } = await sys.db.query('SELECT count(*)::int AS n FROM purchases WHERE sku = $1', [sku]);
+  t.is(rows[0].n, 1, 'nothing recorded for the refused request');
+  const { count } = await sys.temporal.workflow.count(`WorkflowType="purchaseWorkflow" AND Sku="${sku}"`);
+  t.is(count, 1);
+  await assertInvariants(t, sys.db, sku);
+});
