@@ -71,8 +71,8 @@ test('three purchases paid with one address written three ways where maxPerAddre
   await assertInvariants(t, sys.db, sku);
 });
 
-test("the outside review's walk-arounds where maxPerAddress is 1 (ZIP+4, a soft hyphen, a Cyrillic А): each refunded", async (t) => {
-  const sku = await sys.createProduct({ stock: 4, maxPerAddress: 1, shippingCountries: ['US'] });
+test('every walk-around the outside review listed, where maxPerAddress is 1, is refunded; the neighbours are not', async (t) => {
+  const sku = await sys.createProduct({ stock: 12, maxPerAddress: 1, shippingCountries: ['US'] });
   const address = {
     line1: '350 Fifth Avenue',
     line2: 'Apt 4',
@@ -87,30 +87,48 @@ test("the outside review's walk-arounds where maxPerAddress is 1 (ZIP+4, a soft 
     card: { fingerprint: 'fp-review-0' },
   });
   t.is((await sys.waitForPurchase(first.body.purchaseId, ended)).status, 'confirmed');
-  // Each on its own card and under another name, all at once.
+  // Each on its own card and under another name, all at once: the review's three (ZIP+4, a soft
+  // hyphen, a Cyrillic А) and the ones it found offline.
   const walkArounds = [
     { ...address, postal_code: '10118-0001' },
     { ...address, line1: '350 Fif\u00ADth Avenue' },
     { ...address, line1: '350 Fifth \u0410venue' },
+    { ...address, line1: '350 Fif\u200Bth Avenue' },
+    { ...address, line1: '350 Fif.th Avenue' },
+    { ...address, line1: '\uFF13\uFF15\uFF10 Fifth Avenue' },
+    { ...address, line1: '\u0663\u0665\u0660 Fifth Avenue' },
+    { ...address, postal_code: '101\u200B18' },
+    { ...address, line2: 'Apt 04' },
   ];
-  const bought = [await sys.buy(sku, 'addr-jon'), await sys.buy(sku, 'addr-kim'), await sys.buy(sku, 'addr-lou')];
-  await Promise.all(
-    bought.map(async (b, i) =>
-      sys.pay(await sessionOf(sys.db, b.body.purchaseId), 'succeeded', {
-        shipping: { name: `Walker ${i}`, address: walkArounds[i] },
-        card: { fingerprint: `fp-review-${i + 1}` },
-      }),
-    ),
-  );
-  const outcomes = await Promise.all(bought.map((b) => sys.waitForPurchase(b.body.purchaseId, ended)));
+  // Real other addresses next to it: another flat, another building.
+  const neighbours = [
+    { ...address, line2: 'Apt 14' },
+    { ...address, line1: '351 Fifth Avenue' },
+  ];
+  const pay = async (who: string, i: number, shipTo: typeof address) => {
+    const b = await sys.buy(sku, `${who}-${i}`);
+    await sys.pay(await sessionOf(sys.db, b.body.purchaseId), 'succeeded', {
+      shipping: { name: `${who} ${i}`, address: shipTo },
+      card: { fingerprint: `fp-${who}-${i}` },
+    });
+    return (await sys.waitForPurchase(b.body.purchaseId, ended)) as { status: string; reason: string };
+  };
+  const [walked, next] = await Promise.all([
+    Promise.all(walkArounds.map((w, i) => pay('walker', i, w))),
+    Promise.all(neighbours.map((n, i) => pay('neighbour', i, n))),
+  ]);
   t.deepEqual(
-    outcomes.map((o) => o.status),
-    ['refunded', 'refunded', 'refunded'],
+    walked.map((o) => o.status),
+    walkArounds.map(() => 'refunded'),
   );
-  for (const o of outcomes) t.regex(o.reason, /limit per address/);
+  for (const o of walked) t.regex(o.reason, /limit per address/);
+  t.deepEqual(
+    next.map((o) => o.status),
+    ['confirmed', 'confirmed'],
+  );
   const keys = await sys.db.query('SELECT DISTINCT address_key FROM address_claims WHERE sku = $1', [sku]);
-  t.is(keys.rows.length, 1);
-  t.like(await sys.stock(sku), { sold: 1, held: 0, available: 3 });
+  t.is(keys.rows.length, 3);
+  t.like(await sys.stock(sku), { sold: 3, held: 0, available: 9 });
   await assertInvariants(t, sys.db, sku);
 });
 
