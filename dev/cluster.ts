@@ -200,13 +200,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
         const index = apiNames.indexOf(name);
         if (!balancer && index === webhookTarget) {
           webhookTarget = apiNames.findIndex((n) => !killed.has(n));
-          if (webhookTarget >= 0) {
-            await fetch(`${emulatorUrl}/_emulator/webhooks`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json' },
-              body: JSON.stringify({ url: `${apiUrls[webhookTarget]}/v1/webhooks/stripe` }),
-            });
-          }
+          if (webhookTarget >= 0) await pointWebhooks(emulatorUrl, `${apiUrls[webhookTarget]}/v1/webhooks/stripe`);
         }
       },
       restartTemporal: () => temporalServer.restart(),
@@ -216,4 +210,28 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     await stop();
     throw err;
   }
+}
+
+/**
+ * Sends the emulator's webhooks to `url` from now on (its retries too). Tried a few times: one fetch
+ * can meet a keep-alive connection the emulator closed a moment before (`fetch failed`), and a
+ * webhook left pointing at a killed API loses every payment made after the kill.
+ */
+async function pointWebhooks(emulatorUrl: string, url: string): Promise<void> {
+  let last: unknown;
+  for (let attempt = 1; attempt <= 5; attempt++) {
+    try {
+      const res = await fetch(`${emulatorUrl}/_emulator/webhooks`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ url }),
+      });
+      if (res.ok) return;
+      last = new Error(`the emulator answered ${res.status}: ${await res.text()}`);
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 200 * attempt));
+  }
+  throw new Error(`could not point the emulator's webhooks at ${url}: ${(last as Error).message}`);
 }
