@@ -8,6 +8,7 @@ import {
 } from '@temporalio/workflow';
 import type { RefundEvent, SupportAction } from '../vocabulary';
 import { refundEventSignal, supportActionSignal } from './definitions';
+import { DURATIONS } from './durations';
 
 // Stripe steps that must happen once money is involved (expire a session, read it, refund), run so
 // that no answer of Stripe's ends a saga without an outcome: a refusal is shown to support and tried
@@ -70,7 +71,8 @@ export interface AttendOptions {
 
 /** Backoff between tries of a refused call: 5 s doubling to 1 hour, or at once on support's retry. */
 function refusalBackoffMs(refusals: number): number {
-  return Math.min(5_000 * 2 ** Math.min(refusals, 10), 3_600_000);
+  const { refusalBackoffFirstMs: first, refusalBackoffMaxMs: max } = DURATIONS;
+  return Math.min(first * 2 ** Math.min(refusals, 10), max);
 }
 
 /**

@@ -3,7 +3,8 @@ import { isPaid, type PurchaseStatus } from '../vocabulary';
 import type { SessionState } from '../activities';
 import type { Payment, PaymentFold } from './payment-fold';
 import { acts, stripeActs } from './proxies';
-import { ASYNC_SETTLE_TIMEOUT, type PurchaseSaga } from './saga';
+import { DURATIONS } from './durations';
+import type { PurchaseSaga } from './saga';
 
 // What the saga does once the wait for the payment is over (paid, pending, failed, lapsed or
 // cancelled): confirm, keep the unit while a delayed payment settles, or close the session and
@@ -77,7 +78,7 @@ export async function settleStragglers(saga: PurchaseSaga): Promise<void> {
     if (isPaid(saga.state.status)) return;
     if (saga.payment === 'paid') return saga.settleLatePayment();
     if (saga.payment !== 'pending' || saga.state.status === 'payment_failed') return;
-    if (!(await condition(() => saga.payment !== 'pending', ASYNC_SETTLE_TIMEOUT))) return;
+    if (!(await condition(() => saga.payment !== 'pending', DURATIONS.asyncSettleMs))) return;
     if ((saga.payment as Payment) === 'failed') return;
   }
 }

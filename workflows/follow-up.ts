@@ -1,7 +1,8 @@
 import { condition } from '@temporalio/workflow';
 import { isFinal, isPaid, type PurchaseState } from '../vocabulary';
 import { acts } from './proxies';
-import { ASYNC_SETTLE_TIMEOUT, type PurchaseSaga } from './saga';
+import { DURATIONS } from './durations';
+import type { PurchaseSaga } from './saga';
 
 /**
  * A payment event for a purchase whose workflow had already closed (the webhook started this run
@@ -12,9 +13,9 @@ export async function followUp(saga: PurchaseSaga): Promise<PurchaseState> {
   const record = await acts.loadPurchase(saga.input.purchaseId);
   if (!record) return state;
   Object.assign(state, record);
-  await condition(() => saga.payment !== 'none' || fold.sessionExpired || fold.declines > 0, '1 minute');
+  await condition(() => saga.payment !== 'none' || fold.sessionExpired || fold.declines > 0, DURATIONS.followUpEventMs);
   // A delayed payment's first word arriving after its outcome (out of order): nothing left to settle.
-  if (saga.payment === 'pending' && !isPaid(record.status)) await condition(() => fold.settled, ASYNC_SETTLE_TIMEOUT);
+  if (saga.payment === 'pending' && !isPaid(record.status)) await condition(() => fold.settled, DURATIONS.asyncSettleMs);
   if (saga.payment === 'paid' && !isPaid(record.status)) {
     await saga.settleLatePayment();
   } else if (saga.payment === 'failed' && !isFinal(record.status)) {

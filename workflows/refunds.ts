@@ -2,16 +2,13 @@ import { condition } from '@temporalio/workflow';
 import type { RefundState } from '../activities/stripe';
 import type { RefundSummary } from '../vocabulary';
 import { attended, refundSettled, refusalOf, type SupportDesk } from './attended';
+import { DURATIONS } from './durations';
 import { stripeActs } from './proxies';
 
 // A refund followed to its end: Stripe's answer to the create call is only its first status. The
 // refund's webhook (signal `refundEvent`) or, when that is late, a read of the refund says how it
 // ended; a failed refund is shown to support, who can have it tried again or settle it by hand.
 
-/** How long to wait for the webhook before reading the refund, per round; the last repeats. */
-const READ_AFTER = ['1 minute', '10 minutes', '1 hour', '6 hours'] as const;
-/** A refund still pending this long is put in front of support. */
-const PENDING_TOO_LONG_MS = 30 * 24 * 3600 * 1000;
 
 export type RefundNews =
   /** Stripe accepted the refund (its status may still be `pending`). */
@@ -92,10 +89,10 @@ async function follow(desk: SupportDesk, first: RefundState): Promise<RefundStat
   if (!refundId) return refund; // Stripe said the payment was already refunded in full
   const started = Date.now();
   for (let round = 0; !refundSettled(refund.status); round++) {
-    if (Date.now() - started > PENDING_TOO_LONG_MS) return refund;
+    if (Date.now() - started > DURATIONS.refundPendingTooLongMs) return refund;
     const heard = await condition(
       () => refundSettled(desk.refund(refundId)?.status ?? 'pending'),
-      READ_AFTER[Math.min(round, READ_AFTER.length - 1)],
+      DURATIONS.refundReadAfterMs[Math.min(round, DURATIONS.refundReadAfterMs.length - 1)],
     );
     if (heard) {
       refund = { ...refund, ...desk.refund(refundId)! };

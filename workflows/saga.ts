@@ -8,10 +8,8 @@ import { acts, stripeActs } from './proxies';
 import { refundToTheEnd, settledByHand, type RefundNews } from './refunds';
 import { limitsBefore12, PAYMENT_RULES_PATCH } from './rules-before-1-2';
 import { paymentRulesApply } from '../vocabulary/rules';
+import { DURATIONS } from './durations';
 
-/** How long a session that was completed with a delayed payment method may take to settle. */
-export const ASYNC_SETTLE_TIMEOUT = '7 days';
-const ASYNC_SETTLE_SECONDS = 7 * 24 * 3600;
 
 /**
  * The state of one purchase saga and the steps that settle it once the hold is taken. Shared by the
@@ -220,12 +218,12 @@ export class PurchaseSaga {
 
   /** A delayed payment was completed in time: keep the unit until it settles (or fails, or never does). */
   async holdUntilSettled(): Promise<void> {
-    const until = await acts.extendHold(this.input.purchaseId, ASYNC_SETTLE_SECONDS);
+    const until = await acts.extendHold(this.input.purchaseId, DURATIONS.asyncSettleMs / 1000);
     await this.setStatus('awaiting_payment', {
       reason: 'a delayed payment is settling; the unit stays held',
       ...(until ? { holdExpiresAt: until } : {}),
     });
-    const settled = await condition(() => this.fold.settled, ASYNC_SETTLE_TIMEOUT);
+    const settled = await condition(() => this.fold.settled, DURATIONS.asyncSettleMs);
     if (!settled && this.state.sessionId) {
       // The webhook may have been lost: Stripe's word decides before the buyer's unit is given back.
       const sessionId = this.state.sessionId;

@@ -1,0 +1,9 @@
+// The fast tier (`npm run test:fast`, and the first half of `npm test`): pure functions, and every
+// workflow against a local Temporal with mocked activities. No Postgres, no emulator, no browser.
+export default {
+  files: ['test/fast/**/*.test.ts'],
+  extensions: { ts: 'module' },
+  nodeArguments: ['--import=tsx'],
+  timeout: '1m',
+  workerThreads: false,
+};

@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { TestFn } from 'ava';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime, Worker, type LogEntry } from '@temporalio/worker';
+import { stripeTaskQueue } from '../../../vocabulary';
+import { BuyerIdKey, HoldExpiresAtKey, PurchaseStatusKey, SkuKey } from '../../../workflows/definitions';
+import { findTemporalCli } from '../../../dev/temporal-cli';
+import { bundleFastWorkflows, coverageData, enableCoverage } from './bundle';
+import { World } from './world';
+
+// One test file's Temporal: a local dev server (the CLI the project already fetches, started by the
+// SDK's TestWorkflowEnvironment.createLocal), the fast tier's workflow bundle (short waits, coverage
+// counted), and one worker per task queue running the world's fake activities. Each test opens its
+// own case in the world; the workers serve every test of the file at once.
+
+/** Workflow log lines at error level: a status moved outside the table, a compensation that gave up. */
+const workflowErrors: LogEntry[] = [];
+Runtime.install({
+  logger: new DefaultLogger('WARN', (entry) => {
+    if (entry.level === 'ERROR') workflowErrors.push(entry);
+  }),
+});
+
+export interface FastTemporal {
+  env: TestWorkflowEnvironment;
+  world: World;
+  taskQueue: string;
+  /** Error lines the workflows logged since the file started, whose message matches. */
+  errorsLogged(match: RegExp): string[];
+}
+
+/** Registers the file's Temporal: started before its tests, stopped (and coverage written) after them. */
+export function useFastTemporal(test: TestFn): () => FastTemporal {
+  let running: { temporal: FastTemporal; workers: Worker[]; done: Promise<unknown> } | undefined;
+  const coverage = enableCoverage();
+  test.before(async () => {
+    const executable = await findTemporalCli(() => {});
+    const env = await TestWorkflowEnvironment.createLocal({
+      server: {
+        executable: { type: 'existing-path', path: executable },
+        ip: '127.0.0.1',
+        ui: false,
+        searchAttributes: [PurchaseStatusKey, SkuKey, BuyerIdKey, HoldExpiresAtKey],
+      },
+    });
+    const world = new World();
+    const taskQueue = `fast-${randomUUID()}`;
+    const prebuilt = process.env.FAST_WORKFLOW_BUNDLE_PATH;
+    const workflowBundle = prebuilt ? { codePath: prebuilt } : { code: await bundleFastWorkflows() };
+    const activities = world.activities();
+    const options = (queue: string) =>
+      coverage.augmentWorkerOptionsWithBundle({
+        connection: env.nativeConnection,
+        namespace: env.namespace ?? 'default',
+        taskQueue: queue,
+        workflowBundle,
+        activities,
+      });
+    const workers = await Promise.all([Worker.create(options(taskQueue)), Worker.create(options(stripeTaskQueue(taskQueue)))]);
+    const done = Promise.all(workers.map((w) => w.run()));
+    const errorsLogged = (match: RegExp) => workflowErrors.map((e) => e.message).filter((m) => match.test(m));
+    running = { temporal: { env, world, taskQueue, errorsLogged }, workers, done };
+  });
+  test.after.always(async () => {
+    if (!running) return;
+    for (const w of running.workers) w.shutdown();
+    await running.done;
+    await running.temporal.env.teardown();
+    writeCoverage(coverageData(coverage));
+  });
+  return () => {
+    if (!running) throw new Error('the fast Temporal is not running (use it inside a test)');
+    return running.temporal;
+  };
+}
+
+/** Leaves this file's counts where `npm test` merges and reports them (FAST_COVERAGE_DIR). */
+function writeCoverage(data: Record<string, unknown>): void {
+  const dir = process.env.FAST_COVERAGE_DIR;
+  if (!dir) return;
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, `${process.pid}-${randomUUID()}.json`), JSON.stringify(data));
+}

@@ -1,0 +1,84 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { wrapCommand } from '../../dev/proc';
+
+// ava as a child of `npm test`: one run at a time, stopped with the run when `npm test` is
+// interrupted, and never left behind (setpriv --pdeathsig) when it is killed.
+
+export const repoRoot = path.resolve(__dirname, '..', '..');
+const AVA_GRACE_MS = 10_000;
+export const SIGNAL_EXIT_CODES: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
+
+export const log = (line: string): void => console.log(`[test] ${line}`);
+
+/** The signal that interrupted `npm test`, once one has; stops the ava run in progress. */
+export class Interrupts {
+  signal?: NodeJS.Signals;
+  readonly aborter = new AbortController();
+  private ava?: { child: ChildProcess; group: boolean };
+
+  constructor() {
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, (s) => this.on(s));
+  }
+
+  /** The exit code for an interrupted run, else `code`. */
+  exitCode(code: number): number {
+    return this.signal ? (SIGNAL_EXIT_CODES[this.signal] ?? code) : code;
+  }
+
+  private on(signal: NodeJS.Signals): void {
+    // A terminal's Ctrl-C arrives twice (directly and relayed by tsx): act on the first one only.
+    if (this.signal) return;
+    this.signal = signal;
+    log(`${signal} received: stopping`);
+    this.aborter.abort(new Error(`interrupted by ${signal}`));
+    // SIGINT is the signal ava handles: it stops its worker processes before exiting.
+    if (this.ava && this.ava.child.exitCode === null) {
+      this.ava.child.kill('SIGINT');
+      setTimeout(() => this.kill('SIGKILL'), AVA_GRACE_MS).unref();
+    }
+  }
+
+  /** ava runs in a process group of its own when it can: the whole group (its workers too) can be killed. */
+  kill(signal: NodeJS.Signals): void {
+    const ava = this.ava;
+    if (!ava?.child.pid) return;
+    try {
+      if (ava.group) process.kill(-ava.child.pid, signal);
+      else ava.child.kill(signal);
+    } catch {
+      // already gone
+    }
+  }
+
+  /** Runs ava with these arguments and environment; its exit code. */
+  async runAva(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+    const command = wrapCommand(process.execPath, [avaCli(), ...args], { deathSignal: 'SIGINT' });
+    const child = spawn(command.command, command.args, {
+      cwd: repoRoot,
+      stdio: 'inherit',
+      detached: command.ownGroup,
+      env: { ...process.env, ...env },
+    });
+    this.ava = { child, group: command.ownGroup };
+    const code = await new Promise<number>((resolve) => {
+      child.once('error', (err) => {
+        console.error(`[test] could not start ava: ${err.message}`);
+        resolve(1);
+      });
+      child.once('exit', (exitCode, signal) =>
+        resolve(exitCode ?? (signal ? (os.constants.signals[signal] ?? 0) + 128 : 1)),
+      );
+    });
+    if (command.ownGroup) this.kill('SIGKILL'); // a worker or test process that outlived ava
+    this.ava = undefined;
+    return code;
+  }
+}
+
+/** ava's own CLI, run with this Node directly (no npx in between to swallow or double signals). */
+function avaCli(): string {
+  return fs.realpathSync(path.join(repoRoot, 'node_modules', '.bin', 'ava'));
+}

@@ -1,0 +1,50 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { findTemporalCli } from '../../dev/temporal-cli';
+import { seconds } from '../../dev/proc';
+import { bundleFastWorkflows } from '../fast/helpers/bundle';
+import { reportWorkflowCoverage } from './coverage';
+import { log, type Interrupts } from './ava';
+
+// The fast tier: test/fast/, with no Postgres, emulator or browser. Each workflow test file starts a
+// local Temporal dev server of its own (the CLI the project fetches); the workflows are bundled once
+// here, with short waits and coverage counted, and the report says which workflow branches ran.
+
+export const FAST_DIR = 'test/fast';
+const AVA_CONFIG = path.join(FAST_DIR, 'ava.config.mjs');
+
+/**
+ * Runs the fast tier's files (`files`: all of them when empty). The whole tier must run every
+ * branch of workflows/: a file of it alone only reports.
+ */
+export async function runFastTier(interrupts: Interrupts, files: string[], avaFlags: string[]): Promise<number> {
+  const started = Date.now();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'flash-sale-fast-'));
+  try {
+    const bundleFile = path.join(dir, 'workflow-bundle.js');
+    const [cli] = await Promise.all([
+      findTemporalCli(log, { signal: interrupts.aborter.signal }),
+      bundleFastWorkflows().then((code) => fs.writeFileSync(bundleFile, code)),
+    ]);
+    log(`fast tier: workflows bundled (short waits, coverage counted) in ${seconds(started)}`);
+    const coverageDir = path.join(dir, 'coverage');
+    const code = await interrupts.runAva(['--config', AVA_CONFIG, ...avaFlags, ...files], {
+      TEMPORAL_CLI_PATH: cli,
+      FAST_WORKFLOW_BUNDLE_PATH: bundleFile,
+      FAST_COVERAGE_DIR: coverageDir,
+    });
+    log(`fast tier: ava exited with code ${code} after ${seconds(started)}`);
+    if (code !== 0 || interrupts.signal) return interrupts.exitCode(code);
+    const verdict = await reportWorkflowCoverage(coverageDir);
+    if (files.length > 0) return 0;
+    if (verdict.missed.length > 0) {
+      console.error(`[test] fast tier: workflow code that no test ran:\n${verdict.missed.map((m) => `  ${m}`).join('\n')}`);
+      return 1;
+    }
+    log(`fast tier: every statement, branch and function of the ${verdict.files} workflow files ran`);
+    return 0;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,87 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startStack, type Stack } from '../../dev/stack';
+import { bundleWorkflows } from '../../worker/create-worker';
+import { isAlive, seconds } from '../../dev/proc';
+import { log, type Interrupts } from './ava';
+
+// The stack tier: every other test file, against a throwaway stack (its own Postgres, an in-memory
+// Temporal dev server) that this starts before ava and stops after it.
+
+const DIR_PREFIX = 'flash-sale-test-';
+const LAUNCHER_PID_FILE = 'launcher.pid';
+
+export async function runStackTier(interrupts: Interrupts, avaArgs: string[]): Promise<number> {
+  removeAbandonedDirs();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), DIR_PREFIX));
+  fs.writeFileSync(path.join(dataDir, LAUNCHER_PID_FILE), String(process.pid));
+  // When run as root, Postgres runs as the `postgres` user, which must be able to enter this folder.
+  fs.chmodSync(dataDir, 0o711);
+  let stack: Stack | undefined;
+  let keepDir = false;
+  try {
+    const started = Date.now();
+    log(`starting the test stack (Postgres, Temporal dev server in memory) in ${dataDir}`);
+    // The workflows are bundled once for every test file and every worker process they start, while
+    // the stack starts (each would otherwise run webpack for seconds of CPU).
+    const bundleFile = path.join(dataDir, 'workflow-bundle.js');
+    const quiet = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} };
+    const bundled = bundleWorkflows(quiet).then((code) => fs.writeFileSync(bundleFile, code));
+    try {
+      const { signal } = interrupts.aborter;
+      [stack] = await Promise.all([startStack({ dataDir, persistent: false, log, signal }), bundled]);
+    } catch (err) {
+      console.error(`[test] the test stack did not start: ${(err as Error).message}`);
+      // The servers' logs stay for a look; the next run sweeps the folder.
+      keepDir = !interrupts.signal;
+      if (keepDir) console.error(`[test] logs kept in ${dataDir}`);
+      return interrupts.exitCode(1);
+    }
+    log(
+      `stack ready and workflows bundled in ${seconds(started)}: ${stack.databaseUrl}, Temporal ${stack.temporalAddress}`,
+    );
+    if (interrupts.signal) return interrupts.exitCode(1);
+    log(`stack tier: running ava${avaArgs.length ? ` ${avaArgs.join(' ')}` : ''}`);
+    const testsStarted = Date.now();
+    const code = await interrupts.runAva(avaArgs, {
+      DATABASE_URL: stack.databaseUrl,
+      TEMPORAL_ADDRESS: stack.temporalAddress,
+      TEMPORAL_NAMESPACE: stack.temporalNamespace,
+      // Every worker of the run (in the test processes and the ones they spawn) starts from it.
+      WORKFLOW_BUNDLE_PATH: bundleFile,
+    });
+    log(`stack tier: ava exited with code ${code} after ${seconds(testsStarted)}`);
+    return interrupts.exitCode(code);
+  } finally {
+    if (stack) {
+      const stopping = Date.now();
+      await stack.stop();
+      log(`stack stopped in ${seconds(stopping)}`);
+    }
+    if (!keepDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Deletes the folders that earlier runs left: killed (SIGKILL) before cleaning up, or kept for their logs. */
+function removeAbandonedDirs(): void {
+  const readPid = (file: string): number | undefined => {
+    try {
+      return Number.parseInt(fs.readFileSync(file, 'utf8'), 10) || undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  for (const name of fs.readdirSync(os.tmpdir())) {
+    if (!name.startsWith(DIR_PREFIX)) continue;
+    const dir = path.join(os.tmpdir(), name);
+    const launcher = readPid(path.join(dir, LAUNCHER_PID_FILE));
+    if (launcher === undefined || isAlive(launcher)) continue; // in use, or just being created
+    // The cluster is `postgres-<major>` (dev/postgres.ts): any of them may still be running.
+    const clusters = fs.readdirSync(dir).filter((entry) => entry.startsWith('postgres'));
+    const postmasters = clusters.map((c) => readPid(path.join(dir, c, 'postmaster.pid')));
+    if (postmasters.some((pid) => pid !== undefined && isAlive(pid))) continue;
+    log(`removing ${dir}, left by an earlier run`);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
