@@ -4,20 +4,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import {
-  ConfigError,
-  loadApiConfig,
-  loadBuyerTokenCliConfig,
-  loadCliConfig,
-  loadTemporalCliConfig,
-  loadWorkerConfig,
-} from '../../config';
 import { devBuyerSecret } from '../../config/buyer-tokens';
 import { DEV_DEFAULTS } from '../../config/dev-secrets';
 
 // The development secrets (`npm start`'s fixed tokens and the buyer-token secret it keeps in its
 // data folder) are public, so beside a live Stripe key every process refuses them at start: the API,
-// the worker and the CLIs, each with one problem line naming the variables that hold one.
+// the worker and the CLIs, each with one problem line naming the variables that hold one. (What
+// each configuration loader answers: test/fast/config/dev-secrets.test.ts.)
 
 const repoRoot = path.join(__dirname, '../..');
 const LIVE_KEY = `sk_live_${'x'.repeat(24)}`;
@@ -63,57 +56,6 @@ function liveEnv(): Record<string, string> {
     FLASH_SALE_DATA_DIR: dataDir,
   };
 }
-
-test('each development value beside a live key is one problem naming its variable, for every loader', (t) => {
-  const loaders: [string, (env: Record<string, string>) => unknown][] = [
-    ['api', loadApiConfig],
-    ['worker', loadWorkerConfig],
-    ['cli', loadCliConfig],
-    ['temporal cli', loadTemporalCliConfig],
-    ['buyer-token cli', loadBuyerTokenCliConfig],
-  ];
-  for (const [who, load] of loaders) {
-    t.notThrows(() => load(liveEnv()), `${who}: secrets of its own pass with a live key`);
-    for (const [name, value] of DEV_VALUES) {
-      for (const key of [LIVE_KEY, `rk_live_${'y'.repeat(24)}`]) {
-        const err = t.throws(() => load({ ...liveEnv(), STRIPE_SECRET_KEY: key, [name]: value }), {
-          instanceOf: ConfigError,
-        });
-        const lines = err.message.split('\n').filter((line) => REFUSAL.test(line));
-        t.is(lines.length, 1, `${who}, ${name}: ${err.message}`);
-        t.is(REFUSAL.exec(lines[0])?.[1], name, `${who}: the line names ${name}`);
-        t.false(err.message.includes(devBuyer), 'the dev buyer secret is not echoed');
-      }
-    }
-  }
-});
-
-test('the development values still run npm start with a test key, and a dev value under another name is refused too', (t) => {
-  const dev = {
-    ...liveEnv(),
-    STRIPE_SECRET_KEY: 'sk_test_emulator',
-    STRIPE_API_URL: 'http://127.0.0.1:12111',
-    STRIPE_EMULATOR: '1',
-    ...Object.fromEntries(DEV_VALUES),
-  };
-  t.notThrows(() => loadApiConfig(dev));
-  t.notThrows(() => loadWorkerConfig(dev));
-  const swapped = t.throws(
-    () => loadWorkerConfig({ ...liveEnv(), METRICS_TOKEN: DEV_DEFAULTS.ADMIN_TOKEN, NOTIFY_WEBHOOK_SECRET: devBuyer }),
-    { instanceOf: ConfigError },
-  );
-  t.regex(swapped.message, /\n {2}- METRICS_TOKEN, NOTIFY_WEBHOOK_SECRET hold development values/);
-  const padded = t.throws(() => loadCliConfig({ ...liveEnv(), SUPPORT_TOKEN: ` ${DEV_DEFAULTS.SUPPORT_TOKEN}\n` }), {
-    instanceOf: ConfigError,
-  });
-  t.regex(padded.message, /- SUPPORT_TOKEN holds a development value/);
-  const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'dev-secrets-none-'));
-  t.teardown(() => fs.rmSync(elsewhere, { recursive: true, force: true }));
-  t.notThrows(
-    () => loadApiConfig({ ...liveEnv(), BUYER_TOKEN_SECRET: devBuyer, FLASH_SALE_DATA_DIR: elsewhere }),
-    'a secret is a development one only where npm start keeps it',
-  );
-});
 
 interface Ended {
   code: number | null;

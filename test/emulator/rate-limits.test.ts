@@ -1,7 +1,7 @@
 import test from 'ava';
 import Stripe from 'stripe';
 
-import { parseRateLimit, type EndpointCounts } from '../../dev/emulator/rate-limit';
+import type { EndpointCounts } from '../../dev/emulator/rate-limit';
 import { sessionParams, startHarness } from './harness';
 
 // The emulator limits the account as Stripe limits a sandbox: 25 requests a second for the account
@@ -116,12 +116,4 @@ test('limits set to 0 refuse nothing, and the control route changes them at run 
   const bad = await control<{ code: string }>('POST', '/_emulator/rate-limits', { endpointPerSecond: -1 });
   t.is(bad.status, 400);
   t.is(bad.body.code, 'invalid_endpointPerSecond');
-});
-
-test('STRIPE_EMULATOR_RATE_LIMIT reads as the sandbox default, a number, account/endpoint, or 0', (t) => {
-  t.deepEqual(parseRateLimit(undefined), { accountPerSecond: 25, endpointPerSecond: 25 });
-  t.deepEqual(parseRateLimit('0'), { accountPerSecond: 0, endpointPerSecond: 0 });
-  t.deepEqual(parseRateLimit('10'), { accountPerSecond: 10, endpointPerSecond: 10 });
-  t.deepEqual(parseRateLimit('100/25'), { accountPerSecond: 100, endpointPerSecond: 25 });
-  t.throws(() => parseRateLimit('fast'), { message: /STRIPE_EMULATOR_RATE_LIMIT=fast/ });
 });

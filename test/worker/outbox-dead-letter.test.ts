@@ -1,9 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test, { type ExecutionContext } from 'ava';
-import { loadNotifyConfig } from '../../config/notify';
 import { createLogger } from '../../config/log';
-import { isPermanentHttpStatus, isPermanentSmtpCode } from '../../worker/outbox-channels';
 import { outboxMetrics } from '../../worker/outbox-metrics';
 import { serveTelemetry } from '../../worker/telemetry';
 import { runOpsCli } from '../helpers/attention';
@@ -168,31 +166,4 @@ test("the worker's /metrics counts pending and dead deliveries per channel, and 
   t.is(value(text, 'flashsale_notification_deliveries_total{channel="webhook",outcome="failed"}'), 2);
   t.is(value(text, 'flashsale_notification_deliveries_total{channel="webhook",outcome="dead"}'), 2);
   t.is(value(text, 'flashsale_notification_deliveries_total{channel="webhook",outcome="delivered"}'), 0);
-});
-
-test('which refusals are permanent: a 4xx but 408 and 429, an SMTP 5xx but 503; the cap must be a positive integer', (t) => {
-  t.deepEqual([400, 404, 410, 422, 408, 429, 500, 503, 302].map(isPermanentHttpStatus), [
-    true,
-    true,
-    true,
-    true,
-    false,
-    false,
-    false,
-    false,
-    false,
-  ]);
-  t.deepEqual([550, 553, 554, 503, 421, 450, undefined].map(isPermanentSmtpCode), [
-    true,
-    true,
-    true,
-    false,
-    false,
-    false,
-    false,
-  ]);
-  t.like(loadNotifyConfig({}), { maxAttempts: 20, maxAgeMs: 259_200_000 });
-  t.throws(() => loadNotifyConfig({ NOTIFY_MAX_ATTEMPTS: '0' }), {
-    message: /NOTIFY_MAX_ATTEMPTS must be an integer >= 1/,
-  });
 });

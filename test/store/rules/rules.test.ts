@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import type { ProductTerms } from '../../../vocabulary';
-import { paymentRulesApply, type PaymentEvidence } from '../../../vocabulary/rules';
-import { checkoutPaymentMethods, judgePayment, PAYMENT_RULES } from '../../../store/rules';
-import { paymentMethodKey } from '../../../store/rules/per-payment-method';
+import type { PaymentEvidence } from '../../../vocabulary/rules';
+import { judgePayment } from '../../../store/rules';
 import { testDb, uniqueSku } from '../../helpers/db';
 
 // The purchase rules against Postgres's claims: each rule in isolation, then the module's order and
-// its promise that a refused payment counts against no limit.
+// its promise that a refused payment counts against no limit. (What needs no Postgres:
+// test/fast/store/rules/rules.test.ts.)
 
 const db = testDb(4);
 test.after.always(() => db.end());
@@ -27,33 +27,6 @@ const paid = (sku: string, t: Partial<ProductTerms>, evidence: PaymentEvidence) 
   quantity: 1,
   terms: terms(t),
   evidence,
-});
-
-test('a payment method is keyed by its type and fingerprint; a card by its bare fingerprint; none without one', (t) => {
-  t.is(paymentMethodKey({ type: 'card', fingerprint: 'fp1' }), 'fp1');
-  t.is(paymentMethodKey({ type: 'sepa_debit', fingerprint: 'fp1' }), 'sepa_debit:fp1');
-  t.is(paymentMethodKey({ type: 'us_bank_account', fingerprint: 'fp1' }), 'us_bank_account:fp1');
-  t.is(paymentMethodKey({ type: 'link' }), null);
-});
-
-test('the payment is read only for a product with a rule that reads it', (t) => {
-  t.false(paymentRulesApply(undefined));
-  t.false(paymentRulesApply(terms({ shippingCountries: ['DE'] })));
-  t.true(paymentRulesApply(terms({ maxPerCard: 1 })));
-  t.true(paymentRulesApply(terms({ maxPerAddress: 2 })));
-});
-
-test('every rule applies only to products whose terms switch it on', (t) => {
-  const none = terms({});
-  t.deepEqual(
-    PAYMENT_RULES.filter((r) => r.appliesTo(none)).map((r) => r.name),
-    [],
-  );
-  const all = terms({ maxPerCard: 1, maxPerAddress: 1, shippingCountries: ['US'] });
-  t.deepEqual(
-    PAYMENT_RULES.filter((r) => r.appliesTo(all)).map((r) => r.name),
-    ['shipping_country', 'per_payment_method', 'per_address'],
-  );
 });
 
 test('a bank account and a card with the same fingerprint are counted apart; a second payment of one is refused', async (t) => {
@@ -109,15 +82,4 @@ test('a payment by a method with no fingerprint is refused by the limit per paym
   t.like(debit, { rule: 'accepted_payment_methods', kind: 'refunded_payment_method' });
   t.regex(debit!.reason, /is sold for payment by card only, not by sepa_debit/);
   t.is(await judgePayment(db, paid(sku, only, { method: { type: 'card', fingerprint: 'y' } })), null);
-});
-
-test('Checkout is offered only the methods every preventing rule allows', (t) => {
-  t.is(checkoutPaymentMethods(terms({})), undefined);
-  t.false(checkoutPaymentMethods(terms({ maxPerCard: 1 }))!.includes('link'));
-  t.deepEqual(checkoutPaymentMethods(terms({ rules: { acceptedPaymentMethods: ['card', 'link'] } })), ['card', 'link']);
-  t.deepEqual(checkoutPaymentMethods(terms({ maxPerCard: 1, rules: { acceptedPaymentMethods: ['card', 'link'] } })), [
-    'card',
-  ]);
-  // Together they allow nothing: Checkout is not restricted, and the payment is refused instead.
-  t.is(checkoutPaymentMethods(terms({ maxPerCard: 1, rules: { acceptedPaymentMethods: ['link'] } })), undefined);
 });

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { strayRefusal, type StraySessionAtStripe } from '../../activities/stray-guard';
+import { strayRefusal, type StraySessionAtStripe } from '../../../activities/stray-guard';
 
 // Which money the stray-payment path may refund: decided from Stripe's session and our records.
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { Batcher } from '../../store/batcher';
+import { Batcher } from '../../../store/batcher';
 
 // The batcher the admission reads go through under a crowd: calls that arrive while a batch runs
 // share the next one, each caller gets its own answer, and a failed batch fails only its callers.

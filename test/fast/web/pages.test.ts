@@ -1,9 +1,9 @@
 import test from 'ava';
-import { productPage, type ProductModel } from '../../web/catalogue';
-import { html } from '../../web/html';
-import { formatMoney, formatWait } from '../../web/money';
-import { purchasePage, type PurchaseModel } from '../../web/purchase';
-import { queuePage, type TicketModel } from '../../web/queue';
+import { productPage, type ProductModel } from '../../../web/catalogue';
+import { html } from '../../../web/html';
+import { formatMoney, formatWait } from '../../../web/money';
+import { purchasePage, type PurchaseModel } from '../../../web/purchase';
+import { queuePage, type TicketModel } from '../../../web/queue';
 
 // The rendering layer alone (web/): what each page says for each state it can be given, the
 // waiting room's states included (test/e2e/room-pages.test.ts drives them against the real room).

@@ -4,11 +4,11 @@ import Ajv from 'ajv';
 import test from 'ava';
 import Stripe from 'stripe';
 import { parse } from 'yaml';
-import { ConfigError, loadApiConfig, loadWorkerConfig } from '../../config';
-import { API_POSTGRES_CONNECTIONS, STRIPE_API_VERSION } from '../../config/clients';
-import { SEARCH_ATTRIBUTES } from '../../dev/temporal';
-import { CLI_POOL_SIZE } from '../../ops/cli';
-import { workerPostgresConnections } from '../../worker/create-worker';
+import { ConfigError, loadApiConfig, loadWorkerConfig } from '../../../config';
+import { API_POSTGRES_CONNECTIONS, STRIPE_API_VERSION } from '../../../config/clients';
+import { SEARCH_ATTRIBUTES } from '../../../dev/temporal';
+import { CLI_POOL_SIZE } from '../../../ops/cli';
+import { workerPostgresConnections } from '../../../worker/create-worker';
 
 // docker-compose.yml checked the way Compose loads it, since no container engine runs here:
 // variables interpolated with nothing exported (every command must still work), YAML merge keys
@@ -17,11 +17,11 @@ import { workerPostgresConnections } from '../../worker/create-worker';
 // service, start order by health and by completed jobs, a stop grace longer than the API's drain,
 // every variable in .env.example, and the image running compiled code with plain node.
 
-const root = path.resolve(__dirname, '../..');
+const root = path.resolve(__dirname, '../../..');
 const read = (file: string) => fs.readFileSync(path.join(root, file), 'utf8');
 const composeText = read('docker-compose.yml');
 // The file names draft-07 by its https URL, which ajv knows as http: its own draft-07 applies.
-const schema = JSON.parse(fs.readFileSync(path.join(__dirname, 'compose-spec.json'), 'utf8'));
+const schema = JSON.parse(fs.readFileSync(path.join(root, 'test/deploy/compose-spec.json'), 'utf8'));
 delete schema.$schema;
 
 const VARIABLE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g;

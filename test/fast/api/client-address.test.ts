@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import test from 'ava';
-import { clientAddressOf, compileTrust } from '../../api/client-address';
-import { ConfigError, loadApiConfig } from '../../config';
+import { clientAddressOf, compileTrust } from '../../../api/client-address';
+import { ConfigError, loadApiConfig } from '../../../config';
 
 // Which address a request is counted under (api/client-address.ts), and what TRUSTED_PROXIES accepts.
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { ConfigError, loadApiConfig, loadWorkerConfig } from '../../config';
+import { ConfigError, loadApiConfig, loadWorkerConfig } from '../../../config';
 
 // The configuration of the buyer's pages: where Checkout returns the buyer (the worker), the
 // pages' origin and whether the development sign-in is on (the API).

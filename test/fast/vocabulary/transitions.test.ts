@@ -3,12 +3,12 @@ import path from 'node:path';
 import test from 'ava';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
-import { canMove, PURCHASE_STATUSES, PURCHASE_TRANSITIONS, type PurchaseStatus } from '../../vocabulary';
+import { canMove, PURCHASE_STATUSES, PURCHASE_TRANSITIONS, type PurchaseStatus } from '../../../vocabulary';
 
 // The purchase's moves live in one table (docs/architecture.md) and one list (PURCHASE_TRANSITIONS):
 // these tests keep the two the same, and check what the recorded sagas did against them.
 
-const doc = readFileSync(path.join(__dirname, '..', '..', 'docs', 'architecture.md'), 'utf8');
+const doc = readFileSync(path.join(__dirname, '../../../docs/architecture.md'), 'utf8');
 const MARKER = '<!-- purchase-transitions';
 
 /** The doc's table, as from → to pairs: each row's froms times its tos. */
@@ -56,7 +56,7 @@ function statusesOf(file: string): PurchaseStatus[] {
 }
 
 test('every move a recorded saga made is in the table', (t) => {
-  const dir = path.join(__dirname, 'histories');
+  const dir = path.join(__dirname, '../../replay/histories');
   const seen = new Set<string>();
   for (const generation of readdirSync(dir)) {
     for (const f of readdirSync(path.join(dir, generation)).filter((n) => n.endsWith('.json'))) {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import test from 'ava';
-import { addressKey, normaliseAddress, type PostalAddress } from '../../store/addresses';
+import { addressKey, normaliseAddress, type PostalAddress } from '../../../store/addresses';
 
 // The per-address limit's rule (docs/architecture.md, "The per-address limit"): what counts as one
 // address. Each row of SAME must give its base's key, each row of APART must not: a walk-around that
