@@ -12,12 +12,17 @@ import { runStackTier } from './runner/stack';
 type Tier = 'fast' | 'stack';
 
 /** Which tiers to run, and each one's files, from the command line. */
-export function planTiers(argv: string[]): { tiers: Tier[]; fastFiles: string[]; stackFiles: string[]; flags: string[] } {
+export function planTiers(argv: string[]): {
+  tiers: Tier[];
+  fastFiles: string[];
+  stackFiles: string[];
+  flags: string[];
+} {
   const flags: string[] = [];
   const files: string[] = [];
   let only: Tier | undefined;
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
+    const arg = argv[i];
     if (arg === '--tier') {
       const tier = argv[++i];
       if (tier !== 'fast' && tier !== 'stack') throw new Error(`--tier is fast or stack, not ${tier ?? 'nothing'}`);

@@ -95,9 +95,10 @@ export async function attended<T>(what: string, call: () => Promise<T>, opts: At
     if ('value' in answer) return { outcome: 'done', value: answer.value };
     const refusal = refusalOf(answer.error);
     if (!refusal) throw answer.error;
+    // Counted before the refusal is shown: support may read it and retry while the flag's write returns.
+    const retriesSeen = desk.retries;
     // Stripe's message names the step already ("refunding the payment: Stripe answered 402: ...").
     await opts.flag(refusal.startsWith(what) ? refusal : `${what}: ${refusal}`);
-    const retriesSeen = desk.retries;
     await condition(
       () => desk.retries > retriesSeen || desk.settled !== undefined || (opts.interrupt?.() ?? false),
       refusalBackoffMs(refusals),

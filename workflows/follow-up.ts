@@ -15,7 +15,8 @@ export async function followUp(saga: PurchaseSaga): Promise<PurchaseState> {
   Object.assign(state, record);
   await condition(() => saga.payment !== 'none' || fold.sessionExpired || fold.declines > 0, DURATIONS.followUpEventMs);
   // A delayed payment's first word arriving after its outcome (out of order): nothing left to settle.
-  if (saga.payment === 'pending' && !isPaid(record.status)) await condition(() => fold.settled, DURATIONS.asyncSettleMs);
+  if (saga.payment === 'pending' && !isPaid(record.status))
+    await condition(() => fold.settled, DURATIONS.asyncSettleMs);
   if (saga.payment === 'paid' && !isPaid(record.status)) {
     await saga.settleLatePayment();
   } else if (saga.payment === 'failed' && !isFinal(record.status)) {

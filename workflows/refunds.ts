@@ -9,7 +9,6 @@ import { stripeActs } from './proxies';
 // refund's webhook (signal `refundEvent`) or, when that is late, a read of the refund says how it
 // ended; a failed refund is shown to support, who can have it tried again or settle it by hand.
 
-
 export type RefundNews =
   /** Stripe accepted the refund (its status may still be `pending`). */
   | { phase: 'created'; refund: RefundState }
@@ -68,8 +67,9 @@ export async function refundToTheEnd(plan: RefundPlan): Promise<RefundEnd> {
     const why = refundSettled(ended.status)
       ? `the refund ${ended.status}${ended.failureReason ? `: ${ended.failureReason}` : ''}`
       : 'the refund is still pending after 30 days';
-    await plan.record({ phase: 'failed', refund: ended, reason: why });
+    // Counted before the failure is shown: support may read it and retry while the write returns.
     const retriesSeen = desk.retries;
+    await plan.record({ phase: 'failed', refund: ended, reason: why });
     await condition(() => desk.retries > retriesSeen || desk.settled !== undefined);
     if (desk.settled) return byHand(plan, desk);
     attempt++;

@@ -10,7 +10,6 @@ import { limitsBefore12, PAYMENT_RULES_PATCH } from './rules-before-1-2';
 import { paymentRulesApply } from '../vocabulary/rules';
 import { DURATIONS } from './durations';
 
-
 /**
  * The state of one purchase saga and the steps that settle it once the hold is taken. Shared by the
  * first run (purchase.ts) and the follow-up run (follow-up.ts). Every step writes the record before
@@ -137,6 +136,8 @@ export class PurchaseSaga {
   /** Refunds the payment in full, tells the buyer why (notification `kind`), and follows the refund to its end. */
   private async refundPaid(reason: string, kind: string): Promise<void> {
     const { state } = this;
+    // A payment event that named no PaymentIntent: Stripe's session says which one to refund.
+    await this.learnPaymentIntent();
     const paymentIntentId = state.paymentIntentId;
     if (!paymentIntentId) {
       // Stripe will not say what paid the session: support refunds it by hand and settles it here.

@@ -4,7 +4,9 @@ import type { DURATIONS as PRODUCTION } from '../../workflows/durations';
 // out within a test (the fast tier's bundle puts this module in that one's place). Long enough that a
 // test's own signals, sent at once, always beat them on a loaded machine.
 
-export const DURATIONS: { [K in keyof typeof PRODUCTION]: (typeof PRODUCTION)[K] extends readonly number[] ? readonly number[] : number } = {
+export const DURATIONS: {
+  [K in keyof typeof PRODUCTION]: (typeof PRODUCTION)[K] extends readonly number[] ? readonly number[] : number;
+} = {
   asyncSettleMs: 3_000,
   followUpEventMs: 2_000,
   refundReadAfterMs: [1_500, 1_500],

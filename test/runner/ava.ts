@@ -53,8 +53,11 @@ export class Interrupts {
     }
   }
 
-  /** Runs ava with these arguments and environment; its exit code. */
-  async runAva(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  /**
+   * Runs ava with these arguments and environment; its exit code. A run still going after
+   * `deadlineMs` is killed (a test process that hangs past ava's own timeout must not hold CI).
+   */
+  async runAva(args: string[], env: NodeJS.ProcessEnv, deadlineMs: number): Promise<number> {
     const command = wrapCommand(process.execPath, [avaCli(), ...args], { deathSignal: 'SIGINT' });
     const child = spawn(command.command, command.args, {
       cwd: repoRoot,
@@ -63,6 +66,12 @@ export class Interrupts {
       env: { ...process.env, ...env },
     });
     this.ava = { child, group: command.ownGroup };
+    let overdue = false;
+    const watchdog = setTimeout(() => {
+      overdue = true;
+      console.error(`[test] ava still running after ${Math.round(deadlineMs / 1000)} s: killed`);
+      this.kill('SIGKILL');
+    }, deadlineMs);
     const code = await new Promise<number>((resolve) => {
       child.once('error', (err) => {
         console.error(`[test] could not start ava: ${err.message}`);
@@ -72,9 +81,10 @@ export class Interrupts {
         resolve(exitCode ?? (signal ? (os.constants.signals[signal] ?? 0) + 128 : 1)),
       );
     });
+    clearTimeout(watchdog);
     if (command.ownGroup) this.kill('SIGKILL'); // a worker or test process that outlived ava
     this.ava = undefined;
-    return code;
+    return overdue ? 1 : code;
   }
 }
 

@@ -27,7 +27,11 @@ export async function reportWorkflowCoverage(dir: string): Promise<CoverageVerdi
   }
   const mapped = await createSourceMapStore().transformCoverage(raw);
   mapped.filter((file) => file.startsWith(WORKFLOWS));
-  const context = libReport.createContext({ dir: path.join(dir, 'report'), coverageMap: mapped, defaultSummarizer: 'flat' });
+  const context = libReport.createContext({
+    dir: path.join(dir, 'report'),
+    coverageMap: mapped,
+    defaultSummarizer: 'flat',
+  });
   // The table goes to stdout.
   reports.create('text', { maxCols: 120 }).execute(context);
   const missed: string[] = [];

@@ -13,6 +13,8 @@ import { log, type Interrupts } from './ava';
 
 export const FAST_DIR = 'test/fast';
 const AVA_CONFIG = path.join(FAST_DIR, 'ava.config.mjs');
+/** The tier takes under a minute; one that runs five has hung. */
+const FAST_DEADLINE_MS = 5 * 60_000;
 
 /**
  * Runs the fast tier's files (`files`: all of them when empty). The whole tier must run every
@@ -29,17 +31,23 @@ export async function runFastTier(interrupts: Interrupts, files: string[], avaFl
     ]);
     log(`fast tier: workflows bundled (short waits, coverage counted) in ${seconds(started)}`);
     const coverageDir = path.join(dir, 'coverage');
-    const code = await interrupts.runAva(['--config', AVA_CONFIG, ...avaFlags, ...files], {
-      TEMPORAL_CLI_PATH: cli,
-      FAST_WORKFLOW_BUNDLE_PATH: bundleFile,
-      FAST_COVERAGE_DIR: coverageDir,
-    });
+    const code = await interrupts.runAva(
+      ['--config', AVA_CONFIG, ...avaFlags, ...files],
+      {
+        TEMPORAL_CLI_PATH: cli,
+        FAST_WORKFLOW_BUNDLE_PATH: bundleFile,
+        FAST_COVERAGE_DIR: coverageDir,
+      },
+      FAST_DEADLINE_MS,
+    );
     log(`fast tier: ava exited with code ${code} after ${seconds(started)}`);
     if (code !== 0 || interrupts.signal) return interrupts.exitCode(code);
     const verdict = await reportWorkflowCoverage(coverageDir);
     if (files.length > 0) return 0;
     if (verdict.missed.length > 0) {
-      console.error(`[test] fast tier: workflow code that no test ran:\n${verdict.missed.map((m) => `  ${m}`).join('\n')}`);
+      console.error(
+        `[test] fast tier: workflow code that no test ran:\n${verdict.missed.map((m) => `  ${m}`).join('\n')}`,
+      );
       return 1;
     }
     log(`fast tier: every statement, branch and function of the ${verdict.files} workflow files ran`);

@@ -11,6 +11,8 @@ import { log, type Interrupts } from './ava';
 
 const DIR_PREFIX = 'flash-sale-test-';
 const LAUNCHER_PID_FILE = 'launcher.pid';
+/** The tier takes about five minutes; one that runs forty has hung, and CI has ninety in all. */
+const STACK_DEADLINE_MS = 40 * 60_000;
 
 export async function runStackTier(interrupts: Interrupts, avaArgs: string[]): Promise<number> {
   removeAbandonedDirs();
@@ -44,13 +46,17 @@ export async function runStackTier(interrupts: Interrupts, avaArgs: string[]): P
     if (interrupts.signal) return interrupts.exitCode(1);
     log(`stack tier: running ava${avaArgs.length ? ` ${avaArgs.join(' ')}` : ''}`);
     const testsStarted = Date.now();
-    const code = await interrupts.runAva(avaArgs, {
-      DATABASE_URL: stack.databaseUrl,
-      TEMPORAL_ADDRESS: stack.temporalAddress,
-      TEMPORAL_NAMESPACE: stack.temporalNamespace,
-      // Every worker of the run (in the test processes and the ones they spawn) starts from it.
-      WORKFLOW_BUNDLE_PATH: bundleFile,
-    });
+    const code = await interrupts.runAva(
+      avaArgs,
+      {
+        DATABASE_URL: stack.databaseUrl,
+        TEMPORAL_ADDRESS: stack.temporalAddress,
+        TEMPORAL_NAMESPACE: stack.temporalNamespace,
+        // Every worker of the run (in the test processes and the ones they spawn) starts from it.
+        WORKFLOW_BUNDLE_PATH: bundleFile,
+      },
+      STACK_DEADLINE_MS,
+    );
     log(`stack tier: ava exited with code ${code} after ${seconds(testsStarted)}`);
     return interrupts.exitCode(code);
   } finally {

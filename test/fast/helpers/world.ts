@@ -12,10 +12,19 @@ export type ActivityName = keyof Activities;
 type Fakes = { [K in ActivityName]: (...args: Parameters<Activities[K]>) => ReturnType<Activities[K]> };
 /** A test's own answers: any activity, given the case and the call's arguments. */
 export type Overrides = {
-  [K in ActivityName]?: (c: Case, ...args: Parameters<Activities[K]>) => Awaited<ReturnType<Activities[K]>> | Promise<Awaited<ReturnType<Activities[K]>>>;
+  [K in ActivityName]?: (
+    c: Case,
+    ...args: Parameters<Activities[K]>
+  ) => Awaited<ReturnType<Activities[K]>> | Promise<Awaited<ReturnType<Activities[K]>>>;
 };
 
-export const TERMS: ProductTerms = { name: 'Hoodie', priceCents: 8900, currency: 'eur', holdSeconds: 600, hasUnits: false };
+export const TERMS: ProductTerms = {
+  name: 'Hoodie',
+  priceCents: 8900,
+  currency: 'eur',
+  holdSeconds: 600,
+  hasUnits: false,
+};
 
 /** Stripe's refusal of a request (a 4xx): what the Stripe steps throw, never retried by the activity. */
 export function refusal(message: string): ApplicationFailure {
@@ -58,13 +67,18 @@ export class Case {
   }
 
   /** A payment event of this purchase's session (a fresh event id unless given). */
-  event(type: import('../../../vocabulary').PaymentEventType, patch: Partial<import('../../../vocabulary').PaymentEvent> = {}) {
+  event(
+    type: import('../../../vocabulary').PaymentEventType,
+    patch: Partial<import('../../../vocabulary').PaymentEvent> = {},
+  ) {
     return { eventId: `evt_${randomUUID()}`, type, sessionId: this.sessionId, ...patch };
   }
 }
 
 /** The happy world's answers. */
-const HAPPY: { [K in ActivityName]: (c: Case, ...args: Parameters<Activities[K]>) => Awaited<ReturnType<Activities[K]>> } = {
+const HAPPY: {
+  [K in ActivityName]: (c: Case, ...args: Parameters<Activities[K]>) => Awaited<ReturnType<Activities[K]>>;
+} = {
   takeHold: (c, input) => ({
     outcome: 'held',
     holdExpiresAt: new Date(Date.now() + c.holdMs).toISOString(),
@@ -78,12 +92,22 @@ const HAPPY: { [K in ActivityName]: (c: Case, ...args: Parameters<Activities[K]>
   openCheckout: (c, input) => {
     const { record, ...rest } = input;
     c.record = {
-      ...(c.record ?? { purchaseId: c.id, sku: rest.sku, buyerId: rest.buyerId, quantity: rest.quantity, status: 'holding' }),
+      ...(c.record ?? {
+        purchaseId: c.id,
+        sku: rest.sku,
+        buyerId: rest.buyerId,
+        quantity: rest.quantity,
+        status: 'holding',
+      }),
       ...record,
       status: 'awaiting_payment',
       sessionId: c.sessionId,
     };
-    return { sessionId: c.sessionId, url: `https://checkout.test/${c.sessionId}`, sessionExpiresAt: input.holdExpiresAt };
+    return {
+      sessionId: c.sessionId,
+      url: `https://checkout.test/${c.sessionId}`,
+      sessionExpiresAt: input.holdExpiresAt,
+    };
   },
   closeUnansweredCheckout: () => null,
   expireCheckout: () => ({ status: 'expired', paymentStatus: 'unpaid' }),
@@ -95,11 +119,18 @@ const HAPPY: { [K in ActivityName]: (c: Case, ...args: Parameters<Activities[K]>
   getRefund: (_c, refundId) => ({ refundId, status: 'succeeded' }),
   releaseHold: () => ({ released: true, status: 'released' }),
   extendHold: () => new Date(Date.now() + 3_600_000).toISOString(),
-  convertHold: () => 'sold',
+  convertHold: (c, purchaseId, sale) => {
+    // The real step writes the sale's record in the same transaction.
+    HAPPY.recordPurchase(c, purchaseId, sale);
+    return 'sold';
+  },
   retakeForLatePayment: () => ({ outcome: 'sold', oversold: false }),
   restockSale: () => true,
   recordPurchase: (c, purchaseId, patch) => {
-    c.record = { ...(c.record ?? { purchaseId, sku: 'hoodie', buyerId: `b-${c.id}`, quantity: 1, status: 'holding' }), ...patch } as PurchaseState;
+    c.record = {
+      ...(c.record ?? { purchaseId, sku: 'hoodie', buyerId: `b-${c.id}`, quantity: 1, status: 'holding' }),
+      ...patch,
+    };
   },
   judgePayment: () => null,
   claimCard: () => 'claimed',

@@ -1,0 +1,165 @@
+import test from 'ava';
+import { paymentEventSignal, supportActionSignal } from '../../../workflows/definitions';
+import { called, sessionOpen, sleep, startPurchase, until } from '../helpers/saga';
+import { useFastTemporal } from '../helpers/temporal';
+import { refusal } from '../helpers/world';
+
+// The end of the wait (workflows/end-of-wait.ts): delayed payments, the session closed while a buyer
+// pays, and payments that land while the saga is finishing. Waits are the fast tier's: a delayed
+// payment settles within 3 s or never (test/fast/durations.ts).
+
+const temporal = useFastTemporal(test);
+
+const pending = { paymentStatus: 'unpaid' } as const;
+
+test('a delayed payment keeps the unit while it settles, then confirms', async (t) => {
+  const { world } = temporal();
+  const c = world.open();
+  const saga = await startPurchase(temporal(), c);
+  await sessionOpen(c);
+  await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
+  await until(() => c.record?.reason === 'a delayed payment is settling; the unit stays held', 'settling');
+  t.deepEqual(c.calls.find((x) => x.name === 'extendHold')!.args, [c.id, 3]);
+  await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_succeeded'));
+  t.like(await saga.result(), { status: 'confirmed' });
+  t.is(c.count('expireCheckout'), 0);
+});
+
+test('a delayed payment that fails gives the unit back', async (t) => {
+  const { world } = temporal();
+  const c = world.open({ extendHold: () => null });
+  const saga = await startPurchase(temporal(), c);
+  await sessionOpen(c);
+  await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
+  await called(c, 'extendHold');
+  await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_failed'));
+  t.like(await saga.result(), { status: 'payment_failed', reason: 'the delayed payment failed' });
+  t.deepEqual(c.names('releaseHold'), ['releaseHold']);
+});
+
+test('a delayed payment never heard of again is settled by Stripe’s word: paid confirms, unpaid or not ours gives the unit back', async (t) => {
+  const { world } = temporal();
+  const paid = world.open();
+  const unpaid = world.open({ getSessionPayment: () => ({ status: 'complete', paymentStatus: 'unpaid' }) });
+  const otherAmount = world.open({
+    getSessionPayment: () => ({ status: 'complete', paymentStatus: 'paid', amountCents: 1, currency: 'eur' }),
+  });
+  const otherCurrency = world.open({
+    getSessionPayment: () => ({ status: 'complete', paymentStatus: 'paid', amountCents: 8900, currency: 'USD' }),
+  });
+  const ends = await Promise.all(
+    [paid, unpaid, otherAmount, otherCurrency].map(async (c) => {
+      const saga = await startPurchase(temporal(), c);
+      await sessionOpen(c);
+      await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
+      return saga.result();
+    }),
+  );
+  t.like(ends[0], { status: 'confirmed', paymentIntentId: paid.paymentIntentId });
+  for (const end of ends.slice(1))
+    t.like(end, { status: 'payment_failed', reason: 'the delayed payment never settled' });
+});
+
+test('a delayed payment whose failure is the first word gives the unit back without closing the session', async (t) => {
+  const { world } = temporal();
+  const c = world.open();
+  const saga = await startPurchase(temporal(), c);
+  await sessionOpen(c);
+  await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_failed'));
+  t.like(await saga.result(), { status: 'payment_failed' });
+  t.is(c.count('expireCheckout'), 0);
+});
+
+test('a buyer who completed the session as the saga expired it still gets the unit, paid in time', async (t) => {
+  const { world } = temporal();
+  const paid = world.open({
+    expireCheckout: (c) => ({ status: 'complete', paymentStatus: 'paid', paymentIntentId: c.paymentIntentId }),
+  });
+  const delayed = world.open({ expireCheckout: () => ({ status: 'complete', paymentStatus: 'unpaid' }) });
+  paid.holdMs = delayed.holdMs = 1_500;
+  const [a, b] = await Promise.all([startPurchase(temporal(), paid), startPurchase(temporal(), delayed)]);
+  t.like(await a.result(), { status: 'confirmed', reason: 'paid in time', paymentIntentId: paid.paymentIntentId });
+  await called(delayed, 'extendHold');
+  await b.signal(paymentEventSignal, delayed.event('checkout.session.async_payment_succeeded'));
+  t.like(await b.result(), { status: 'confirmed' });
+});
+
+test('while Stripe refuses the expire, a payment that arrives is settled at once', async (t) => {
+  const { world } = temporal();
+  const c = world.open({
+    expireCheckout: () => {
+      throw refusal('Stripe answered 400: try later');
+    },
+  });
+  c.holdMs = 1_500;
+  const saga = await startPurchase(temporal(), c);
+  await until(() => c.record?.status === 'needs_attention', 'needs_attention');
+  t.regex(c.record!.reason!, /^expiring the Checkout Session: Stripe answered 400/);
+  await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'paid' }));
+  // Paid after the hold's end, on a unit the saga still held: a late sale.
+  t.like(await saga.result(), {
+    status: 'late_confirmed',
+    reason: 'paid after the hold lapsed; its unit was still held',
+  });
+  t.is(c.count('releaseHold'), 0);
+});
+
+test('an expire support settled by hand ends the purchase expired', async (t) => {
+  const { world } = temporal();
+  const c = world.open({
+    expireCheckout: () => {
+      throw refusal('Stripe answered 400: try later');
+    },
+  });
+  c.holdMs = 1_500;
+  const saga = await startPurchase(temporal(), c);
+  await until(() => c.record?.status === 'needs_attention', 'needs_attention');
+  await saga.signal(supportActionSignal, { action: 'retry', actor: 'ana' });
+  await called(c, 'expireCheckout', 2);
+  await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'expired in the Dashboard' });
+  t.like(await saga.result(), { status: 'expired', reason: 'the hold lapsed before payment' });
+});
+
+test('a payment that lands while a failed delayed payment gives its unit back is settled: a unit is taken again', async (t) => {
+  const { world } = temporal();
+  const c = world.open({ releaseHold: () => sleep(800).then(() => ({ released: true, status: 'released' as const })) });
+  const saga = await startPurchase(temporal(), c);
+  await sessionOpen(c);
+  await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_failed'));
+  await called(c, 'releaseHold');
+  await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_succeeded'));
+  t.like(await saga.result(), { status: 'confirmed' });
+  t.deepEqual(c.names('retakeForLatePayment'), ['retakeForLatePayment']);
+});
+
+test('a delayed payment that starts as the hold lapses is waited for; one that never settles leaves it expired', async (t) => {
+  const { world } = temporal();
+  const settles = world.open({
+    releaseHold: () => sleep(800).then(() => ({ released: true, status: 'expired' as const })),
+  });
+  const never = world.open({
+    releaseHold: () => sleep(800).then(() => ({ released: true, status: 'expired' as const })),
+  });
+  settles.holdMs = never.holdMs = 1_500;
+  const [a, b] = await Promise.all([startPurchase(temporal(), settles), startPurchase(temporal(), never)]);
+  await Promise.all([called(settles, 'releaseHold'), called(never, 'releaseHold')]);
+  await a.signal(paymentEventSignal, settles.event('checkout.session.completed', pending));
+  await b.signal(paymentEventSignal, never.event('checkout.session.completed', pending));
+  await until(() => settles.record?.status === 'expired', 'expired');
+  await a.signal(paymentEventSignal, settles.event('checkout.session.async_payment_succeeded'));
+  t.like(await a.result(), { status: 'late_confirmed', reason: 'paid after the hold lapsed; a unit was still free' });
+  t.like(await b.result(), { status: 'expired' });
+  t.is(never.count('retakeForLatePayment'), 0);
+});
+
+test('a delayed payment that fails after the hold lapsed changes nothing', async (t) => {
+  const { world } = temporal();
+  const c = world.open({ releaseHold: () => sleep(800).then(() => ({ released: true, status: 'expired' as const })) });
+  c.holdMs = 1_500;
+  const saga = await startPurchase(temporal(), c);
+  await called(c, 'releaseHold');
+  await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
+  await until(() => c.record?.status === 'expired', 'expired');
+  await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_failed'));
+  t.like(await saga.result(), { status: 'expired' });
+});
