@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { WorkflowCoverage } from '@temporalio/nyc-test-coverage';
 import { WORKFLOW_INTERCEPTOR_MODULES } from '../../../worker/create-worker';
@@ -17,10 +20,13 @@ export function enableCoverage(): WorkflowCoverage {
   return new WorkflowCoverage();
 }
 
-/** This process's coverage so far (the workflows' runs, once merged). */
-export function coverageData(coverage: WorkflowCoverage): Coverage {
+/** Leaves this process's counts where `npm test` merges and reports them (FAST_COVERAGE_DIR). */
+export function writeCoverage(coverage: WorkflowCoverage): void {
+  const dir = process.env.FAST_COVERAGE_DIR;
   coverage.mergeIntoGlobalCoverage();
-  return g.__coverage__ ?? {};
+  if (!dir) return;
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, `${process.pid}-${randomUUID()}.json`), JSON.stringify(g.__coverage__ ?? {}));
 }
 
 const quiet = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} };

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import type { TestFn } from 'ava';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, makeTelemetryFilterString, Runtime, Worker, type LogEntry } from '@temporalio/worker';
 import { stripeTaskQueue } from '../../../vocabulary';
 import { BuyerIdKey, HoldExpiresAtKey, PurchaseStatusKey, SkuKey } from '../../../workflows/definitions';
 import { findTemporalCli } from '../../../dev/temporal-cli';
-import { bundleFastWorkflows, coverageData, enableCoverage } from './bundle';
+import { bundleFastWorkflows, enableCoverage, writeCoverage } from './bundle';
 import { World } from './world';
 
 // One test file's Temporal: a local dev server (the CLI the project already fetches, started by the
@@ -74,18 +72,10 @@ export function useFastTemporal(test: TestFn): () => FastTemporal {
     for (const w of running.workers) w.shutdown();
     await running.done;
     await running.temporal.env.teardown();
-    writeCoverage(coverageData(coverage));
+    writeCoverage(coverage);
   });
   return () => {
     if (!running) throw new Error('the fast Temporal is not running (use it inside a test)');
     return running.temporal;
   };
-}
-
-/** Leaves this file's counts where `npm test` merges and reports them (FAST_COVERAGE_DIR). */
-function writeCoverage(data: Record<string, unknown>): void {
-  const dir = process.env.FAST_COVERAGE_DIR;
-  if (!dir) return;
-  fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, `${process.pid}-${randomUUID()}.json`), JSON.stringify(data));
 }
