@@ -31,7 +31,7 @@ const AFTER_THE_SALE = ['refunded', 'needs_attention'] as const;
 /**
  * Every change of a purchase's status (the sagas', support's and the webhook's): from each status,
  * the statuses it may move to. docs/architecture.md shows it as a table with the reasons;
- * test/replay/transitions.test.ts holds the two together and checks the recorded histories against it.
+ * test/fast/vocabulary/transitions.test.ts holds the two together and checks the recorded histories against it.
  */
 export const PURCHASE_TRANSITIONS = {
   holding: ['awaiting_payment', 'rejected', 'failed'],

@@ -1,7 +1,8 @@
 // Every wait the workflows time on their own clock, in one place. The fast test tier bundles the
 // workflows with test/fast/durations.ts in this module's place (short waits, the same shape), so
-// each branch that waits days is run in a second; production and the stack tier run these. A change
-// here changes the timers recorded histories replay against: see docs/architecture.md.
+// each branch that waits days is run in a second; production and the stack tier run these. Replay
+// does not compare a timer's duration, so a change here needs no patch: it applies to the timers a
+// running saga starts from then on.
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;

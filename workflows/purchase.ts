@@ -1,12 +1,4 @@
-import {
-  ActivityFailure,
-  CancellationScope,
-  condition,
-  isCancellation,
-  log,
-  setHandler,
-  TemporalFailure,
-} from '@temporalio/workflow';
+import { ActivityFailure, CancellationScope, condition, isCancellation, log, setHandler } from '@temporalio/workflow';
 import { foreignEventReason, isFinal, isPaid, paidBy, type PurchaseInput, type PurchaseState } from '../vocabulary';
 import type { OpenCheckoutInput, SessionState, TakeHoldOutput } from '../activities';
 import { cancelUpdate, holdAnsweredUpdate, paymentEventSignal, purchaseStateQuery } from './definitions';
@@ -135,11 +127,13 @@ async function openSession(saga: PurchaseSaga, hold: Hold): Promise<string | nul
     });
     return session.sessionId;
   } catch (err) {
-    if (!(err instanceof TemporalFailure) || isCancellation(err)) throw err;
-    const cause = err instanceof ActivityFailure ? (err.cause ?? err) : err;
+    // Only the step's own failure is compensated here; a cancellation is the operator's (below).
+    if (isCancellation(err) || !(err instanceof ActivityFailure)) throw err;
     // Its turn (or Stripe) did not come before the hold's end: the step's schedule-to-close.
-    const lapsed = err instanceof ActivityFailure && err.retryState === 'TIMEOUT';
-    const reason = lapsed ? 'the hold lapsed before the Checkout Session could open' : cause.message;
+    const lapsed = err.retryState === 'TIMEOUT';
+    const reason = lapsed
+      ? 'the hold lapsed before the Checkout Session could open'
+      : (err.cause ?? /* istanbul ignore next -- Temporal gives every activity failure its cause */ err).message;
     await acts.releaseHold(purchaseId, 'release');
     await saga.setStatus('failed', { reason: `could not open the Checkout Session: ${reason}` });
     // An attempt whose answer was lost may have opened the session anyway: close it, so no one pays

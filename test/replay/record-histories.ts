@@ -1,4 +1,4 @@
-// Records the saga histories that test/replay/replay.test.ts replays: one per path of the sagas worth
+// Records the saga histories that test/fast/replay/replay.test.ts replays: one per path of the sagas worth
 // keeping, each checked to have ended the way its name says. Run it when a change alters the saga's
 // commands on purpose (behind `patched()`, see docs/architecture.md, "Changing a saga"):
 //   npx tsx test/replay/record-histories.ts

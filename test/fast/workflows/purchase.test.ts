@@ -261,3 +261,44 @@ test('an operator’s cancel while a paid hold is being converted still confirms
   t.is(c.count('releaseHold'), 0);
   t.like(c.record, { status: 'confirmed' });
 });
+
+test('a hold that names where the product ships and how it may be paid opens a session that says so', async (t) => {
+  const { world } = temporal();
+  const c = world.open({
+    takeHold: (cc) => ({
+      outcome: 'held',
+      holdExpiresAt: new Date(Date.now() + cc.holdMs).toISOString(),
+      holdSeconds: cc.holdMs / 1000,
+      amountCents: 8900,
+      unitAmountCents: 8900,
+      currency: 'eur',
+      productName: 'Hoodie',
+      oversold: false,
+      shippingCountries: ['DE', 'FR'],
+      paymentMethodTypes: ['card'],
+    }),
+  });
+  const saga = await startPurchase(temporal(), c);
+  await sessionOpen(c);
+  await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'paid' }));
+  await saga.result();
+  t.like(c.calls.find((x) => x.name === 'openCheckout')!.args[0] as object, {
+    shippingCountries: ['DE', 'FR'],
+    paymentMethodTypes: ['card'],
+  });
+});
+
+test('an operator’s cancel while a failed session’s leftovers are being closed still gives the unit back', async (t) => {
+  const { world } = temporal();
+  const c = world.open({
+    openCheckout: () => {
+      throw refusal('Stripe answered 400: invalid currency');
+    },
+    closeUnansweredCheckout: () => sleep(3_000).then(() => null),
+  });
+  const saga = await startPurchase(temporal(), c);
+  await called(c, 'closeUnansweredCheckout');
+  await saga.cancel();
+  await t.throwsAsync(saga.result(), { instanceOf: WorkflowFailedError });
+  t.like(c.record, { status: 'failed', reason: 'cancelled by an operator' });
+});
