@@ -1,26 +1,9 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, type Connection } from '@temporalio/client';
 import type pg from 'pg';
 import { connectTemporal, createPool } from '../config/clients';
 import { ConfigError, loadCliConfig, loadTemporalCliConfig } from '../config';
+import { UsageError } from './cli-args';
 import { temporalUi, type TemporalUi } from './temporal-ui';
-
-/** A bad command line: the CLI prints the message and its usage, and exits 2. */
-export class UsageError extends Error {}
-
-type Options = NonNullable<ParseArgsConfig['options']>;
-
-/**
- * `parseArgs` with positionals allowed and unknown options refused, its complaints (an unknown
- * option, a missing value) thrown as UsageError so the CLI prints them with its usage and exits 2.
- */
-export function parseCommandLine<O extends Options>(argv: string[], options: O) {
-  try {
-    return parseArgs({ args: argv, allowPositionals: true, strict: true, options });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-}
 
 /**
  * Runs an operator CLI: `parse` turns argv into arguments (throwing UsageError → exit 2 with the

@@ -3,40 +3,10 @@
 // cron job or an alert can tell "the ledger is off" from "the check did not run".
 import { getProduct } from '../store/products';
 import { reconcile } from '../store/reconcile';
-import { openCliClients, parseCommandLine, runCli, UsageError } from './cli';
+import { openCliClients, runCli } from './cli';
+import { parse, USAGE, type ReconcileArgs } from './reconcile-args';
 
-const USAGE = `usage: npm run reconcile [-- --sku <sku>] [--json]
-
-Recomputes every SKU's stock (or one SKU's) from the movement ledger and prints each difference.
-
-  --sku   only this SKU (it must exist: a misspelt SKU is refused, not reported clean)
-  --json  one JSON document: {"sku": ..., "differences": [{"sku", "what", "expected", "actual"}]}
-
-Exit 0 when the ledger reconciles, 1 when it does not, 2 on usage errors (an unknown SKU), a
-configuration error or a database that cannot be reached.
-
-Environment: DATABASE_URL (required).`;
-
-interface Args {
-  sku?: string;
-  json: boolean;
-}
-
-function parse(argv: string[]): Args | 'help' {
-  const { values, positionals } = parseCommandLine(argv, {
-    sku: { type: 'string' },
-    json: { type: 'boolean', default: false },
-    help: { type: 'boolean', short: 'h', default: false },
-  });
-  if (values.help) return 'help';
-  if (positionals.length) {
-    throw new UsageError(`unexpected arguments: ${positionals.join(' ')} (one SKU is given as --sku <sku>)`);
-  }
-  if (values.sku !== undefined && !values.sku.trim()) throw new UsageError('--sku: empty');
-  return { sku: values.sku?.trim(), json: values.json };
-}
-
-async function main(args: Args): Promise<number> {
+async function main(args: ReconcileArgs): Promise<number> {
   const clients = await openCliClients('reconcile', { db: 'required', temporal: false });
   try {
     const db = clients.db!;

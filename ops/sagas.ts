@@ -3,81 +3,11 @@
 // link each, and prints the Temporal UI filters that find them. Read-only. Exit 0 (also when
 // something is stuck, unless --fail-on-any: then 1), 2 on bad arguments or when Temporal or
 // Postgres cannot be reached, so an alert fires on 1 and pages about the check itself on 2.
-import { openCliClients, parseCommandLine, runCli, UsageError } from './cli';
+import { openCliClients, runCli } from './cli';
+import { parse, USAGE, type SagasArgs } from './sagas-args';
 import type { TemporalUi } from './temporal-ui';
 import { scanStuckSagas, type StuckSaga, type StuckScan } from './stuck-sagas';
-import { formatDuration, parseDuration } from './temporal-describe';
-
-const USAGE = `usage: npm run sagas -- stuck [--older-than 5m] [--json] [--fail-on-any] [--limit N] [--sku SKU] [--task-queue QUEUE]
-
-Lists purchase and refund sagas that should have moved on and did not:
-  - holding or awaiting payment, with the hold expired more than --older-than ago
-  - still taking the hold more than --older-than after starting (with the database: after its
-    slot in the line for Checkout Sessions)
-  - an activity failing repeatedly (attempt 3 or later), with its last failure
-  - a workflow task failing, or waiting for a worker
-  - needs_attention, whatever its age: Stripe refused a step that settles the money (or a refund
-    failed); the saga retries with backoff and waits for support (npm run support -- retry|settle)
-  - with DATABASE_URL: a purchase record left holding/awaiting payment with no saga running, and
-    purchases and stray payments in needs_attention, with Stripe's message
-
-  --older-than  how long past the hold expiry or the start counts as stuck (ms, s, m, h, d; default 5m;
-                needs_attention is listed whatever its age)
-  --json        one JSON document instead of the table
-  --fail-on-any exit 1 when anything is reported (for a cron job or an alert; default: exit 0)
-  --limit       at most this many workflows per query (default 1000)
-  --sku         only this SKU;  --task-queue  only this task queue
-
-Exit 0 done (with --fail-on-any: nothing stuck), 1 with --fail-on-any when something is stuck,
-2 on bad arguments or when Temporal (or Postgres, when given) cannot be reached.
-
-Environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default default),
-DATABASE_URL (optional), TEMPORAL_UI_URL (default http://127.0.0.1:8233; the links printed).`;
-
-interface Args {
-  olderThanMs: number;
-  json: boolean;
-  failOnAny: boolean;
-  limit: number;
-  sku?: string;
-  taskQueue?: string;
-}
-
-function parse(argv: string[]): Args | 'help' {
-  const { values, positionals } = parseCommandLine(argv, {
-    'older-than': { type: 'string', default: '5m' },
-    json: { type: 'boolean', default: false },
-    'fail-on-any': { type: 'boolean', default: false },
-    limit: { type: 'string', default: '1000' },
-    sku: { type: 'string' },
-    'task-queue': { type: 'string' },
-    help: { type: 'boolean', short: 'h', default: false },
-  });
-  if (values.help) return 'help';
-  if (positionals.length !== 1 || positionals[0] !== 'stuck') {
-    throw new UsageError(positionals.length ? `unknown command: ${positionals.join(' ')}` : 'missing command: stuck');
-  }
-  const olderThanMs = parseDuration(values['older-than']);
-  if (olderThanMs === undefined)
-    throw new UsageError(`--older-than: not a duration: ${values['older-than']} (try 30s, 5m, 2h)`);
-  const limit = Number(values.limit);
-  if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit: not a positive integer: ${values.limit}`);
-  for (const [name, value] of [
-    ['--sku', values.sku],
-    ['--task-queue', values['task-queue']],
-  ] as const) {
-    if (value !== undefined && (value === '' || /["\\\n]/.test(value)))
-      throw new UsageError(`${name}: not a usable value: ${value}`);
-  }
-  return {
-    olderThanMs,
-    json: values.json,
-    failOnAny: values['fail-on-any'],
-    limit,
-    sku: values.sku,
-    taskQueue: values['task-queue'],
-  };
-}
+import { formatDuration } from './temporal-describe';
 
 function table(rows: string[][]): string {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
@@ -85,7 +15,7 @@ function table(rows: string[][]): string {
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ')).join('\n');
 }
 
-function render(scan: StuckScan, args: Args, now: Date, ui: TemporalUi): string {
+function render(scan: StuckScan, args: SagasArgs, now: Date, ui: TemporalUi): string {
   const lines: string[] = [];
   if (scan.stuck.length === 0) {
     lines.push(
@@ -137,7 +67,7 @@ function render(scan: StuckScan, args: Args, now: Date, ui: TemporalUi): string 
   return lines.join('\n');
 }
 
-async function main(args: Args): Promise<number> {
+async function main(args: SagasArgs): Promise<number> {
   const clients = await openCliClients('sagas', { db: 'optional', temporal: true });
   const { db, namespace, ui } = clients;
   try {

@@ -2,36 +2,10 @@
 // of this host (its identity is `<pid>@<hostname>`) poll the task queue within --within (default
 // 60s), 1 when not, 2 when Temporal cannot be asked. A worker whose process lives on but whose
 // polling stopped (a lost connection, a wedged runtime) turns unhealthy.
-import os from 'node:os';
-import { openCliClients, parseCommandLine, runCli, UsageError } from './cli';
-import { parseDuration } from './temporal-describe';
+import { openCliClients, runCli } from './cli';
+import { parse, USAGE, type WorkerHealthArgs } from './worker-health-args';
 
-const USAGE = `usage: node dist/ops/worker-health.js [--within 60s] [--host HOSTNAME]
-
-Exit 0 when a worker of this host (or --host) polled TASK_QUEUE within --within, 1 when none did,
-2 on bad arguments or when Temporal cannot be reached.
-
-Environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TASK_QUEUE (default purchases).`;
-
-interface Args {
-  withinMs: number;
-  host: string;
-}
-
-function parse(argv: string[]): Args | 'help' {
-  const { values, positionals } = parseCommandLine(argv, {
-    within: { type: 'string', default: '60s' },
-    host: { type: 'string', default: os.hostname() },
-    help: { type: 'boolean', short: 'h', default: false },
-  });
-  if (values.help) return 'help';
-  if (positionals.length) throw new UsageError(`unexpected arguments: ${positionals.join(' ')}`);
-  const withinMs = parseDuration(values.within);
-  if (!withinMs) throw new UsageError(`--within: not a duration: ${values.within}`);
-  return { withinMs, host: values.host };
-}
-
-async function main(args: Args): Promise<number> {
+async function main(args: WorkerHealthArgs): Promise<number> {
   const clients = await openCliClients('worker-health', { db: 'optional', temporal: true });
   try {
     const { pollers } = await clients.temporal!.workflowService.describeTaskQueue({

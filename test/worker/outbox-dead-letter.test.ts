@@ -76,12 +76,11 @@ test('a 4xx from the merchant (not 408 or 429) is dead after one attempt, and th
     [410, 200],
   );
 
-  // Nothing dead any more: retry says so with exit 1; bad input is exit 2 and changes nothing.
+  // Nothing dead any more: retry says so with exit 1 (bad input is a usage error of the parser,
+  // exit 2 before the database is opened: test/fast/ops/support-args.test.ts).
   const again = await runOpsCli('support', ['notifications', 'retry', `ntf_${id}`], env);
   t.is(again.code, 1);
   t.regex(again.stderr, new RegExp(`ntf_${id}: no dead delivery`));
-  t.is((await runOpsCli('support', ['notifications', 'retry'], env)).code, 2);
-  t.is((await runOpsCli('support', ['notifications', 'retry', 'nope'], env)).code, 2);
   t.regex((await runOpsCli('support', ['notifications', 'list'], env)).stdout, /no dead notifications/);
 });
 
