@@ -48,6 +48,7 @@ export function refundSettled(status: string): boolean {
 
 /** Stripe's message when an activity failed because Stripe refused the request for good (4xx). */
 export function refusalOf(err: unknown): string | null {
+  /* istanbul ignore if -- every call attended is an activity's: its failures are ActivityFailures */
   if (!(err instanceof ActivityFailure)) return null;
   const cause = err.cause;
   if (cause instanceof ApplicationFailure && cause.type === 'StripeRejected') return cause.message;

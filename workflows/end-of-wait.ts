@@ -1,5 +1,5 @@
 import { condition } from '@temporalio/workflow';
-import { isPaid, type PurchaseStatus } from '../vocabulary';
+import type { PurchaseStatus } from '../vocabulary';
 import type { SessionState } from '../activities';
 import type { Payment, PaymentFold } from './payment-fold';
 import { acts, stripeActs } from './proxies';
@@ -75,7 +75,6 @@ export async function settle(saga: PurchaseSaga, sessionId: string): Promise<voi
  */
 export async function settleStragglers(saga: PurchaseSaga): Promise<void> {
   for (;;) {
-    if (isPaid(saga.state.status)) return;
     if (saga.payment === 'paid') return saga.settleLatePayment();
     if (saga.payment !== 'pending' || saga.state.status === 'payment_failed') return;
     if (!(await condition(() => saga.payment !== 'pending', DURATIONS.asyncSettleMs))) return;

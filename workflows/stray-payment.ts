@@ -19,7 +19,12 @@ export async function strayPaymentWorkflow(input: StrayPaymentInput): Promise<St
   let paymentIntentId = input.paymentIntentId;
   if (!paymentIntentId) {
     const read = await attendRead(desk, input.sessionId, flag);
-    paymentIntentId = read ?? undefined;
+    // Support settled the read by hand: they dealt with the money themselves, and said how.
+    if (typeof read === 'object') {
+      await acts.recordStrayPayment(input.sessionId, { status: 'settled_by_hand', detail: settledByHand(read) });
+      return { sessionId: input.sessionId, outcome: 'settled_by_hand' };
+    }
+    paymentIntentId = read;
   }
   const reason = `not this purchase's payment: ${input.why}`;
   if (!paymentIntentId) {
@@ -67,12 +72,13 @@ async function attendRead(
   desk: SupportDesk,
   sessionId: string,
   flag: (detail: string) => Promise<void>,
-): Promise<string | null> {
+): Promise<string | undefined | { note: string; actor: string }> {
   const read = await attended('reading the stray session', () => stripeActs().getSessionPayment(sessionId), {
     desk,
     flag,
   });
-  return read.outcome === 'done' ? (read.value.paymentIntentId ?? null) : null;
+  // No interrupt is given: the read is done, or settled by hand.
+  return read.outcome === 'done' ? read.value.paymentIntentId : (read as { note: string; actor: string });
 }
 
 function recordNews(input: StrayPaymentInput, news: RefundNews): Promise<void> {

@@ -32,8 +32,9 @@ export async function reportWorkflowCoverage(dir: string): Promise<CoverageVerdi
     coverageMap: mapped,
     defaultSummarizer: 'flat',
   });
-  // The table goes to stdout.
+  // The table goes to stdout; the same, line by line, to <dir>/report/index.html.
   reports.create('text', { maxCols: 120 }).execute(context);
+  reports.create('html').execute(context);
   const missed: string[] = [];
   for (const file of mapped.files()) {
     const fc = mapped.fileCoverageFor(file);

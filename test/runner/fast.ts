@@ -5,7 +5,7 @@ import { findTemporalCli } from '../../dev/temporal-cli';
 import { seconds } from '../../dev/proc';
 import { bundleFastWorkflows } from '../fast/helpers/bundle';
 import { reportWorkflowCoverage } from './coverage';
-import { log, type Interrupts } from './ava';
+import { log, repoRoot, type Interrupts } from './ava';
 
 // The fast tier: test/fast/, with no Postgres, emulator or browser. Each workflow test file starts a
 // local Temporal dev server of its own (the CLI the project fetches); the workflows are bundled once
@@ -30,7 +30,8 @@ export async function runFastTier(interrupts: Interrupts, files: string[], avaFl
       bundleFastWorkflows().then((code) => fs.writeFileSync(bundleFile, code)),
     ]);
     log(`fast tier: workflows bundled (short waits, coverage counted) in ${seconds(started)}`);
-    const coverageDir = path.join(dir, 'coverage');
+    const coverageDir = path.join(repoRoot, 'coverage', 'workflows');
+    fs.rmSync(coverageDir, { recursive: true, force: true });
     const code = await interrupts.runAva(
       ['--config', AVA_CONFIG, ...avaFlags, ...files],
       {

@@ -4,6 +4,9 @@ import { purchaseStateQuery } from '../../../workflows/definitions';
 import type { PurchaseInput } from '../../../vocabulary';
 import type { FastTemporal } from './temporal';
 import type { Case } from './world';
+import { sleep, until } from './wait';
+
+export { idle, sleep, until } from './wait';
 
 // Driving one purchase saga of the fast tier: start it for a case, wait for what its activities did.
 
@@ -17,18 +20,9 @@ export function startPurchase(temporal: FastTemporal, c: Case, patch: Partial<Pu
   });
 }
 
-/** Resolves once `done` holds (checked every 20 ms); fails naming `what` after `ms`. */
-export async function until(done: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** Once the Checkout Session is open (the activity ran and wrote the record). */
 export function sessionOpen(c: Case): Promise<void> {
-  return until(() => c.record?.sessionId !== undefined, `${c.id}'s Checkout Session`);
+  return until(() => c.record?.sessionId !== undefined, `${c.id}'s Checkout Session`).then(() => undefined);
 }
 
 /** Once the saga itself knows its session (it read the session step's answer), not only the record. */
@@ -42,10 +36,5 @@ export async function sagaKnowsSession(saga: Saga): Promise<void> {
 
 /** Once the activity has been called `times` times. */
 export function called(c: Case, name: Parameters<Case['count']>[0], times = 1): Promise<void> {
-  return until(() => c.count(name) >= times, `${name} × ${times} for ${c.id}`);
-}
-
-/** A promise that resolves after `ms`. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+  return until(() => c.count(name) >= times, `${name} × ${times} for ${c.id}`).then(() => undefined);
 }

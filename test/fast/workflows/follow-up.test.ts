@@ -1,7 +1,8 @@
 import test from 'ava';
 import type { PurchaseState, PurchaseStatus } from '../../../vocabulary';
-import { paymentEventSignal } from '../../../workflows/definitions';
-import { called, startPurchase } from '../helpers/saga';
+import { TERMS } from '../helpers/world';
+import { paymentEventSignal, refundEventSignal, supportActionSignal } from '../../../workflows/definitions';
+import { called, idle, startPurchase, until } from '../helpers/saga';
 import { useFastTemporal } from '../helpers/temporal';
 import type { Case } from '../helpers/world';
 
@@ -72,6 +73,7 @@ test('a delayed payment that starts after the saga closed is waited for, then se
   const saga = await startPurchase(temporal(), c, { followUp: true });
   await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'unpaid' }));
   await called(c, 'loadPurchase');
+  await idle(saga, 'the follow-up waiting for the delayed payment');
   await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_succeeded'));
   t.like(await saga.result(), { status: 'late_confirmed' });
 });
@@ -100,4 +102,23 @@ test('a delayed payment still pending when its wait runs out, for a purchase alr
   await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'unpaid' }));
   t.is((await saga.result()).status, 'confirmed');
   t.deepEqual(c.names(), ['loadPurchase']);
+});
+
+test('a payment after the saga closed that the purchase rules refuse is refunded; a failed refund goes to support, who settle it', async (t) => {
+  const { world } = temporal();
+  const c = world.open({
+    judgePayment: () => ({ rule: 'per-address', kind: 'refunded_address_limit', reason: 'limit per address' }),
+  });
+  c.record = recorded(c, 'expired');
+  const saga = await startPurchase(temporal(), c, { followUp: true, terms: { ...TERMS, maxPerAddress: 1 } });
+  await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'paid' }));
+  await until(() => c.record?.status === 'refunded', 'refunded');
+  await saga.signal(refundEventSignal, { refundId: `re_${c.id}_1`, status: 'failed' });
+  await until(() => c.record?.status === 'needs_attention', 'needs_attention');
+  t.like(c.record.refund, { status: 'failed', failureReason: 'the refund failed' });
+  await idle(saga, 'the saga waiting for support');
+  await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'bank transfer' });
+  t.like(await saga.result(), { status: 'refunded', refund: { status: 'settled' } });
+  t.is(c.count('retakeForLatePayment'), 0);
+  t.deepEqual(c.notified, ['refunded_address_limit']);
 });

@@ -282,7 +282,7 @@ test('a hold that names where the product ships and how it may be paid opens a s
   await sessionOpen(c);
   await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'paid' }));
   await saga.result();
-  t.like(c.calls.find((x) => x.name === 'openCheckout')!.args[0] as object, {
+  t.like(c.calls.find((x) => x.name === 'openCheckout')!.args[0], {
     shippingCountries: ['DE', 'FR'],
     paymentMethodTypes: ['card'],
   });

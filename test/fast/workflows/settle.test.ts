@@ -1,6 +1,6 @@
 import test from 'ava';
 import { paymentEventSignal, supportActionSignal } from '../../../workflows/definitions';
-import { called, sessionOpen, sleep, startPurchase, until } from '../helpers/saga';
+import { called, idle, sessionOpen, sleep, startPurchase, until } from '../helpers/saga';
 import { useFastTemporal } from '../helpers/temporal';
 import { refusal } from '../helpers/world';
 
@@ -41,6 +41,7 @@ test('a delayed payment never heard of again is settled by Stripe’s word: paid
   const { world } = temporal();
   const paid = world.open();
   const unpaid = world.open({ getSessionPayment: () => ({ status: 'complete', paymentStatus: 'unpaid' }) });
+  const noIntent = world.open({ getSessionPayment: () => ({ status: 'complete', paymentStatus: 'paid' }) });
   const otherAmount = world.open({
     getSessionPayment: () => ({ status: 'complete', paymentStatus: 'paid', amountCents: 1, currency: 'eur' }),
   });
@@ -48,7 +49,7 @@ test('a delayed payment never heard of again is settled by Stripe’s word: paid
     getSessionPayment: () => ({ status: 'complete', paymentStatus: 'paid', amountCents: 8900, currency: 'USD' }),
   });
   const ends = await Promise.all(
-    [paid, unpaid, otherAmount, otherCurrency].map(async (c) => {
+    [paid, noIntent, unpaid, otherAmount, otherCurrency].map(async (c) => {
       const saga = await startPurchase(temporal(), c);
       await sessionOpen(c);
       await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
@@ -56,7 +57,8 @@ test('a delayed payment never heard of again is settled by Stripe’s word: paid
     }),
   );
   t.like(ends[0], { status: 'confirmed', paymentIntentId: paid.paymentIntentId });
-  for (const end of ends.slice(1))
+  t.like(ends[1], { status: 'confirmed', paymentIntentId: undefined });
+  for (const end of ends.slice(2))
     t.like(end, { status: 'payment_failed', reason: 'the delayed payment never settled' });
 });
 
@@ -146,6 +148,7 @@ test('a delayed payment that starts as the hold lapses is waited for; one that n
   await a.signal(paymentEventSignal, settles.event('checkout.session.completed', pending));
   await b.signal(paymentEventSignal, never.event('checkout.session.completed', pending));
   await until(() => settles.record?.status === 'expired', 'expired');
+  await idle(a, 'the saga waiting for the delayed payment');
   await a.signal(paymentEventSignal, settles.event('checkout.session.async_payment_succeeded'));
   t.like(await a.result(), { status: 'late_confirmed', reason: 'paid after the hold lapsed; a unit was still free' });
   t.like(await b.result(), { status: 'expired' });
@@ -160,6 +163,32 @@ test('a delayed payment that fails after the hold lapsed changes nothing', async
   await called(c, 'releaseHold');
   await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
   await until(() => c.record?.status === 'expired', 'expired');
+  await idle(saga, 'the saga waiting for the delayed payment');
   await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_failed'));
   t.like(await saga.result(), { status: 'expired' });
+});
+
+test('a session that needed no payment is a sale; a delayed payment’s failure after the payment changes nothing', async (t) => {
+  const { world } = temporal();
+  const free = world.open();
+  const raced = world.open({
+    convertHold: (c, purchaseId, sale) =>
+      sleep(800).then(() => {
+        c.record = { ...c.record!, ...sale, purchaseId };
+        return 'sold' as const;
+      }),
+  });
+  const [a, b] = await Promise.all([startPurchase(temporal(), free), startPurchase(temporal(), raced)]);
+  await Promise.all([sessionOpen(free), sessionOpen(raced)]);
+  await a.signal(
+    paymentEventSignal,
+    free.event('checkout.session.completed', { paymentStatus: 'no_payment_required' }),
+  );
+  await b.signal(paymentEventSignal, raced.event('checkout.session.completed', { paymentStatus: 'paid' }));
+  await called(raced, 'convertHold');
+  await b.signal(paymentEventSignal, raced.event('checkout.session.async_payment_failed'));
+  await b.signal(paymentEventSignal, raced.event('checkout.session.completed', pending));
+  t.like(await a.result(), { status: 'confirmed' });
+  t.like(await b.result(), { status: 'confirmed' });
+  t.is(raced.count('releaseHold'), 0);
 });

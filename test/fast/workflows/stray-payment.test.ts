@@ -105,7 +105,7 @@ test('a paid session that names no PaymentIntent is left for support to refund b
   untouched(t, c);
 });
 
-test('a read of the session Stripe keeps refusing, settled by hand by support, leaves the payment needing attention and refunds nothing', async (t) => {
+test('a read of the session Stripe keeps refusing, settled by hand by support, ends settled by hand with their note and refunds nothing', async (t) => {
   const c = temporal().world.open({
     getSessionPayment: () => {
       throw refusal('reading the stray session: Stripe answered 403');
@@ -114,11 +114,11 @@ test('a read of the session Stripe keeps refusing, settled by hand by support, l
   const h = await stray(c, { paymentIntentId: undefined });
   await until(() => c.stray.length >= 1, 'the refused read flagged');
   await h.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'refunded in the Dashboard' });
-  t.deepEqual(await h.result(), { sessionId: strayOf(c), outcome: 'needs_attention' });
+  t.deepEqual(await h.result(), { sessionId: strayOf(c), outcome: 'settled_by_hand' });
   t.like(c.stray[0], { status: 'needs_attention', detail: 'reading the stray session: Stripe answered 403' });
   t.deepEqual(c.stray.at(-1), {
-    status: 'needs_attention',
-    detail: 'the paid session names no PaymentIntent: refund it by hand',
+    status: 'settled_by_hand',
+    detail: 'settled by hand by ana: refunded in the Dashboard',
   });
   t.is(c.count('refundPayment'), 0);
   untouched(t, c);
