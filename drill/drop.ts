@@ -42,14 +42,25 @@ export interface DropResult {
   abuse?: AbuseFigures;
 }
 
-export async function readProduct(api: DrillHttp, sku: string): Promise<ProductCounts | undefined> {
-  try {
-    const r = await api.call('GET', `/v1/products/${encodeURIComponent(sku)}`, '/v1/products/:sku');
-    if (r.status !== 200) return undefined;
-    const n = (k: string) => Number(r.body[k] ?? 0);
-    return { total: n('total'), available: n('available'), held: n('held'), sold: n('sold'), oversold: n('oversold') };
-  } catch {
-    return undefined;
+export async function readProduct(api: DrillHttp, sku: string, attempts = 1): Promise<ProductCounts | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const r = await api.call('GET', `/v1/products/${encodeURIComponent(sku)}`, '/v1/products/:sku');
+      if (r.status === 200) {
+        const n = (k: string) => Number(r.body[k] ?? 0);
+        return {
+          total: n('total'),
+          available: n('available'),
+          held: n('held'),
+          sold: n('sold'),
+          oversold: n('oversold'),
+        };
+      }
+    } catch {
+      // a killed API, or one not answering yet: asked again below
+    }
+    if (attempt >= attempts) return undefined;
+    await sleep(500);
   }
 }
 
@@ -248,8 +259,9 @@ export async function runDrop(o: {
 
     if (opts.pauseBeforeCheck) await pauseBeforeCheck(opts.pauseBeforeCheck, sku, say, signal);
     say('checking the invariants...');
-    const counts = await readProduct(api, sku);
-    if (!counts) throw new Error(`GET /v1/products/${sku} did not answer`);
+    // Asked again for a while: one answer lost to a killed API or a per-address limit is not a failed check.
+    const counts = await readProduct(api, sku, 20);
+    if (!counts) throw new Error(`GET /v1/products/${sku} did not answer 200 in 20 attempts`);
     const checks = await checkInvariants({
       sku,
       buyers: recorder.buyers,
