@@ -14,7 +14,7 @@ export async function limitsBefore12(saga: PurchaseSaga): Promise<{ reason: stri
   const { sku, terms } = saga.input;
   // No history recorded before 1.2 has a card limit (test/replay/histories/): the card's path is
   // replayed by none, and no new saga takes it.
-  /* istanbul ignore if -- see above */
+  /* istanbul ignore if -- no history recorded before 1.2 has a card limit: no replay refuses by card */
   if (!(await cardWithinLimit(saga))) {
     const reason = `limit per card: this card already bought the most of ${sku} one card may (${terms?.maxPerCard})`;
     return { reason, kind: 'refunded_card_limit' };
@@ -24,7 +24,7 @@ export async function limitsBefore12(saga: PurchaseSaga): Promise<{ reason: stri
     const reason = `limit per address: this shipping address already bought the most of ${sku} one address may (${terms?.maxPerAddress})`;
     return { reason, kind: 'refunded_address_limit' };
   }
-  /* istanbul ignore next -- see above */
+  /* istanbul ignore next -- every history before 1.2 that reached here was refused by the address limit */
   return null;
 }
 
@@ -44,10 +44,10 @@ async function cardWithinLimit(saga: PurchaseSaga): Promise<boolean> {
 async function addressWithinLimit(saga: PurchaseSaga): Promise<boolean> {
   const maxPerAddress = saga.input.terms?.maxPerAddress;
   const sessionId = saga.state.sessionId;
-  /* istanbul ignore if -- see limitsBefore12 */
+  /* istanbul ignore if -- every history before 1.2 that reached here had an address limit and a session */
   if (!maxPerAddress || !sessionId) return true;
   const key = await saga.attend('reading the shipping address', () => stripeActs().shippingAddressKey(sessionId));
-  /* istanbul ignore if -- see limitsBefore12 */
+  /* istanbul ignore if -- every history before 1.2 that reached here read an address */
   if (key.outcome !== 'done' || !key.value) return true;
   const { purchaseId, sku, quantity } = saga.input;
   return (await acts.claimAddress({ purchaseId, sku, quantity, maxPerAddress, addressKey: key.value })) === 'claimed';

@@ -66,7 +66,7 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
  * sagas carry it as the purchase saga does. Behind a patch: runs started before it upserted nothing.
  */
 export function showStatus(status: PurchaseStatus): void {
-  /* istanbul ignore else -- replays of histories from before the patch only (the coverage counts replays too, but none of those recorded reached here) */
+  /* istanbul ignore else -- only the replay of a history from before the patch takes the other path */
   if (patched('refund-search-attributes')) upsertSearchAttributes([{ key: PurchaseStatusKey, value: status }]);
 }
 

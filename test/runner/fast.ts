@@ -44,7 +44,15 @@ export async function runFastTier(interrupts: Interrupts, files: string[], avaFl
     log(`fast tier: ava exited with code ${code} after ${seconds(started)}`);
     if (code !== 0 || interrupts.signal) return interrupts.exitCode(code);
     const verdict = await reportWorkflowCoverage(coverageDir);
+    log(
+      `fast tier: left out of the count on purpose, each with its reason:\n${verdict.leftOut.map((l) => `  ${l}`).join('\n')}`,
+    );
     if (files.length > 0) return 0;
+    const unexplained = verdict.leftOut.filter((l) => l.endsWith('NO REASON GIVEN'));
+    if (unexplained.length > 0) {
+      console.error(`[test] fast tier: code left out of the coverage without a reason:\n${unexplained.join('\n')}`);
+      return 1;
+    }
     if (verdict.missed.length > 0) {
       console.error(
         `[test] fast tier: workflow code that no test ran:\n${verdict.missed.map((m) => `  ${m}`).join('\n')}`,
