@@ -31,13 +31,20 @@ interface Opened {
 // Postgres, Temporal and the payments emulator all keep their state in the data folder, so a saga
 // that waits for its payment across a restart meets the same session afterwards: it can be paid,
 // cancelled (the session is expired) or lapse (the workflow expires the session itself).
+/**
+ * The suite's workflow bundle (npm test builds one): a restart is about what survives it, not about
+ * bundling, which the first run's test (start.test.ts) proves; each launch would otherwise run
+ * webpack for seconds of CPU.
+ */
+const SUITE_BUNDLE = process.env.WORKFLOW_BUNDLE_PATH ? { WORKFLOW_BUNDLE_PATH: process.env.WORKFLOW_BUNDLE_PATH } : {};
+
 test('sagas waiting for payment across a restart of npm start are paid, cancelled or lapse as before', async (t) => {
   const dataDir = makeDataDir('flash-sale-restart-');
   // A teardown runs even when an assertion in `finally` has failed the test.
   t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
   const ports = await freePorts();
   // No drain period for load balancers: nothing stands in front of this API.
-  const env = startEnv(dataDir, ports, { SHUTDOWN_GRACE_MS: '0' });
+  const env = startEnv(dataDir, ports, { SHUTDOWN_GRACE_MS: '0', ...SUITE_BUNDLE });
   const api = `http://127.0.0.1:${ports.api}`;
   const emulator = `http://127.0.0.1:${ports.emulator}`;
   const admin = { authorization: `Bearer ${DEV_ADMIN_TOKEN}` };
@@ -164,7 +171,7 @@ test('npm start keeps its Postgres port across restarts, and says so when that p
   const dataDir = makeDataDir('flash-sale-pgport-');
   t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
   const ports = await freePorts();
-  const env = startEnv(dataDir, ports, { SHUTDOWN_GRACE_MS: '0' });
+  const env = startEnv(dataDir, ports, { SHUTDOWN_GRACE_MS: '0', ...SUITE_BUNDLE });
   const printedUrl = (s: Launched): string => /Postgres +(postgres:\/\/\S+)/.exec(s.output())![1];
 
   let service: Launched | undefined = launch(env);
