@@ -26,11 +26,11 @@ test.serial(
     // A machine's first run builds the Temporal server into the tool cache (about 4 minutes; CI does it first).
     t.timeout(10 * 60_000);
     const out = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-test-cluster-'));
-    const buyers = 200;
+    const buyers = 300;
     const started = Date.now();
     const run = await runDrill([
       ...['--cluster', '--faults', 'worker@1,api@1.5', '--no-baseline', ...ABUSE],
-      ...['--buyers', String(buyers), '--units', '20', '--hold', '6', '--arrival', '2', '--settle', '45'],
+      ...['--buyers', String(buyers), '--units', '30', '--hold', '6', '--arrival', '2', '--settle', '45'],
       ...['--seed', '7', '--out', out],
     ]);
     t.log(`cluster drill in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -129,11 +129,11 @@ test.serial(
   async (t) => {
     t.timeout(10 * 60_000);
     const out = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-test-cluster-direct-'));
-    const buyers = 150;
+    const buyers = 200;
     const started = Date.now();
     const run = await runDrill([
       ...['--cluster', '--no-balancer', '--faults', 'api@1.5', '--no-baseline', ...ABUSE],
-      ...['--buyers', String(buyers), '--units', '15', '--hold', '6', '--arrival', '2', '--settle', '45'],
+      ...['--buyers', String(buyers), '--units', '20', '--hold', '6', '--arrival', '2', '--settle', '45'],
       ...['--seed', '11', '--out', out],
     ]);
     t.log(`cluster drill without a balancer in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -19,9 +19,9 @@ let smallDrillOut: string | undefined;
 test.serial('a small drill on its own stack serves every buyer once and every invariant holds', async (t) => {
   t.timeout(240_000);
   const out = tmp('small');
-  const buyers = 100;
+  const buyers = 150;
   const run = await runDrill([
-    ...['--buyers', String(buyers), '--units', '10', '--hold', '6', '--arrival', '2', '--settle', '45'],
+    ...['--buyers', String(buyers), '--units', '15', '--hold', '6', '--arrival', '2', '--settle', '45'],
     ...['--seed', '11', '--out', out],
   ]);
   t.is(run.code, 0, `drill exited ${run.code}:\n${run.stdout}\n${run.stderr.slice(-3000)}`);
@@ -202,10 +202,10 @@ test.serial(
   async (t) => {
     t.timeout(240_000);
     const out = tmp('bots');
-    const buyers = 100;
+    const buyers = 150;
     // The other shares add up to 1: bot=0.25 is 20 % of the crowd once normalised.
     const run = await runDrill([
-      ...['--buyers', String(buyers), '--units', '10', '--hold', '6', '--arrival', '2', '--settle', '45'],
+      ...['--buyers', String(buyers), '--units', '15', '--hold', '6', '--arrival', '2', '--settle', '45'],
       ...['--mix', 'bot=0.25', '--seed', '5', '--out', out],
     ]);
     t.is(run.code, 0, `drill exited ${run.code}:\n${run.stdout}\n${run.stderr.slice(-3000)}`);
@@ -214,7 +214,7 @@ test.serial(
       fs.readFileSync(path.join(out, 'buyers.json'), 'utf8'),
     );
     const bots = records.filter((b) => b.behaviour === 'bot');
-    t.true(bots.length >= 10 && bots.length <= 32, `${bots.length} bots of ${buyers}`);
+    t.true(bots.length >= 20 && bots.length <= 45, `${bots.length} bots of ${buyers}`);
     t.is(summary.options.mix.bot, 0.2);
 
     // What each rule stopped, in the summary and the report.
