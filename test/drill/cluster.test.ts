@@ -70,7 +70,9 @@ test.serial(
         ['api', 'api-1', null],
       ],
     );
-    t.true(summary.faults[0].startedAt >= 1000 && summary.faults[0].startedAt < 3000);
+    // Never before its time; how late a loaded machine fires it is not the point (a 2 s window failed a CI run).
+    const { startedAt } = summary.faults[0];
+    t.true(startedAt >= 1000 && startedAt < 30_000, `the worker fault started at ${startedAt} ms`);
     t.log(`worker fault: ${JSON.stringify(summary.faults[0].stalledSagas)}`);
 
     // What the drop cost: CPU of every kind of process, actions from the histories, Stripe's calls.
