@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
+import { liveSecrets } from '../helpers/fixtures';
 import { devBuyerSecret } from '../../config/buyer-tokens';
 import { DEV_DEFAULTS } from '../../config/dev-secrets';
 
@@ -13,7 +14,6 @@ import { DEV_DEFAULTS } from '../../config/dev-secrets';
 // each configuration loader answers: test/fast/config/dev-secrets.test.ts.)
 
 const repoRoot = path.join(__dirname, '../..');
-const LIVE_KEY = `sk_live_${'x'.repeat(24)}`;
 const REFUSAL =
   /^ {2}- (.+?) (?:holds a development value|hold development values) \(npm start's, .*\) and cannot run with a live STRIPE_SECRET_KEY: set secrets of your own/;
 const STACK_LINE = /^\s+at .+:\d+:\d+\)?$/m;
@@ -29,7 +29,6 @@ const DEV_VALUES: [string, string][] = [
   ['BUYER_TOKEN_SECRET', devBuyer],
   ['ROOM_TOKEN_SECRET', devBuyer],
 ];
-const fresh = (): string => randomBytes(32).toString('hex');
 
 /** A production environment with a live key and secrets of its own, against the suite's Postgres and Temporal. */
 function liveEnv(): Record<string, string> {
@@ -38,22 +37,7 @@ function liveEnv(): Record<string, string> {
     TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:1',
     TEMPORAL_NAMESPACE: process.env.TEMPORAL_NAMESPACE || 'default',
     TASK_QUEUE: `dev-secrets-${randomUUID()}`,
-    STRIPE_SECRET_KEY: LIVE_KEY,
-    STRIPE_API_URL: '',
-    STRIPE_EMULATOR: '',
-    DEV_SIGN_IN: '',
-    STRIPE_WEBHOOK_SECRET: `whsec_${fresh()}`,
-    ADMIN_TOKEN: fresh(),
-    SUPPORT_TOKEN: fresh(),
-    METRICS_TOKEN: fresh(),
-    BOT_CHECK_SECRET: fresh(),
-    BUYER_TOKEN_SECRET: fresh(),
-    ROOM_TOKEN_SECRET: fresh(),
-    HOST: '127.0.0.1',
-    PORT: '0',
-    WORKER_METRICS_PORT: '0',
-    SHUTDOWN_GRACE_MS: '0',
-    FLASH_SALE_DATA_DIR: dataDir,
+    ...liveSecrets(dataDir),
   };
 }
 

@@ -1,7 +1,5 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import test from 'ava';
+import { profileFile } from '../helpers/fixtures';
 import { Client } from '@temporalio/client';
 import { loadCliConfig } from '../../config';
 import { connectTemporal } from '../../config/clients';
@@ -10,14 +8,6 @@ import { temporalAddress } from '../helpers/system';
 // Temporal connection settings come from a TOML profile and TEMPORAL_* variables
 // (@temporalio/envconfig), the way the Temporal CLI and every SDK read them. Here a CLI connects
 // through a profile; how the settings are read: test/fast/config/temporal-profile.test.ts.
-
-function profileFile(t: import('ava').ExecutionContext, toml: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-profile-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'temporal.toml');
-  fs.writeFileSync(file, toml);
-  return file;
-}
 
 const base = { DATABASE_URL: 'postgres://unused@127.0.0.1:1/x' };
 

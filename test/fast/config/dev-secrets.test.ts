@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import test from 'ava';
+import { LIVE_KEY, liveSecrets } from '../../helpers/fixtures';
 import {
   ConfigError,
   loadApiConfig,
@@ -18,7 +18,6 @@ import { DEV_DEFAULTS } from '../../../config/dev-secrets';
 // data folder) are public, so beside a live Stripe key every loader refuses them with one problem
 // line naming the variables that hold one. (That each process stops on it: test/config/dev-secrets.test.ts.)
 
-const LIVE_KEY = `sk_live_${'x'.repeat(24)}`;
 const REFUSAL =
   /^ {2}- (.+?) (?:holds a development value|hold development values) \(npm start's, .*\) and cannot run with a live STRIPE_SECRET_KEY: set secrets of your own/;
 
@@ -33,7 +32,6 @@ const DEV_VALUES: [string, string][] = [
   ['BUYER_TOKEN_SECRET', devBuyer],
   ['ROOM_TOKEN_SECRET', devBuyer],
 ];
-const fresh = (): string => randomBytes(32).toString('hex');
 
 /** A production environment with a live key and secrets of its own (nothing is connected to). */
 function liveEnv(): Record<string, string> {
@@ -42,22 +40,7 @@ function liveEnv(): Record<string, string> {
     TEMPORAL_ADDRESS: '127.0.0.1:1',
     TEMPORAL_NAMESPACE: 'default',
     TASK_QUEUE: 'dev-secrets',
-    STRIPE_SECRET_KEY: LIVE_KEY,
-    STRIPE_API_URL: '',
-    STRIPE_EMULATOR: '',
-    DEV_SIGN_IN: '',
-    STRIPE_WEBHOOK_SECRET: `whsec_${fresh()}`,
-    ADMIN_TOKEN: fresh(),
-    SUPPORT_TOKEN: fresh(),
-    METRICS_TOKEN: fresh(),
-    BOT_CHECK_SECRET: fresh(),
-    BUYER_TOKEN_SECRET: fresh(),
-    ROOM_TOKEN_SECRET: fresh(),
-    HOST: '127.0.0.1',
-    PORT: '0',
-    WORKER_METRICS_PORT: '0',
-    SHUTDOWN_GRACE_MS: '0',
-    FLASH_SALE_DATA_DIR: dataDir,
+    ...liveSecrets(dataDir),
   };
 }
 

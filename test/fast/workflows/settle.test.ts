@@ -86,9 +86,9 @@ test('a buyer who completed the session as the saga expired it still gets the un
   t.like(await b.result(), { status: 'confirmed' });
 });
 
-test('while Stripe refuses the expire, a payment that arrives is settled at once', async (t) => {
-  const { world } = temporal();
-  const c = world.open({
+/** A saga whose hold lapsed and whose session Stripe refuses to expire: it waits in needs_attention. */
+async function expireRefusedAtLapse() {
+  const c = temporal().world.open({
     expireCheckout: () => {
       throw refusal('Stripe answered 400: try later');
     },
@@ -96,6 +96,11 @@ test('while Stripe refuses the expire, a payment that arrives is settled at once
   c.holdMs = 1_500;
   const saga = await startPurchase(temporal(), c);
   await until(() => c.record?.status === 'needs_attention', 'needs_attention');
+  return { c, saga };
+}
+
+test('while Stripe refuses the expire, a payment that arrives is settled at once', async (t) => {
+  const { c, saga } = await expireRefusedAtLapse();
   t.regex(c.record!.reason!, /^expiring the Checkout Session: Stripe answered 400/);
   await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'paid' }));
   // Paid after the hold's end, on a unit the saga still held: a late sale.
@@ -107,15 +112,7 @@ test('while Stripe refuses the expire, a payment that arrives is settled at once
 });
 
 test('an expire support settled by hand ends the purchase expired', async (t) => {
-  const { world } = temporal();
-  const c = world.open({
-    expireCheckout: () => {
-      throw refusal('Stripe answered 400: try later');
-    },
-  });
-  c.holdMs = 1_500;
-  const saga = await startPurchase(temporal(), c);
-  await until(() => c.record?.status === 'needs_attention', 'needs_attention');
+  const { c, saga } = await expireRefusedAtLapse();
   await saga.signal(supportActionSignal, { action: 'retry', actor: 'ana' });
   await called(c, 'expireCheckout', 2);
   await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'expired in the Dashboard' });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
+import { productTerms } from '../../helpers/fixtures';
 import type { ProductTerms } from '../../../vocabulary';
 import type { PaymentEvidence } from '../../../vocabulary/rules';
 import { judgePayment } from '../../../store/rules';
@@ -12,14 +13,7 @@ import { testDb, uniqueSku } from '../../helpers/db';
 const db = testDb(4);
 test.after.always(() => db.end());
 
-const terms = (t: Partial<ProductTerms>): ProductTerms => ({
-  name: 'Rule test',
-  priceCents: 100,
-  currency: 'usd',
-  holdSeconds: 600,
-  hasUnits: false,
-  ...t,
-});
+const terms = productTerms;
 
 const paid = (sku: string, t: Partial<ProductTerms>, evidence: PaymentEvidence) => ({
   purchaseId: `pur_${randomUUID().slice(0, 12)}`,

@@ -1,5 +1,5 @@
 import test from 'ava';
-import type { ProductTerms } from '../../../../vocabulary';
+import { productTerms } from '../../../helpers/fixtures';
 import { paymentRulesApply } from '../../../../vocabulary/rules';
 import { checkoutPaymentMethods, PAYMENT_RULES } from '../../../../store/rules';
 import { paymentMethodKey } from '../../../../store/rules/per-payment-method';
@@ -8,14 +8,7 @@ import { paymentMethodKey } from '../../../../store/rules/per-payment-method';
 // product's terms switch on, and what Checkout may offer. (Against Postgres's claims:
 // test/store/rules/rules.test.ts.)
 
-const terms = (t: Partial<ProductTerms>): ProductTerms => ({
-  name: 'Rule test',
-  priceCents: 100,
-  currency: 'usd',
-  holdSeconds: 600,
-  hasUnits: false,
-  ...t,
-});
+const terms = productTerms;
 
 test('a payment method is keyed by its type and fingerprint; a card by its bare fingerprint; none without one', (t) => {
   t.is(paymentMethodKey({ type: 'card', fingerprint: 'fp1' }), 'fp1');

@@ -1,5 +1,6 @@
 import Ajv from 'ajv';
 import test from 'ava';
+import { productTerms } from '../../../helpers/fixtures';
 import type { ProductTerms } from '../../../../vocabulary';
 import { PAYMENT_RULES, RULE_TERM_SCHEMAS, splitRuleTerms, type RuleCase } from '../../../../store/rules';
 import type { Db } from '../../../../store/db';
@@ -8,14 +9,7 @@ import type { Db } from '../../../../store/db';
 // term's schema accepts, and the rules that judge without a claim (shipping country, accepted
 // methods). (Those that count claims: test/store/rules/rules.test.ts.)
 
-const terms = (t: Partial<ProductTerms>): ProductTerms => ({
-  name: 'Rule test',
-  priceCents: 100,
-  currency: 'usd',
-  holdSeconds: 600,
-  hasUnits: false,
-  ...t,
-});
+const terms = productTerms;
 const noDb = new Proxy({}, { get: () => () => Promise.reject(new Error('this rule must not query')) }) as Db;
 const rule = (name: string) => PAYMENT_RULES.find((r) => r.name === name)!;
 const paid = (t: Partial<ProductTerms>, evidence: RuleCase['evidence']): RuleCase => ({
