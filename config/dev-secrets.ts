@@ -2,6 +2,7 @@ import path from 'node:path';
 import { devBuyerSecret } from './buyer-tokens';
 import type { Env } from './reader';
 import { isLiveKey } from './stripe';
+import { VARIABLES } from './variables';
 
 // The values `npm start` and the payments emulator fill in for a secret left unset. They are printed
 // in this repository, its docs and every local log, so they protect nothing: where real money moves
@@ -16,20 +17,11 @@ export const DEV_DEFAULTS = {
 } as const;
 
 /**
- * Every variable that holds a secret or a token. Each is compared with every development value: a
- * dev value pasted under another name (the printed buyer-token secret as ROOM_TOKEN_SECRET) is as
- * known as under its own.
+ * Every variable that holds a secret or a token (the table's `secret` rows). Each is compared with
+ * every development value: a dev value pasted under another name (the printed buyer-token secret as
+ * ROOM_TOKEN_SECRET) is as known as under its own.
  */
-const SECRET_VARIABLES = [
-  'ADMIN_TOKEN',
-  'SUPPORT_TOKEN',
-  'METRICS_TOKEN',
-  'BOT_CHECK_SECRET',
-  'BUYER_TOKEN_SECRET',
-  'ROOM_TOKEN_SECRET',
-  'STRIPE_WEBHOOK_SECRET',
-  'NOTIFY_WEBHOOK_SECRET',
-] as const;
+const SECRET_VARIABLES = VARIABLES.filter((v) => v.secret).map((v) => v.name);
 
 /** Where `npm start` keeps its data, the development buyer-token secret among it (FLASH_SALE_DATA_DIR, default .data/). */
 export function devDataDir(env: Env): string {

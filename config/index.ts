@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { Reader, type Env } from './reader';
+import { variable } from './variables';
 import { isLoopback } from './listen';
 import { isDevelopment, isLiveKey, stripe, type StripeConfig } from './stripe';
 
@@ -118,16 +119,16 @@ function temporal(r: Reader): Omit<CommonConfig, 'databaseUrl'> {
     temporalAddress: settings.address,
     temporalNamespace: settings.namespace,
     temporal: settings,
-    taskQueue: r.text('TASK_QUEUE', 'purchases'),
+    taskQueue: r.text('TASK_QUEUE'),
   };
 }
 
 /** PG_CONNECT_TIMEOUT_MS, PG_STATEMENT_TIMEOUT_MS, PG_IDLE_TIMEOUT_MS, with this process's defaults. */
-function poolTimeouts(r: Reader, dflt: PoolTimeouts): PoolTimeouts {
+function poolTimeouts(r: Reader): PoolTimeouts {
   return {
-    connectTimeoutMs: r.int('PG_CONNECT_TIMEOUT_MS', dflt.connectTimeoutMs, 100),
-    statementTimeoutMs: r.int('PG_STATEMENT_TIMEOUT_MS', dflt.statementTimeoutMs, 100),
-    idleTimeoutMs: r.int('PG_IDLE_TIMEOUT_MS', dflt.idleTimeoutMs, 1000),
+    connectTimeoutMs: r.int('PG_CONNECT_TIMEOUT_MS'),
+    statementTimeoutMs: r.int('PG_STATEMENT_TIMEOUT_MS'),
+    idleTimeoutMs: r.int('PG_IDLE_TIMEOUT_MS'),
   };
 }
 
@@ -190,7 +191,7 @@ function longEnough(r: Reader, name: string, token: string): string {
  * reaches the port). Optional while the API listens on loopback only; required beyond it.
  */
 function metricsToken(r: Reader, host: string): string {
-  const token = longEnough(r, 'METRICS_TOKEN', r.text('METRICS_TOKEN', ''));
+  const token = longEnough(r, 'METRICS_TOKEN', r.text('METRICS_TOKEN'));
   if (!token && !isLoopback(host)) {
     r.problems.push(
       `METRICS_TOKEN is required when the API listens beyond loopback (HOST=${host}): the bearer token Prometheus scrapes GET /metrics with`,
@@ -200,8 +201,8 @@ function metricsToken(r: Reader, host: string): string {
 }
 
 function buyerTokens(r: Reader): BuyerTokenConfig {
-  const secret = r.env.BUYER_TOKEN_SECRET || undefined;
-  const jwksUrl = r.env.BUYER_JWKS_URL || undefined;
+  const secret = r.raw('BUYER_TOKEN_SECRET');
+  const jwksUrl = r.raw('BUYER_JWKS_URL');
   if (!secret && !jwksUrl) {
     r.problems.push('BUYER_TOKEN_SECRET or BUYER_JWKS_URL is required (how buyer tokens are verified)');
   }
@@ -213,21 +214,21 @@ function buyerTokens(r: Reader): BuyerTokenConfig {
   return {
     secret,
     jwksUrl,
-    issuer: r.env.BUYER_TOKEN_ISSUER || undefined,
-    audience: r.env.BUYER_TOKEN_AUDIENCE || undefined,
+    issuer: r.raw('BUYER_TOKEN_ISSUER'),
+    audience: r.raw('BUYER_TOKEN_AUDIENCE'),
   };
 }
 
 /** `npm run buyer-token`: the HS256 secret it signs with, and the claims the API checks. */
 export function loadBuyerTokenCliConfig(env: Env): BuyerTokenConfig & { secret: string } {
-  const r = new Reader(env);
+  const r = new Reader(env, 'cli');
   const secret = r.need('BUYER_TOKEN_SECRET', 'the HS256 secret the API verifies buyer tokens with');
   return r.done({ ...buyerTokens(r), secret });
 }
 
 /** ROOM_TOKEN_SECRET, else one derived from BUYER_TOKEN_SECRET (every API process has the same). */
 function roomTokenSecret(r: Reader, buyers: BuyerTokenConfig): string {
-  const own = r.env.ROOM_TOKEN_SECRET;
+  const own = r.raw('ROOM_TOKEN_SECRET');
   if (own) {
     if (own.length < MIN_SECRET_LENGTH)
       r.problems.push(`ROOM_TOKEN_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
@@ -238,11 +239,8 @@ function roomTokenSecret(r: Reader, buyers: BuyerTokenConfig): string {
   return '';
 }
 
-/**
- * The bot check's default cost: the largest counter a solver may have to reach (see docs/architecture.md).
- * 1,500 drawn from [0, N] keeps the mean work of 1,000 drawn from [N/2, N] (750 attempts).
- */
-export const DEFAULT_BOT_CHECK_MAX_NUMBER = 1500;
+/** The bot check's default cost (BOT_CHECK_MAX_NUMBER): the largest counter a solver may have to reach. */
+export const DEFAULT_BOT_CHECK_MAX_NUMBER = Number(variable('BOT_CHECK_MAX_NUMBER').default);
 
 /** BOT_CHECK_SECRET: signs the bot check's challenges; every API process needs the same one. */
 function botCheckSecret(r: Reader): string {
@@ -258,7 +256,7 @@ function botCheckSecret(r: Reader): string {
  * does), and refused where it would be a hole: beside a live key, or without the HS256 secret it signs with.
  */
 function devSignIn(r: Reader, buyers: BuyerTokenConfig): boolean {
-  const raw = r.env.DEV_SIGN_IN || '0';
+  const raw = r.raw('DEV_SIGN_IN') ?? '0';
   if (raw !== '0' && raw !== '1') r.problems.push(`DEV_SIGN_IN must be 0 or 1, got "${raw}"`);
   if (raw !== '1') return false;
   if (isLiveKey(r.env.STRIPE_SECRET_KEY ?? '')) {
@@ -271,63 +269,63 @@ function devSignIn(r: Reader, buyers: BuyerTokenConfig): boolean {
 }
 
 export function loadApiConfig(env: Env): ApiConfig {
-  const r = new Reader(env);
+  const r = new Reader(env, 'api');
   const buyers = buyerTokens(r);
-  const host = r.text('HOST', '127.0.0.1');
+  const host = r.text('HOST');
   return r.done({
     ...common(r),
     ...stripe(r),
     stripeWebhookSecret: r.need('STRIPE_WEBHOOK_SECRET', 'whsec_ secret that signs Stripe webhooks'),
-    port: r.port('PORT', 3000),
+    port: r.int('PORT'),
     host,
     adminToken: operatorToken(r, 'ADMIN_TOKEN', 'bearer token for the catalogue routes'),
     supportToken: operatorToken(r, 'SUPPORT_TOKEN', 'bearer token for support refunds'),
     metricsToken: metricsToken(r, host),
-    shutdownGraceMs: r.int('SHUTDOWN_GRACE_MS', 5000, 0),
-    purchaseTimeoutMs: r.int('PURCHASE_TIMEOUT_MS', 20_000, 100),
-    gateResyncMs: r.int('GATE_RESYNC_MS', 5_000, 100),
+    shutdownGraceMs: r.int('SHUTDOWN_GRACE_MS'),
+    purchaseTimeoutMs: r.int('PURCHASE_TIMEOUT_MS'),
+    gateResyncMs: r.int('GATE_RESYNC_MS'),
     buyerTokens: buyers,
     roomTokenSecret: roomTokenSecret(r, buyers),
-    roomRefreshMs: r.int('ROOM_REFRESH_MS', 200, 10),
-    roomAdmitTickMs: r.int('ROOM_ADMIT_TICK_MS', 100, 10),
+    roomRefreshMs: r.int('ROOM_REFRESH_MS'),
+    roomAdmitTickMs: r.int('ROOM_ADMIT_TICK_MS'),
     botCheck: {
       secret: botCheckSecret(r),
-      maxNumber: r.int('BOT_CHECK_MAX_NUMBER', DEFAULT_BOT_CHECK_MAX_NUMBER, 1),
+      maxNumber: r.int('BOT_CHECK_MAX_NUMBER'),
     },
     rateLimits: {
-      perBuyerPerMinute: r.int('RATE_LIMIT_PER_BUYER_PER_MINUTE', 30, 0),
-      perIpPerSecond: r.int('RATE_LIMIT_PER_IP_PER_SECOND', 100, 0),
-      pagesPerIpPerSecond: r.int('RATE_LIMIT_PAGES_PER_IP_PER_SECOND', 100, 0),
-      challengesPerIpPerSecond: r.int('RATE_LIMIT_CHALLENGES_PER_IP_PER_SECOND', 20, 0),
+      perBuyerPerMinute: r.int('RATE_LIMIT_PER_BUYER_PER_MINUTE'),
+      perIpPerSecond: r.int('RATE_LIMIT_PER_IP_PER_SECOND'),
+      pagesPerIpPerSecond: r.int('RATE_LIMIT_PAGES_PER_IP_PER_SECOND'),
+      challengesPerIpPerSecond: r.int('RATE_LIMIT_CHALLENGES_PER_IP_PER_SECOND'),
     },
     trustedProxies: trustedProxies(r),
-    catalogueCacheMs: r.int('CATALOGUE_CACHE_MS', 1_000, 0),
-    pool: poolTimeouts(r, { connectTimeoutMs: 1_000, statementTimeoutMs: 5_000, idleTimeoutMs: 30_000 }),
-    temporalCallTimeoutMs: r.int('TEMPORAL_CALL_TIMEOUT_MS', 5_000, 100),
+    catalogueCacheMs: r.int('CATALOGUE_CACHE_MS'),
+    pool: poolTimeouts(r),
+    temporalCallTimeoutMs: r.int('TEMPORAL_CALL_TIMEOUT_MS'),
     publicUrl: publicUrl(r),
     devSignIn: devSignIn(r, buyers),
   });
 }
 
 export function loadWorkerConfig(env: Env): WorkerConfig {
-  const r = new Reader(env);
+  const r = new Reader(env, 'worker');
   return r.done({
     ...common(r),
     ...stripe(r),
     ...checkoutUrls(r),
-    sweepIntervalMs: r.int('SWEEP_INTERVAL_MS', 5000, 100),
+    sweepIntervalMs: r.int('SWEEP_INTERVAL_MS'),
     pool: workerPool(r),
-    maxActivities: r.int('WORKER_MAX_ACTIVITIES', 50, 1),
-    maxLocalActivities: r.int('WORKER_MAX_LOCAL_ACTIVITIES', 30, 1),
-    maxStripeCalls: r.int('WORKER_MAX_STRIPE_CALLS', 20, 1),
-    metrics: { port: r.port('WORKER_METRICS_PORT', 9464), host: r.text('WORKER_METRICS_HOST', '127.0.0.1') },
+    maxActivities: r.int('WORKER_MAX_ACTIVITIES'),
+    maxLocalActivities: r.int('WORKER_MAX_LOCAL_ACTIVITIES'),
+    maxStripeCalls: r.int('WORKER_MAX_STRIPE_CALLS'),
+    metrics: { port: r.int('WORKER_METRICS_PORT'), host: r.text('WORKER_METRICS_HOST') },
     workflowBundlePath: bundlePath(r),
   });
 }
 
 /** WORKFLOW_BUNDLE_PATH: a file `bundleWorkflows` wrote (npm test builds one for every worker it starts). */
 function bundlePath(r: Reader): string | undefined {
-  const file = r.env.WORKFLOW_BUNDLE_PATH || undefined;
+  const file = r.raw('WORKFLOW_BUNDLE_PATH');
   if (file && !existsSync(file)) r.problems.push(`WORKFLOW_BUNDLE_PATH=${file} does not exist`);
   return file;
 }
@@ -348,7 +346,7 @@ function checkoutUrls(r: Reader): Pick<WorkerConfig, 'publicUrl' | 'checkoutSucc
  * must end before the activity's attempt times out, or Temporal retries it while the first still runs.
  */
 function workerPool(r: Reader): PoolTimeouts {
-  const pool = poolTimeouts(r, { connectTimeoutMs: 3_000, statementTimeoutMs: 5_000, idleTimeoutMs: 30_000 });
+  const pool = poolTimeouts(r);
   if (pool.connectTimeoutMs + pool.statementTimeoutMs + 1_000 >= ACTIVITY_TIMEOUT_MS) {
     r.problems.push(
       `PG_CONNECT_TIMEOUT_MS + PG_STATEMENT_TIMEOUT_MS must stay below ${ACTIVITY_TIMEOUT_MS - 1_000} ms (activities time out after ${ACTIVITY_TIMEOUT_MS} ms)`,
@@ -363,7 +361,7 @@ export interface CliExtras {
 }
 
 function cliExtras(r: Reader): CliExtras {
-  const temporalUiUrl = r.text('TEMPORAL_UI_URL', 'http://127.0.0.1:8233');
+  const temporalUiUrl = r.text('TEMPORAL_UI_URL');
   if (!/^https?:\/\/[^/\s]+/.test(temporalUiUrl)) {
     r.problems.push(`TEMPORAL_UI_URL must be an http(s) URL, got "${temporalUiUrl}"`);
   }
@@ -372,7 +370,7 @@ function cliExtras(r: Reader): CliExtras {
 
 /** The operator CLIs: Postgres always, Temporal settings (connected only by the CLIs that need it). */
 export function loadCliConfig(env: Env): CommonConfig & CliExtras {
-  const r = new Reader(env);
+  const r = new Reader(env, 'cli');
   return r.done({ ...common(r), ...cliExtras(r) });
 }
 
@@ -380,6 +378,6 @@ export function loadCliConfig(env: Env): CommonConfig & CliExtras {
 export function loadTemporalCliConfig(
   env: Env,
 ): Omit<CommonConfig, 'databaseUrl'> & CliExtras & { databaseUrl?: string } {
-  const r = new Reader(env);
-  return r.done({ ...temporal(r), ...cliExtras(r), databaseUrl: env.DATABASE_URL || undefined });
+  const r = new Reader(env, 'cli');
+  return r.done({ ...temporal(r), ...cliExtras(r), databaseUrl: r.raw('DATABASE_URL') });
 }

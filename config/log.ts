@@ -1,6 +1,7 @@
 import pino from 'pino';
 import type { Logger as TemporalLogger, LogLevel as TemporalLevel, LogMetadata } from '@temporalio/common';
 import { ConfigError } from './index';
+import { variable } from './variables';
 
 // Structured logs of the long-running processes (API, worker, payments emulator): one JSON object
 // a line on stdout, for a log pipeline to parse. `npm start` pretty-prints them (dev/start.ts);
@@ -13,7 +14,7 @@ export type LogLevel = (typeof LEVELS)[number];
 
 /** LOG_LEVEL (default `info`); a value that is not a level stops the process like any bad setting. */
 export function logLevel(env: Record<string, string | undefined>): LogLevel {
-  const raw = (env.LOG_LEVEL || 'info').toLowerCase();
+  const raw = (env.LOG_LEVEL || String(variable('LOG_LEVEL').default)).toLowerCase();
   if (!(LEVELS as readonly string[]).includes(raw)) {
     throw new ConfigError(`invalid configuration:\n  - LOG_LEVEL must be one of ${LEVELS.join(', ')}, got "${raw}"`);
   }

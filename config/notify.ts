@@ -1,4 +1,5 @@
 import { ConfigError } from './index';
+import { Reader, type Env } from './reader';
 
 // Where the worker's outbox sender delivers buyer notifications (worker/outbox-sender.ts). Read by
 // the worker beside its own configuration. Any of the channels may be set; none set means the
@@ -26,41 +27,34 @@ export interface NotifyConfig {
 /** The shortest webhook secret accepted: the receiver's HMAC key. */
 export const MIN_NOTIFY_SECRET_LENGTH = 32;
 
-type Env = Record<string, string | undefined>;
-
 export function loadNotifyConfig(env: Env): NotifyConfig {
-  const problems: string[] = [];
-  const int = (name: string, dflt: number, min: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return dflt;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min) problems.push(`${name} must be an integer >= ${min}, got "${raw}"`);
-    return n;
-  };
-  const url = env.NOTIFY_WEBHOOK_URL || undefined;
-  const secret = env.NOTIFY_WEBHOOK_SECRET || undefined;
-  if (url && !/^https?:\/\/[^/\s]+/.test(url)) problems.push(`NOTIFY_WEBHOOK_URL must be an http(s) URL, got "${url}"`);
+  const r = new Reader(env, 'worker');
+  const url = r.raw('NOTIFY_WEBHOOK_URL');
+  const secret = r.raw('NOTIFY_WEBHOOK_SECRET');
+  if (url && !/^https?:\/\/[^/\s]+/.test(url))
+    r.problems.push(`NOTIFY_WEBHOOK_URL must be an http(s) URL, got "${url}"`);
   if (url && !secret)
-    problems.push('NOTIFY_WEBHOOK_SECRET is required with NOTIFY_WEBHOOK_URL (it signs each delivery)');
+    r.problems.push('NOTIFY_WEBHOOK_SECRET is required with NOTIFY_WEBHOOK_URL (it signs each delivery)');
   if (secret && secret.length < MIN_NOTIFY_SECRET_LENGTH) {
-    problems.push(`NOTIFY_WEBHOOK_SECRET must be at least ${MIN_NOTIFY_SECRET_LENGTH} characters`);
+    r.problems.push(`NOTIFY_WEBHOOK_SECRET must be at least ${MIN_NOTIFY_SECRET_LENGTH} characters`);
   }
-  const smtpUrl = env.SMTP_URL || undefined;
-  const from = env.NOTIFY_EMAIL_FROM || undefined;
+  const smtpUrl = r.raw('SMTP_URL');
+  const from = r.raw('NOTIFY_EMAIL_FROM');
   if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl))
-    problems.push(`SMTP_URL must be smtp:// or smtps://, got a "${smtpUrl.split(':')[0]}:" URL`);
-  if (smtpUrl && !from) problems.push('NOTIFY_EMAIL_FROM is required with SMTP_URL (the sender address)');
+    r.problems.push(`SMTP_URL must be smtp:// or smtps://, got a "${smtpUrl.split(':')[0]}:" URL`);
+  if (smtpUrl && !from) r.problems.push('NOTIFY_EMAIL_FROM is required with SMTP_URL (the sender address)');
   const config: NotifyConfig = {
     webhook: url && secret ? { url, secret } : undefined,
     email: smtpUrl && from ? { smtpUrl, from } : undefined,
-    log: env.NOTIFY_LOG === '1',
-    pollMs: int('NOTIFY_POLL_MS', 1_000, 10),
-    retryBaseMs: int('NOTIFY_RETRY_BASE_MS', 5_000, 1),
-    retryMaxMs: int('NOTIFY_RETRY_MAX_MS', 3_600_000, 1),
-    timeoutMs: int('NOTIFY_TIMEOUT_MS', 10_000, 100),
-    maxAttempts: int('NOTIFY_MAX_ATTEMPTS', 20, 1),
-    maxAgeMs: int('NOTIFY_MAX_AGE_MS', 259_200_000, 0),
+    log: r.raw('NOTIFY_LOG') === '1',
+    pollMs: r.int('NOTIFY_POLL_MS'),
+    retryBaseMs: r.int('NOTIFY_RETRY_BASE_MS'),
+    retryMaxMs: r.int('NOTIFY_RETRY_MAX_MS'),
+    timeoutMs: r.int('NOTIFY_TIMEOUT_MS'),
+    maxAttempts: r.int('NOTIFY_MAX_ATTEMPTS'),
+    maxAgeMs: r.int('NOTIFY_MAX_AGE_MS'),
   };
-  if (problems.length) throw new ConfigError(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  // The worker's own loader has already refused development secrets beside a live key.
+  if (r.problems.length) throw new ConfigError(`invalid configuration:\n  - ${r.problems.join('\n  - ')}`);
   return config;
 }

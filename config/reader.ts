@@ -1,37 +1,66 @@
 // The reading of one process's environment: every problem collected before failing, so one run names them all.
 import { devSecretProblems } from './dev-secrets';
+import { variable, type ConfigProcess, type Variable } from './variables';
 
 export class ConfigError extends Error {}
 
 export type Env = Record<string, string | undefined>;
 
-/** Collects every problem of one environment before failing, so one run names them all. */
+/**
+ * Collects every problem of one environment before failing, so one run names them all. Each name is
+ * looked up in the configuration table (config/variables): its default and bounds come from there,
+ * and reading a variable the table does not list, or does not say this process reads, is a
+ * programming error that every test of the loader catches.
+ */
 export class Reader {
   readonly problems: string[] = [];
-  constructor(readonly env: Env) {}
+  constructor(
+    readonly env: Env,
+    readonly process: ConfigProcess,
+  ) {}
+
+  /** The table's row of a variable this process reads. */
+  private row(name: string): Variable {
+    const row = variable(name);
+    if (!row.readBy.includes(this.process)) {
+      throw new Error(
+        `${name} is read by the ${this.process}, but config/variables says only ${row.readBy.join(', ')}`,
+      );
+    }
+    return row;
+  }
+
+  /** The value as set, or undefined when unset or empty. */
+  raw(name: string): string | undefined {
+    this.row(name);
+    return this.env[name] || undefined;
+  }
 
   need(name: string, why: string): string {
-    const v = this.env[name];
+    const v = this.raw(name);
     if (!v) this.problems.push(`${name} is required (${why})`);
     return v ?? '';
   }
 
-  text(name: string, dflt: string): string {
+  /** A text value, else the table's default (or `computed`, where the table states the default in words). */
+  text(name: string, computed?: string): string {
+    const row = this.row(name);
+    const dflt = computed ?? row.default ?? '';
+    if (typeof dflt !== 'string') throw new Error(`${name} has no text default in config/variables`);
     return this.env[name] || dflt;
   }
 
-  int(name: string, dflt: number, min: number): number {
+  /** An integer within the table's bounds, else its default (or `computed`, where the table states it in words). */
+  int(name: string, computed?: number): number {
+    const row = this.row(name);
+    const dflt = computed ?? row.defaultBy?.[this.process] ?? row.default;
+    if (typeof dflt !== 'number') throw new Error(`${name} has no integer default in config/variables`);
     const raw = this.env[name];
     if (raw === undefined || raw === '') return dflt;
     const n = Number(raw);
+    const min = row.min ?? 0;
     if (!Number.isInteger(n) || n < min) this.problems.push(`${name} must be an integer >= ${min}, got "${raw}"`);
-    return n;
-  }
-
-  /** A TCP port to listen on: 0 (any free port) to 65535. */
-  port(name: string, dflt: number): number {
-    const n = this.int(name, dflt, 0);
-    if (Number.isInteger(n) && n > 65_535) this.problems.push(`${name} must be a TCP port (0 to 65535), got "${n}"`);
+    else if (row.max !== undefined && n > row.max) this.problems.push(rangeProblem(name, row, n));
     return n;
   }
 
@@ -59,4 +88,11 @@ export class Reader {
     }
     return config;
   }
+}
+
+/** A TCP port is named as one (0 to 65535); other bounds plainly. */
+function rangeProblem(name: string, row: Variable, n: number): string {
+  return row.max === 65_535 && row.min === 0
+    ? `${name} must be a TCP port (0 to 65535), got "${n}"`
+    : `${name} must be at most ${row.max}, got "${n}"`;
 }

@@ -38,7 +38,7 @@ export function isDevelopment(env: Env): boolean {
 
 const REAL_STRIPE = /^https:\/\/api\.stripe\.com\/?$/;
 export function stripe(r: Reader): StripeConfig {
-  const stripeApiUrl = r.env.STRIPE_API_URL || undefined;
+  const stripeApiUrl = r.raw('STRIPE_API_URL');
   if (stripeApiUrl && !/^https?:\/\/[^/]+\/?$/.test(stripeApiUrl)) {
     r.problems.push(`STRIPE_API_URL must look like http://host:port, got "${stripeApiUrl}"`);
   } else if (stripeApiUrl && !REAL_STRIPE.test(stripeApiUrl) && !isDevelopment(r.env)) {
@@ -57,12 +57,10 @@ export function stripe(r: Reader): StripeConfig {
   const stripeMaxRequestsPerSecond = r.int(
     'STRIPE_MAX_REQUESTS_PER_SECOND',
     Math.floor(limit * (1 - STRIPE_ACCOUNT_LIMITS.headroom)),
-    1,
   );
   const sessions = r.int(
     'STRIPE_MAX_SESSIONS_PER_SECOND',
     Math.floor(STRIPE_ACCOUNT_LIMITS.perEndpoint * (1 - STRIPE_ACCOUNT_LIMITS.headroom)),
-    1,
   );
   const stripeMaxSessionsPerSecond = Math.min(sessions, stripeMaxRequestsPerSecond);
   return { stripeSecretKey, stripeApiUrl, stripeMaxRequestsPerSecond, stripeMaxSessionsPerSecond };

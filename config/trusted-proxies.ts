@@ -37,7 +37,7 @@ function entryProblem(entry: string): string | undefined {
  * spaces; empty (the default): no proxy, the socket's address is the client's.
  */
 export function trustedProxies(r: Reader): string[] {
-  const entries = (r.env[VARIABLE] ?? '').split(/[\s,]+/).filter(Boolean);
+  const entries = (r.raw(VARIABLE) ?? '').split(/[\s,]+/).filter(Boolean);
   const problems = entries.map(entryProblem).filter((p): p is string => p !== undefined);
   if (!problems.length && entries.length) {
     try {
