@@ -41,7 +41,7 @@ export async function launchBrowser(): Promise<Browser> {
 
 const SCREENSHOTS_DIR = path.join(__dirname, '../../docs/screenshots');
 
-/** With SCREENSHOTS=1, saves the page as docs/screenshots/<name>.png (the README shows them). */
+/** With SCREENSHOTS=1, saves the page as docs/screenshots/<name>.png (docs/pages.md shows them). */
 export async function shot(page: Page, name: string): Promise<void> {
   if (process.env.SCREENSHOTS === '1') await page.screenshot({ path: path.join(SCREENSHOTS_DIR, `${name}.png`) });
 }
