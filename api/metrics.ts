@@ -1,4 +1,5 @@
 import client from 'prom-client';
+import { metricOptions, type MetricName } from '../vocabulary/metrics';
 import type { Db } from '../store/db';
 import type { Gate } from '../store/gate';
 import type { Admitter } from '../store/admitter';
@@ -29,24 +30,19 @@ export function createMetrics(
   // not on each scrape of each replica; the rooms' counts once per scrape for all their gauges.
   const statusCounts = sharedRead(() => countByStatus(db), opts.statusMaxAgeMs ?? STATUS_COUNT_MAX_AGE_MS, true);
   const rooms = sharedRead(() => roomStats(db), ROOM_STATS_MAX_AGE_MS, false);
-  const counter = (name: string, help: string, labelNames: string[] = []) =>
-    new client.Counter({ name, help, labelNames, registers: [registry] });
-  const gateView = (name: string, help: string, pick: (v: ReturnType<Gate['views']>[number]) => number) =>
+  const counter = (name: MetricName) => new client.Counter({ ...metricOptions(name), registers: [registry] });
+  const gateView = (name: MetricName, pick: (v: ReturnType<Gate['views']>[number]) => number) =>
     new client.Gauge({
-      name,
-      help,
-      labelNames: ['sku'],
+      ...metricOptions(name),
       registers: [registry],
       collect() {
         this.reset();
         for (const v of gate.views()) this.set({ sku: v.sku }, pick(v));
       },
     });
-  const roomGauge = (name: string, help: string, pick: (r: RoomStats) => number) =>
+  const roomGauge = (name: MetricName, pick: (r: RoomStats) => number) =>
     new client.Gauge({
-      name,
-      help,
-      labelNames: ['sku'],
+      ...metricOptions(name),
       registers: [registry],
       async collect() {
         const { value } = await rooms();
@@ -57,17 +53,11 @@ export function createMetrics(
   return {
     registry,
     // The waiting room, from its record: the same figures on every API process.
-    roomWaiting: roomGauge('flashsale_room_waiting', 'Waiting-room tickets not admitted yet', (r) => r.waiting),
-    roomAdmitted: roomGauge('flashsale_room_admitted', 'Waiting-room tickets admitted so far', (r) => r.admitted),
-    roomActive: roomGauge(
-      'flashsale_room_active',
-      'Admitted buyers inside now (not bought, not expired)',
-      (r) => r.active,
-    ),
+    roomWaiting: roomGauge('flashsale_room_waiting', (r) => r.waiting),
+    roomAdmitted: roomGauge('flashsale_room_admitted', (r) => r.admitted),
+    roomActive: roomGauge('flashsale_room_active', (r) => r.active),
     roomState: new client.Gauge({
-      name: 'flashsale_room_state',
-      help: 'Waiting-room state: 1 for the state the room is in',
-      labelNames: ['sku', 'state'],
+      ...metricOptions('flashsale_room_state'),
       registers: [registry],
       async collect() {
         const { value } = await rooms();
@@ -76,56 +66,36 @@ export function createMetrics(
       },
     }),
     roomAdmitter: new client.Gauge({
-      name: 'flashsale_room_admitter',
-      help: "1 while this API process is the waiting rooms' admitter (one process of all holds the lock)",
+      ...metricOptions('flashsale_room_admitter'),
       registers: [registry],
       collect() {
         this.set(admitter?.isLeader() ? 1 : 0);
       },
     }),
     // The funnel, in order: gate answers, sagas started, holds taken or refused, sessions opened, paid, lapsed.
-    gateAnswers: counter('flashsale_gate_answers_total', 'POST /v1/purchases admissions by gate outcome', ['outcome']),
-    sagasStarted: counter('flashsale_sagas_started_total', 'Purchase sagas started by this API process'),
-    holdsRefused: counter('flashsale_holds_refused_total', 'New sagas whose hold step refused', ['rejection']),
-    sessionsOpened: counter(
-      'flashsale_sessions_opened_total',
-      'New sagas that took a hold and opened a Checkout Session',
-    ),
-    paymentEvents: counter('flashsale_payment_events_total', 'Stripe events handed to sagas, by type', ['type']),
+    gateAnswers: counter('flashsale_gate_answers_total'),
+    sagasStarted: counter('flashsale_sagas_started_total'),
+    holdsRefused: counter('flashsale_holds_refused_total'),
+    sessionsOpened: counter('flashsale_sessions_opened_total'),
+    paymentEvents: counter('flashsale_payment_events_total'),
     // Paid: a completed session paid at once, or a delayed payment that succeeded (vocabulary `bringsMoney`).
-    paymentsReceived: counter(
-      'flashsale_payments_received_total',
-      'Payments handed to sagas: sessions paid at once and delayed payments that succeeded',
-    ),
-    webhookEvents: counter('flashsale_webhook_events_total', 'Stripe webhook deliveries by result', ['result']),
+    paymentsReceived: counter('flashsale_payments_received_total'),
+    webhookEvents: counter('flashsale_webhook_events_total'),
     checkoutSeconds: new client.Histogram({
-      name: 'flashsale_purchase_checkout_seconds',
-      help: 'Time from POST /v1/purchases to an open Checkout Session (hold taken, session created)',
+      ...metricOptions('flashsale_purchase_checkout_seconds'),
       buckets: [0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4],
       registers: [registry],
     }),
-    gateRemaining: gateView(
-      'flashsale_gate_remaining_units',
-      'Units the gate believes can still be had',
-      (v) => v.remaining,
-    ),
-    gateHeld: gateView('flashsale_gate_held_units', 'Units in active holds, as the gate last read them', (v) => v.held),
-    gateInFlight: gateView(
-      'flashsale_gate_in_flight_units',
-      'Units under permits whose hold is not yet in the view',
-      (v) => v.inFlight,
-    ),
+    gateRemaining: gateView('flashsale_gate_remaining_units', (v) => v.remaining),
+    gateHeld: gateView('flashsale_gate_held_units', (v) => v.held),
+    gateInFlight: gateView('flashsale_gate_in_flight_units', (v) => v.inFlight),
     httpSeconds: new client.Histogram({
-      name: 'flashsale_http_request_duration_seconds',
-      help: 'HTTP requests by route template, method and status: time to the answer',
-      labelNames: ['method', 'route', 'status'],
+      ...metricOptions('flashsale_http_request_duration_seconds'),
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
       registers: [registry],
     }),
     purchasesByStatus: new client.Gauge({
-      name: 'flashsale_purchases',
-      help: `Purchases by current status (from the purchase records, counted at most every ${(opts.statusMaxAgeMs ?? STATUS_COUNT_MAX_AGE_MS) / 1000} s)`,
-      labelNames: ['status'] as const,
+      ...metricOptions('flashsale_purchases'),
       registers: [registry],
       async collect() {
         const counts = await statusCounts();
@@ -134,8 +104,7 @@ export function createMetrics(
       },
     }),
     purchasesCountedAt: new client.Gauge({
-      name: 'flashsale_purchases_counted_at_seconds',
-      help: 'When flashsale_purchases was last counted (Unix time): how stale it is',
+      ...metricOptions('flashsale_purchases_counted_at_seconds'),
       registers: [registry],
       async collect() {
         this.set((await statusCounts()).at / 1000);

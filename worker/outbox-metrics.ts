@@ -1,4 +1,5 @@
 import client from 'prom-client';
+import { metricOptions } from '../vocabulary/metrics';
 import type { Db } from '../store/db';
 import { outboxCounts } from '../store/outbox';
 import type { DeliveryOutcome } from './outbox-sender';
@@ -14,9 +15,7 @@ export function outboxMetrics(
   channels: string[],
 ): (channel: string, outcome: DeliveryOutcome) => void {
   new client.Gauge({
-    name: 'flashsale_notifications',
-    help: 'Buyer notification deliveries not sent, by channel and state (pending, dead)',
-    labelNames: ['channel', 'state'],
+    ...metricOptions('flashsale_notifications'),
     registers: [registry],
     async collect() {
       const counts = await outboxCounts(db, channels);
@@ -28,9 +27,7 @@ export function outboxMetrics(
     },
   });
   const deliveries = new client.Counter({
-    name: 'flashsale_notification_deliveries_total',
-    help: "This worker's buyer notification delivery attempts, by channel and outcome (delivered, skipped, failed: retried, dead)",
-    labelNames: ['channel', 'outcome'],
+    ...metricOptions('flashsale_notification_deliveries_total'),
     registers: [registry],
   });
   // Zero from the start: a rate() over a series that appears with its first dead one misses it.

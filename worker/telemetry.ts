@@ -2,6 +2,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import client from 'prom-client';
+import { metricOptions } from '../vocabulary/metrics';
 import { makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import { temporalLogger, type Logger } from '../config/log';
 import { listening } from '../config/listen';
@@ -58,25 +59,20 @@ export function createWorkerMetrics(): WorkerMetrics {
   return {
     registry,
     sweptHolds: new client.Counter({
-      name: 'flashsale_sweeper_returned_holds_total',
-      help: 'Lapsed holds the sweeper returned to stock',
+      ...metricOptions('flashsale_sweeper_returned_holds_total'),
       registers: [registry],
     }),
     stripeRequests: new client.Counter({
-      name: 'flashsale_stripe_requests_total',
-      help: 'Calls to Stripe by endpoint and outcome (rate_limited: answered 429)',
-      labelNames: ['endpoint', 'outcome'],
+      ...metricOptions('flashsale_stripe_requests_total'),
       registers: [registry],
     }),
     stripeBudget: new client.Gauge({
-      name: 'flashsale_stripe_budget_requests_per_second',
-      help: "The deployment's Stripe budget (STRIPE_MAX_REQUESTS_PER_SECOND), the Stripe task queue's rate limit",
+      ...metricOptions('flashsale_stripe_budget_requests_per_second'),
       registers: [registry],
     }),
     // Without labels, exported at 0 from the start: the first refusal is an increase an alert sees.
     strayRefundsRefused: new client.Counter({
-      name: 'flashsale_stray_refunds_refused_total',
-      help: 'Stray-payment refunds refused because Stripe or our records showed the money is not stray (no money moved)',
+      ...metricOptions('flashsale_stray_refunds_refused_total'),
       registers: [registry],
     }),
   };

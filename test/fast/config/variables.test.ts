@@ -3,7 +3,9 @@ import path from 'node:path';
 import test from 'ava';
 import { loadApiConfig, loadWorkerConfig } from '../../../config';
 import { VARIABLES, variable } from '../../../config/variables';
-import { BEGIN, generatedFiles } from '../../../config/variables/render';
+import { configurationFiles } from '../../../dev/docs/configuration';
+import { generatedFiles } from '../../../dev/docs/files';
+import { beginMarker } from '../../../dev/docs/markdown';
 
 // The configuration table (config/variables) is the one source of every variable: the files
 // `npm run docs` writes from it are what it would write, every variable the code reads is in it,
@@ -49,19 +51,19 @@ function sources(): Map<string, string> {
   return files;
 }
 
-test('every generated file is what `npm run docs` writes from the table', (t) => {
-  for (const { file, render } of generatedFiles(VARIABLES)) {
+test('every generated file is what `npm run docs` writes (the configuration table, the metrics catalogue)', (t) => {
+  for (const { file, render } of generatedFiles()) {
     const current = read(file);
-    t.is(render(current), current, `${file} is out of date with config/variables: run npm run docs`);
+    t.is(render(current), current, `${file} is out of date: run npm run docs`);
   }
 });
 
 test('a hand edit of a generated table is caught', (t) => {
-  const readme = generatedFiles(VARIABLES).find((g) => g.file === 'README.md')!;
+  const readme = configurationFiles(VARIABLES).find((g) => g.file === 'README.md')!;
   const edited = read('README.md').replace('| `PORT` | `3000` |', '| `PORT` | `8080` |');
   t.not(edited, read('README.md'), 'the README lists PORT with its default');
   t.not(readme.render(edited), edited);
-  t.true(read('docs/configuration.md').includes(BEGIN));
+  t.true(read('docs/configuration.md').includes(beginMarker('config/variables')));
 });
 
 test('every variable the code reads is in the table, and every row is read somewhere', (t) => {
