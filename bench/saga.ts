@@ -20,7 +20,7 @@ import { createApp } from '../api/app';
 import { BotCheck } from '../api/bot-check';
 import { CatalogueCache } from '../api/catalogue-view';
 import { createMetrics } from '../api/metrics';
-import { startEmulator } from '../dev/emulator';
+import { startEmulator } from '@flash-sale/stripe-emulator';
 import { startStack } from '../dev/stack';
 import { createBuyerVerifier, signBuyerToken } from '../config/buyer-tokens';
 import { createStripe } from '../config/clients';

@@ -11,6 +11,8 @@ import { startStack } from './stack';
 
 const READY_TIMEOUT_MS = 90_000;
 const root = path.resolve(__dirname, '..');
+/** The payments emulator's entry point, in its workspace package (packages/stripe-emulator). */
+export const EMULATOR_MAIN = require.resolve('@flash-sale/stripe-emulator/main');
 
 export interface LocalSystem {
   base: string;
@@ -105,7 +107,7 @@ export interface NodePart {
   ready: Promise<void>;
 }
 
-/** A service of this repository (`api/main.ts`, …) as a child process running the TypeScript source. */
+/** A process of this repository (`api/main.ts`, …, or an absolute path) running the TypeScript source. */
 export function startNode(
   name: string,
   script: string,
@@ -118,7 +120,7 @@ export function startNode(
   const child = spawnChild({
     name,
     command: process.execPath,
-    args: ['--import', 'tsx', path.join(root, script)],
+    args: ['--import', 'tsx', path.resolve(root, script)],
     env: { ...process.env, ...env },
     cwd: root,
     onLine: (line) => {
@@ -166,7 +168,7 @@ export function startEmulatorProcess(o: {
     STRIPE_EMULATOR_WEBHOOK_URL: o.webhookUrl,
     ...o.env,
   };
-  return startNode('emulator', 'dev/emulator/main.ts', env, /Stripe API on/, o.log);
+  return startNode('emulator', EMULATOR_MAIN, env, /Stripe API on/, o.log);
 }
 
 export function startWorkerProcess(name: string, env: NodeJS.ProcessEnv, log?: Log): NodePart {

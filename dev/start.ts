@@ -10,6 +10,8 @@ import { spawnChild, type ChildHandle } from './proc';
 import { startStack, type Stack } from './stack';
 
 const root = path.resolve(__dirname, '..');
+/** The payments emulator's entry point, in its workspace package (packages/stripe-emulator). */
+const EMULATOR_MAIN = require.resolve('@flash-sale/stripe-emulator/main');
 // The launcher's own lines (progress, the banner) are for the person at the terminal: plain text.
 const log = (line: string): void => console.log(line);
 /** The services log JSON (config/log.ts); here each line is shown as one readable line. */
@@ -37,7 +39,7 @@ function node(name: string, script: string, extraEnv: NodeJS.ProcessEnv): ChildH
   return spawnChild({
     name,
     command: process.execPath,
-    args: ['--import', 'tsx', path.join(root, script)],
+    args: ['--import', 'tsx', path.resolve(root, script)],
     env: { ...process.env, ...extraEnv },
     cwd: root,
     onLine: (line) => console.log(`[${name}] ${line.startsWith('{') ? pretty(line).trimEnd() : line}`),
@@ -106,7 +108,7 @@ async function main(): Promise<void> {
   };
   if (useEmulator) {
     children.push(
-      node('emulator', 'dev/emulator/main.ts', {
+      node('emulator', EMULATOR_MAIN, {
         STRIPE_EMULATOR_PORT: emulatorPort,
         STRIPE_WEBHOOK_SECRET: local.STRIPE_WEBHOOK_SECRET,
         STRIPE_EMULATOR_WEBHOOK_URL: `http://127.0.0.1:${port}/v1/webhooks/stripe`,

@@ -5,7 +5,7 @@
 // return page does. Every choice is drawn up front from the buyer's own seeded random, so a seed
 // replays the same crowd (the timing of the answers still varies from run to run).
 import { randomUUID } from 'node:crypto';
-import { seededRandom } from '../dev/emulator/faults';
+import { seededRandom } from '@flash-sale/stripe-emulator';
 import { HOLDING_STATUSES } from '../vocabulary';
 import { sleep, str, type DrillHttp } from './http';
 import { BEHAVIOURS, type Behaviour, type DrillOptions } from './options';

@@ -1,8 +1,8 @@
 // `npm test`: the two tiers, fast first, so a broken workflow branch fails in a minute.
 // - The fast tier (test/fast/): pure functions and every workflow branch against a local Temporal
 //   with mocked activities; no Postgres, emulator or browser (test/runner/fast.ts).
-// - The stack tier (every other test file): against a throwaway stack, its own Postgres and an
-//   in-memory Temporal dev server (test/runner/stack.ts).
+// - The stack tier (every other test file, the workspaces' packages/*/test/ among them): against a
+//   throwaway stack, its own Postgres and an in-memory Temporal dev server (test/runner/stack.ts).
 // Arguments go to ava: `npm test -- test/saga` runs one folder (of whichever tier it is in);
 // `npm test -- --tier fast` (`npm run test:fast`) or `--tier stack` runs one tier.
 import { Interrupts } from './runner/ava';

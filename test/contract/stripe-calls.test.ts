@@ -175,6 +175,10 @@ test('a request Stripe rejects becomes a non-retryable StripeRejected failure', 
   t.regex(failure.message, /Stripe answered 400: .*'expires_at' validation failed: value is not numeric/);
 });
 
+// Calls the payments emulator serves for payment methods other than cards
+// (packages/stripe-emulator/README.md, Payment methods) that the service does not make yet: Stripe's
+// spec takes them as the emulator does. (`allowed_payment_method_types`, which the emulator also
+// reads, is newer than stripe-mock's spec.)
 test('the payment-method calls the emulator serves are requests Stripe accepts', async (t) => {
   const intent = await stripe.paymentIntents.retrieve('pi_contract_methods', {
     expand: ['latest_charge', 'payment_method'],

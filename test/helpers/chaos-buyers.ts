@@ -41,7 +41,7 @@ export interface CrowdOptions {
   buyerTokenSecret: string;
 }
 
-export { seededRandom } from '../../dev/emulator/faults';
+export { seededRandom } from '@flash-sale/stripe-emulator';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 const MAX_SOLD_OUT_TRIES = 3;

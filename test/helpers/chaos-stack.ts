@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
-import { startEmulator, type Emulator } from '../../dev/emulator';
+import { startEmulator, type Emulator } from '@flash-sale/stripe-emulator';
 import { startPostgres, type PostgresServer } from '../../dev/postgres';
 import { describeExit, freePort, readTail, sleep, spawnChild, type ChildHandle, type Log } from '../../dev/proc';
 import { startTemporal, type TemporalServer } from '../../dev/temporal';

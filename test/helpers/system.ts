@@ -4,6 +4,12 @@ import type { Server } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import pg from 'pg';
+import {
+  startEmulator,
+  type Emulator,
+  type PayControlExtras,
+  type RateLimitSettings,
+} from '@flash-sale/stripe-emulator';
 import { HoldDesk } from '../../store/hold-desk';
 import { Admissions } from '../../store/admission';
 import { DbClock } from '../../store/clock';
@@ -16,8 +22,6 @@ import { BotCheck, type BotCheckOptions } from '../../api/bot-check';
 import { createMetrics } from '../../api/metrics';
 import { CatalogueCache } from '../../api/catalogue-view';
 import { createRateLimits, type RateLimitConfig } from '../../api/rate-limits';
-import { startEmulator, type Emulator, type PayControlExtras } from '../../dev/emulator';
-import type { RateLimitSettings } from '../../dev/emulator/rate-limit';
 import { createBuyerVerifier } from '../../config/buyer-tokens';
 import { createRoomTokens } from '../../config/room-tokens';
 import { WaitingRoom } from '../../api/waiting-room';

@@ -1,5 +1,5 @@
 import test from 'ava';
-import type { PaymentMethodChoice } from '../../dev/emulator/payment-methods';
+import type { PaymentMethodChoice } from '@flash-sale/stripe-emulator';
 import { createStripe } from '../../config/clients';
 import { assertInvariants } from '../helpers/db';
 import { sessionOf, startSystem, type System } from '../helpers/system';

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { signWebhookPayload } from '../../dev/emulator';
+import { signWebhookPayload } from '@flash-sale/stripe-emulator';
 import { purchaseWorkflowId } from '../../vocabulary';
 import { sessionOf, startSystem, WEBHOOK_SECRET, type System } from '../helpers/system';
 

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
+import { DEFAULT_WEBHOOK_SECRET } from '@flash-sale/stripe-emulator';
 import { LIVE_KEY, liveSecrets } from '../../helpers/fixtures';
 import {
   ConfigError,
@@ -93,4 +94,10 @@ test('the development values still run npm start with a test key, and a dev valu
     () => loadApiConfig({ ...liveEnv(), BUYER_TOKEN_SECRET: devBuyer, FLASH_SALE_DATA_DIR: elsewhere }),
     'a secret is a development one only where npm start keeps it',
   );
+});
+
+test("the development webhook secret is the payments emulator's own default", (t) => {
+  // The emulator (packages/stripe-emulator) signs with it when STRIPE_WEBHOOK_SECRET is unset, so
+  // refusing it beside a live key refuses the emulator's too.
+  t.is(DEV_DEFAULTS.STRIPE_WEBHOOK_SECRET, DEFAULT_WEBHOOK_SECRET);
 });

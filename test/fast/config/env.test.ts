@@ -1,6 +1,6 @@
 import test from 'ava';
 import { ConfigError, loadApiConfig, loadCliConfig, loadWorkerConfig } from '../../../config';
-import { listenProblem } from '../../../config/listen';
+import { isLoopback, listenProblem } from '../../../config/listen';
 import { logLevel } from '../../../config/log';
 
 // The environment parsers (config/*.ts): their defaults, and the one message naming every bad value.
@@ -153,4 +153,11 @@ test('a listener that cannot listen names the variable to change', (t) => {
     t.regex(problem(code), /^HOST "shop\.internal" is not an address of this machine/);
   t.is(problem('EMFILE'), 'could not listen on HOST "shop.internal", PORT 80: listen EMFILE (EMFILE)');
   t.true(listenProblem(new Error('x'), s) instanceof ConfigError);
+});
+
+test('loopback hosts: localhost, 127.0.0.0/8 and ::1 (bracketed or IPv4-mapped), nothing else', (t) => {
+  for (const host of ['127.0.0.1', '127.0.0.2', 'localhost', 'LOCALHOST', '::1', '[::1]', '::ffff:127.0.0.1']) {
+    t.true(isLoopback(host), host);
+  }
+  for (const host of ['0.0.0.0', '::', '10.0.0.5', '128.0.0.1', 'shop.internal', '']) t.false(isLoopback(host), host);
 });

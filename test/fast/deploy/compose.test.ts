@@ -173,7 +173,9 @@ test('the image runs compiled code with plain node: no npm, no tsx at runtime', 
   t.regex(dockerfile, /bundle-workflows\.js dist\/workflow-bundle\.js/);
   t.regex(dockerfile, /npm ci --omit=dev/);
   for (const [name, s] of Object.entries(services)) {
-    if (!s.build) continue;
+    // The services of the production image (`build: .`); the emulator's own image is below.
+    if (s.build !== '.') continue;
+    t.is(s.image, services.api.image, `${name} runs the production image`);
     const [cmd, script] = s.command as string[];
     t.is(cmd, 'node', `${name} runs node`);
     const source = script.replace(/^dist\//, '').replace(/\.js$/, '.ts');
@@ -181,6 +183,49 @@ test('the image runs compiled code with plain node: no npm, no tsx at runtime', 
   }
   const pkg = JSON.parse(read('package.json'));
   t.is(pkg.dependencies.tsx, undefined, 'tsx is a development dependency only');
+});
+
+/** The Dockerfile's stages by name, without comments; the last one (the production image, the default target) as ''. */
+function dockerStages(dockerfile: string): Record<string, string> {
+  const stages: Record<string, string> = {};
+  const instructions = dockerfile.replace(/^#.*\n/gm, '');
+  for (const stage of instructions.split(/^(?=FROM )/m).filter((s) => s.startsWith('FROM '))) {
+    stages[/^FROM \S+(?: AS (\S+))?$/m.exec(stage)?.[1] ?? ''] = stage;
+  }
+  return stages;
+}
+
+test('the payments emulator has an image of its own: the production image carries none of it', (t) => {
+  const stages = dockerStages(read('Dockerfile'));
+  t.deepEqual(Object.keys(stages), ['build', 'deps', 'stripe-emulator', '']);
+  const emulator = services['stripe-emulator'];
+  t.deepEqual(emulator.build, { context: '.', target: 'stripe-emulator' });
+  t.not(emulator.image, services.api.image);
+  t.deepEqual(emulator.command, ['node', '--import', 'tsx', 'packages/stripe-emulator/src/main.ts']);
+  t.true(fs.existsSync(path.join(root, (emulator.command as string[])[3])));
+  t.regex(stages['stripe-emulator'], /npm ci --workspace @flash-sale\/stripe-emulator --omit=dev/);
+  // The production image is node_modules from `deps` and dist/ from `build`. `deps` sees no
+  // packages/: npm would link a workspace it finds and install its dependencies despite --omit=dev.
+  t.notRegex(stages[''], /packages\/|stripe-emulator|--from=(?!deps |build )/);
+  t.notRegex(stages.deps, /packages\//);
+  t.regex(stages.deps, /^COPY package\.json package-lock\.json \.\/$/m);
+  // dist/ is compiled from the folders tsconfig.build.json names, and none of their code imports the emulator.
+  const build = read('tsconfig.build.json');
+  const folders = JSON.parse(/"include": (\[[^\]]*\])/.exec(build)![1]) as string[];
+  t.false(
+    folders.some((f) => /packages|emulator|^dev/.test(f)),
+    folders.join(', '),
+  );
+  const importers = folders.flatMap((folder) =>
+    (fs.readdirSync(path.join(root, folder), { recursive: true }) as string[])
+      .filter((file) => file.endsWith('.ts'))
+      .map((file) => path.join(folder, file))
+      .filter((file) => read(file).includes('@flash-sale/stripe-emulator')),
+  );
+  t.deepEqual(importers, []);
+  const pkg = JSON.parse(read('package.json'));
+  t.is(pkg.dependencies['@flash-sale/stripe-emulator'], undefined, 'the emulator is a development dependency only');
+  t.is(pkg.devDependencies['@flash-sale/stripe-emulator'], '*');
 });
 
 test('the Stripe API version pinned in config/clients.ts is the one stripe-node was built for', (t) => {

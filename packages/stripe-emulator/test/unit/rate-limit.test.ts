@@ -1,8 +1,8 @@
 import test from 'ava';
-import { parseRateLimit } from '../../../../dev/emulator/rate-limit';
+import { parseRateLimit } from '../../src/rate-limit';
 
 // How the emulator reads the limit it holds the account to. (The limit at work:
-// test/emulator/rate-limits.test.ts.)
+// test/rate-limits.test.ts.)
 
 test('STRIPE_EMULATOR_RATE_LIMIT reads as the sandbox default, a number, account/endpoint, or 0', (t) => {
   t.deepEqual(parseRateLimit(undefined), { accountPerSecond: 25, endpointPerSecond: 25 });

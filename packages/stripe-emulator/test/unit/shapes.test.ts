@@ -1,7 +1,7 @@
 import test from 'ava';
 import type Stripe from 'stripe';
 
-import type { Charge, Dispute, PaymentMethod, Refund } from '../../../../dev/emulator/objects';
+import type { Charge, Dispute, PaymentMethod, Refund } from '../../src/objects';
 
 // The emulator's own declarations of the objects it sends must fill every field stripe-node's types
 // require, with compatible types: `npx tsc --noEmit` fails on these lines if one is missing or wrong.

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type Stripe from 'stripe';
 
-import { startEmulator } from '../../dev/emulator/index';
+import { startEmulator } from '../src/index';
+import type { PersistedState } from '../src/persist';
 import {
   type EmulatorEvents,
   WEBHOOK_SECRET,
@@ -16,6 +17,9 @@ import {
   tempStateFile,
   waitFor,
 } from './harness';
+
+/** The state file as the emulator wrote it. */
+const readSaved = (file: string) => JSON.parse(fs.readFileSync(file, 'utf8')) as PersistedState;
 
 test('a session created before a restart is retrieved and paid after it, on the same state file', async (t) => {
   const stateFile = tempStateFile(t);
@@ -131,7 +135,7 @@ test('a delivery being retried when the emulator stops keeps its attempts and is
   await first.emulator.close();
 
   // The retry was due in a minute; the next emulator keeps that time, so shorten it by editing the file.
-  const saved = JSON.parse(fs.readFileSync(stateFile, 'utf8'));
+  const saved = readSaved(stateFile);
   t.is(saved.deliveries[0].state, 'retrying');
   t.is(saved.deliveries[0].attempts.length, 1);
   saved.deliveries[0].next_attempt_at = Date.now();
@@ -155,21 +159,19 @@ test('the state file is rewritten shortly after a change, through a temporary fi
   const saved = await waitFor('the session in the state file', () => {
     if (!fs.existsSync(stateFile)) return false;
     const text = fs.readFileSync(stateFile, 'utf8');
-    return text.includes(session.id) && JSON.parse(text);
+    return text.includes(session.id) && (JSON.parse(text) as PersistedState);
   });
   t.is(saved.format, 'stripe-emulator-state');
   t.is(saved.version, 1);
   t.deepEqual(
-    saved.account.sessions.map((s: Stripe.Checkout.Session) => s.id),
+    saved.account.sessions.map((s) => s.id),
     [session.id],
   );
   t.deepEqual(fs.readdirSync(path.dirname(stateFile)), [path.basename(stateFile)]);
 
   await harness.stripe.checkout.sessions.expire(session.id);
   await waitFor('the expiry in the state file', () =>
-    JSON.parse(fs.readFileSync(stateFile, 'utf8')).account.events.some(
-      (e: Stripe.Event) => e.type === 'checkout.session.expired',
-    ),
+    readSaved(stateFile).account.events.some((e) => e.type === 'checkout.session.expired'),
   );
   // The webhook's delivery may be written a moment later: its temporary file is renamed over the state file.
   await waitFor('no temporary file left', () =>

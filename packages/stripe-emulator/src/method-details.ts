@@ -5,7 +5,7 @@ import type { BuyerMethod, PaymentMethodType } from './payment-methods';
 // object, with Stripe's test-mode values: the 4242 Visa, the IBAN DE89 3704 0044 0532 0130 00, the
 // Bacs sort code 10-88-00 and account 00012345, the ACH routing number 110000000 and account
 // 000123456789. Field names and nullability follow stripe-node's `Stripe.Charge.PaymentMethodDetails`
-// and `Stripe.PaymentMethod` (checked by tsc in test/fast/dev/emulator/shapes.test.ts).
+// and `Stripe.PaymentMethod` (checked by tsc in test/unit/shapes.test.ts).
 
 /** What the buyer's card looked like; `fingerprint` is the same for the same card number. */
 export interface CardDetails {

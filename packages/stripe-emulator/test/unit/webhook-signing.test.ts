@@ -1,9 +1,9 @@
 import test from 'ava';
 import Stripe from 'stripe';
-import { signWebhookPayload } from '../../../../dev/emulator/webhooks';
+import { signWebhookPayload } from '../../src/webhooks';
 
 // The emulator signs its webhooks as Stripe does: stripe-node's own check accepts them, and refuses
-// one signed with another secret. (Moved from test/contract/stripe-calls.test.ts: no stripe-mock needed.)
+// one signed with another secret. No stripe-mock needed.
 
 const WEBHOOK_SECRET = 'whsec_contract_test_secret';
 const stripe = new Stripe('sk_test_123');
@@ -33,7 +33,3 @@ test('a payload the emulator signed with another secret fails stripe-node verifi
   const error = t.throws(() => stripe.webhooks.constructEvent(payload, header, WEBHOOK_SECRET));
   t.is((error as unknown as { type?: string }).type, 'StripeSignatureVerificationError');
 });
-
-// Calls the payments emulator serves for payment methods other than cards (dev/emulator/README.md,
-// Payment methods) that the service does not make yet: Stripe's spec takes them as the emulator does.
-// (`allowed_payment_method_types`, which the emulator also reads, is newer than stripe-mock's spec.)

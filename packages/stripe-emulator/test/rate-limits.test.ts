@@ -1,7 +1,7 @@
 import test from 'ava';
 import Stripe from 'stripe';
 
-import type { EndpointCounts } from '../../dev/emulator/rate-limit';
+import type { EndpointCounts } from '../src/rate-limit';
 import { sessionParams, startHarness } from './harness';
 
 // The emulator limits the account as Stripe limits a sandbox: 25 requests a second for the account

@@ -5,7 +5,7 @@ import Stripe from 'stripe';
 
 import { sessionParams, tempStateFile, waitFor } from './harness';
 
-const root = path.resolve(__dirname, '../..');
+const packageDir = path.resolve(__dirname, '..');
 
 interface Run {
   child: ChildProcess;
@@ -13,14 +13,14 @@ interface Run {
   exited: Promise<number | null>;
 }
 
-/** `npm run emulator` as a process of its own, with only the given variables about the emulator set. */
+/** `src/main.ts` (`npm start` here, `npm run emulator` in the service) as a process of its own, with only the given variables about the emulator set. */
 function runMain(env: Record<string, string>): Run {
   const base = { ...process.env };
   for (const name of Object.keys(base)) {
     if (name.startsWith('STRIPE_') || name === 'NODE_ENV') delete base[name];
   }
-  const child = spawn(process.execPath, ['--import', 'tsx', 'dev/emulator/main.ts'], {
-    cwd: root,
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: packageDir,
     env: { ...base, STRIPE_EMULATOR_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -35,7 +35,7 @@ async function listening(run: Run, t: { teardown: (fn: () => void) => void }): P
   t.teardown(() => run.child.kill('SIGKILL'));
   const match = await waitFor(
     'the emulator to listen',
-    // The last line main logs once it is up (JSON lines, config/log.ts).
+    // The last line main logs once it is up (JSON lines, src/log.ts).
     () =>
       (/"msg":"state (kept in|in memory)/.test(run.output())
         ? /Stripe API on (http:\/\/[^ ]+)/.exec(run.output())

@@ -12,8 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import Stripe from 'stripe';
 
-import { type Emulator, type EmulatorOptions, startEmulator } from '../../dev/emulator/index';
-import type { DeliveryView } from '../../dev/emulator/webhooks';
+import { type Emulator, type EmulatorOptions, startEmulator } from '../src/index';
+import type { DeliveryView } from '../src/webhooks';
 
 export const WEBHOOK_SECRET = 'whsec_emulator_test_secret';
 

@@ -1,7 +1,7 @@
-import { createLogger, exitOnFailure, type Logger } from '../../config/log';
-import { DEV_DEFAULTS } from '../../config/dev-secrets';
+#!/usr/bin/env -S node --import tsx
 import { devOnlyRefusal } from './dev-only';
-import { startEmulator } from './index';
+import { DEFAULT_WEBHOOK_SECRET, startEmulator } from './index';
+import { createLogger, exitOnFailure, type Logger } from './log';
 import { parseRateLimit } from './rate-limit';
 
 let logger: Logger | undefined;
@@ -9,7 +9,7 @@ let logger: Logger | undefined;
 /** Exit code when the environment does not say this is a development machine. */
 const EXIT_NOT_DEV = 2;
 
-/** `npm run emulator`: the payments emulator for local runs, configured from the environment. */
+/** `stripe-emulator` (`npm start` here, `npm run emulator` in the service), configured from the environment. */
 async function main(): Promise<void> {
   const log = (logger = createLogger('payments-emulator'));
   const host = process.env.STRIPE_EMULATOR_HOST || '127.0.0.1';
@@ -20,7 +20,7 @@ async function main(): Promise<void> {
   }
   const port = parsePort(process.env.STRIPE_EMULATOR_PORT, 'STRIPE_EMULATOR_PORT', 12111);
   const appPort = parsePort(process.env.PORT, 'PORT', 3000);
-  const webhookSecret = process.env.STRIPE_WEBHOOK_SECRET || DEV_DEFAULTS.STRIPE_WEBHOOK_SECRET;
+  const webhookSecret = process.env.STRIPE_WEBHOOK_SECRET || DEFAULT_WEBHOOK_SECRET;
   const webhookUrl = process.env.STRIPE_EMULATOR_WEBHOOK_URL || `http://127.0.0.1:${appPort}/v1/webhooks/stripe`;
   const publicUrl = process.env.STRIPE_EMULATOR_PUBLIC_URL || undefined;
   const stateFile = process.env.STRIPE_EMULATOR_STATE_FILE || undefined;

@@ -1,9 +1,8 @@
 import test from 'ava';
-import { isLoopback } from '../../../../config/listen';
-import { devOnlyRefusal } from '../../../../dev/emulator/dev-only';
+import { devOnlyRefusal, isLoopback } from '../../src/dev-only';
 
 // The payments emulator is for development: where it may listen, and when NODE_ENV stops it. (That
-// its main obeys the rule: test/emulator/dev-only.test.ts.)
+// its main obeys the rule: test/dev-only.test.ts.)
 
 test('the dev-only rule: loopback hosts, or STRIPE_EMULATOR=1, and never NODE_ENV=production by itself', (t) => {
   for (const host of ['127.0.0.1', '127.0.0.2', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1']) {

@@ -17,7 +17,16 @@ import { EmulatorStore } from './store';
 import { WebhookDispatcher } from './webhooks';
 
 export { signWebhookPayload } from './webhooks';
+export { seededRandom } from './faults';
+export { parseRateLimit, type RateLimitSettings } from './rate-limit';
+export type { PaymentMethodChoice } from './payment-methods';
 export type { PayControlExtras } from './control-pay';
+
+/**
+ * The webhook signing secret `main.ts` uses when STRIPE_WEBHOOK_SECRET is unset. It is printed here
+ * and in the README, so it protects nothing: for development only.
+ */
+export const DEFAULT_WEBHOOK_SECRET = 'whsec_emulator_local';
 
 export interface EmulatorOptions {
   /** 0 picks a free port; main.ts defaults to 12111. */
