@@ -1,7 +1,7 @@
+import type { BuyerMethod } from './common-types';
 import { newId } from './ids';
 import { billingDetails, chargeMethodDetails, paymentMethodObject } from './method-details';
 import type { Charge, PaymentIntent } from './objects';
-import type { BuyerMethod } from './payment-methods';
 import type { Account } from './state';
 
 /**

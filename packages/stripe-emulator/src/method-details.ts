@@ -1,5 +1,4 @@
-import type { Metadata } from './objects';
-import type { BuyerMethod, PaymentMethodType } from './payment-methods';
+import type { BuyerMethod, Metadata, PaymentMethodType } from './common-types';
 
 // What each payment method looks like on a Charge (`payment_method_details`) and as a PaymentMethod
 // object, with Stripe's test-mode values: the 4242 Visa, the IBAN DE89 3704 0044 0532 0130 00, the

@@ -1,14 +1,13 @@
+import type { Metadata, ShippingDetails } from './common-types';
 import type { PaymentMethod, PaymentMethodDetails } from './method-details';
-import type { ShippingDetails } from './shipping';
 
+export type { Metadata } from './common-types';
 export type { PaymentMethod } from './method-details';
 
 /**
  * The Stripe objects the emulator serves, typed as the subset of fields it fills in. Field names and
  * nullability follow stripe-node's declarations (`Stripe.Checkout.Session`, `Stripe.PaymentIntent`, ...).
  */
-
-export type Metadata = Record<string, string>;
 
 export interface LineItem {
   id: string;

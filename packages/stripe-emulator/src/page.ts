@@ -4,7 +4,8 @@ import type Koa from 'koa';
 import { readText } from './body';
 import { Problem } from './errors';
 import type { CheckoutSession, LineItem } from './objects';
-import { DELAYED_TYPES, type PaymentMethodType, isPaymentMethodType } from './payment-methods';
+import type { PaymentMethodType } from './common-types';
+import { DELAYED_TYPES, isPaymentMethodType } from './payment-methods';
 import { readShippingForm, shippingFields } from './shipping';
 import { type EmulatorStore, PAY_OUTCOMES, type PayOutcome, formatMoney } from './store';
 

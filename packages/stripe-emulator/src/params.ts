@@ -1,7 +1,7 @@
 import { parse } from 'qs';
 
 import { invalidParam, missingParam, unknownParam } from './errors';
-import type { Metadata } from './objects';
+import type { Metadata } from './common-types';
 
 export type Params = Record<string, unknown>;
 

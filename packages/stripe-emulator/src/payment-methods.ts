@@ -1,15 +1,14 @@
 import { createHash } from 'node:crypto';
 
+import { type BuyerMethod, PAYMENT_METHOD_TYPES, type PaymentMethodType } from './common-types';
 import { Problem, invalidParam, invalidRequest } from './errors';
 import type { CheckoutSession } from './objects';
 import type { ParamReader } from './params';
 
 // Which payment methods a Checkout Session offers and which one the buyer may pay it with. The
-// emulated account has the five methods the emulator can pay with turned on, as in a Dashboard; what
-// each one looks like on the charge and as a PaymentMethod is in method-details.ts.
-
-export const PAYMENT_METHOD_TYPES = ['card', 'link', 'sepa_debit', 'bacs_debit', 'us_bank_account'] as const;
-export type PaymentMethodType = (typeof PAYMENT_METHOD_TYPES)[number];
+// emulated account has the five methods the emulator can pay with turned on, as in a Dashboard (their
+// list is in common-types.ts); what each one looks like on the charge and as a PaymentMethod is in
+// method-details.ts.
 
 /**
  * Bank debits are delayed notification methods: Checkout completes the session `unpaid` and the
@@ -32,15 +31,6 @@ export interface PaymentMethodChoice {
   /** The Link account's email; only for `link`. */
   email?: string;
 }
-
-/**
- * The buyer's method with every default filled in: Stripe's fingerprint of the card or bank account
- * (none for Link, which has none on the charge), and the buyer's email as Checkout collected it (for
- * Link, the Link account's).
- */
-export type BuyerMethod =
-  | { type: Exclude<PaymentMethodType, 'link'>; fingerprint: string; email: string }
-  | { type: 'link'; fingerprint: null; email: string };
 
 export function isPaymentMethodType(value: unknown): value is PaymentMethodType {
   return typeof value === 'string' && (PAYMENT_METHOD_TYPES as readonly string[]).includes(value);

@@ -1,10 +1,11 @@
 import { approvedOutcome, declinedOutcome, newCharge } from './charges';
+import type { BuyerMethod, ShippingDetails } from './common-types';
 import { Problem } from './errors';
 import { newId } from './ids';
 import type { Charge, CheckoutSession, PaymentIntent } from './objects';
-import { type BuyerMethod, type PaymentMethodChoice, buyerMethod } from './payment-methods';
+import { type PaymentMethodChoice, buyerMethod } from './payment-methods';
 import type { Sessions } from './sessions';
-import { collectShipping, requireShipping, type ShippingDetails } from './shipping';
+import { collectShipping, requireShipping } from './shipping';
 import { type Account, NO_REQUEST } from './state';
 
 export const PAY_OUTCOMES = ['succeeded', 'declined', 'async_pending', 'async_succeeded', 'async_failed'] as const;

@@ -1,3 +1,4 @@
+import type { ShippingDetails } from './common-types';
 import { Problem, invalidParam } from './errors';
 import type { CheckoutSession } from './objects';
 import type { ParamReader } from './params';
@@ -6,19 +7,6 @@ import type { ParamReader } from './params';
 // `shipping_address_collection.allowed_countries` asks the buyer for an address (the hosted page's
 // form, or `shipping` on POST /_emulator/sessions/:id/pay), and once completed reports it as the
 // pinned API version does: `collected_information.shipping_details` ({name, address}).
-
-/** A shipping address and the name on it, as Stripe reports them (`collected_information.shipping_details`). */
-export interface ShippingDetails {
-  name: string;
-  address: {
-    line1: string | null;
-    line2: string | null;
-    city: string | null;
-    postal_code: string | null;
-    state: string | null;
-    country: string | null;
-  };
-}
 
 /** Countries Stripe does not ship to from Checkout (its `allowed_countries` refuses them). */
 const UNSUPPORTED = ['AS', 'CX', 'CC', 'CU', 'HM', 'IR', 'KP', 'MH', 'FM', 'NF', 'MP', 'PW', 'SY', 'UM', 'VI'];
