@@ -1,4 +1,5 @@
 import type Stripe from 'stripe';
+import { STRIPE_MIN_SESSION_SECONDS } from '../vocabulary/limits';
 
 // The Checkout Session request of one purchase. Stripe replays a request sent again under the same
 // idempotency key only when its parameters are the same, so everything here is derived from the
@@ -28,9 +29,7 @@ export interface OpenCheckoutInput {
  */
 export const CHECKOUT_ATTEMPTS_ON_FAULTS = 6;
 
-/** Stripe only accepts a Checkout Session expiry between 30 minutes and 24 hours after creation. */
-const STRIPE_MIN_SESSION_SECONDS = 30 * 60;
-/** Room for the create's retries after the expiry was chosen (each must still be 30 minutes ahead). */
+/** Room for the create's retries after the expiry was chosen (each must still be Stripe's minimum ahead). */
 const SESSION_MARGIN_SECONDS = 5 * 60;
 
 /**
@@ -47,7 +46,7 @@ export function sessionExpiry(holdExpiresAt: string, nowMs: number): Date {
 
 /**
  * What the buyer reads above Stripe's Pay button: until when the unit is theirs. The session itself
- * may live longer than the hold (Stripe's minimum is 30 minutes), so the text names the hold's end.
+ * may live longer than the hold (Stripe's minimum, STRIPE_MIN_SESSION_SECONDS), so the text names the hold's end.
  */
 export function reservedUntilText(input: OpenCheckoutInput): string {
   const clock = new Date(input.holdExpiresAt).toISOString().slice(11, 16);

@@ -2,13 +2,11 @@ import { Connection, isRetryableError, makeGrpcRetryInterceptor, type Connection
 import pg from 'pg';
 import Stripe from 'stripe';
 import type { NativeConnectionOptions } from '@temporalio/worker';
-import type { PoolTimeouts, StripeConfig } from './index';
+import { QUERY_TIMEOUT_MARGIN_MS, type PoolTimeouts, type StripeConfig } from './index';
 import type { TemporalSettings } from './temporal';
 
 // Long-lived clients, built once by an entry point from its configuration.
 
-/** How much longer than `statement_timeout` the client waits for an answer (the server cancels first). */
-const QUERY_TIMEOUT_MARGIN_MS = 1_000;
 /** Postgres ends a session left idle inside a transaction this long (a leaked client holding locks). */
 const IDLE_IN_TRANSACTION_MS = 10_000;
 

@@ -9,6 +9,7 @@ import { MIN_SECRET_LENGTH, type BuyerTokenConfig } from './buyer-tokens';
 import { loadTemporalSettings, type TemporalSettings } from './temporal';
 import { roomSecretFromBuyerSecret } from './room-tokens';
 import { trustedProxies } from './trusted-proxies';
+import { ACTIVITY_TIMEOUT_MS } from '../vocabulary/limits';
 
 // One typed, validated configuration per process, read from the environment by the entry points
 // (api/main.ts, worker/main.ts, the ops/ CLIs) and nowhere else. A missing or malformed value
@@ -100,6 +101,9 @@ export interface WorkerConfig extends CommonConfig, StripeConfig {
   workflowBundlePath?: string;
 }
 
+/** How much longer than `statement_timeout` a pool's client waits for an answer (the server cancels first). */
+export const QUERY_TIMEOUT_MARGIN_MS = 1_000;
+
 /** Timeouts of a Postgres pool (config/clients.ts `createPool`). */
 export interface PoolTimeouts {
   /** How long a query waits for a connection (a free one of the pool, or a new one) before failing. */
@@ -109,9 +113,6 @@ export interface PoolTimeouts {
   /** A connection idle in the pool this long is closed. */
   idleTimeoutMs: number;
 }
-
-/** The shortest startToCloseTimeout of an activity that queries Postgres (workflows/proxies.ts). */
-const ACTIVITY_TIMEOUT_MS = 10_000;
 
 function temporal(r: Reader): Omit<CommonConfig, 'databaseUrl'> {
   const settings = loadTemporalSettings(r.env, r.problems);
@@ -347,9 +348,9 @@ function checkoutUrls(r: Reader): Pick<WorkerConfig, 'publicUrl' | 'checkoutSucc
  */
 function workerPool(r: Reader): PoolTimeouts {
   const pool = poolTimeouts(r);
-  if (pool.connectTimeoutMs + pool.statementTimeoutMs + 1_000 >= ACTIVITY_TIMEOUT_MS) {
+  if (pool.connectTimeoutMs + pool.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS >= ACTIVITY_TIMEOUT_MS) {
     r.problems.push(
-      `PG_CONNECT_TIMEOUT_MS + PG_STATEMENT_TIMEOUT_MS must stay below ${ACTIVITY_TIMEOUT_MS - 1_000} ms (activities time out after ${ACTIVITY_TIMEOUT_MS} ms)`,
+      `PG_CONNECT_TIMEOUT_MS + PG_STATEMENT_TIMEOUT_MS must stay below ${ACTIVITY_TIMEOUT_MS - QUERY_TIMEOUT_MARGIN_MS} ms (activities time out after ${ACTIVITY_TIMEOUT_MS} ms)`,
     );
   }
   return pool;

@@ -2,6 +2,7 @@
 // stack, or a running deployment with --base). Bad flags are a UsageError: printed with the usage, exit 2.
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { MAX_HOLD_SECONDS } from '../vocabulary/limits';
 import { defaultFaults, parseFaults, type FaultPlan } from './faults';
 
 /** What a buyer who got a checkout does with it. */
@@ -251,7 +252,7 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv, cwd = proces
     throw new UsageError((err as Error).message);
   }
   if (values.help) return 'help';
-  const holdSeconds = num('--hold', values.hold, 30, { int: true, min: 1, max: 82_800 });
+  const holdSeconds = num('--hold', values.hold, 30, { int: true, min: 1, max: MAX_HOLD_SECONDS });
   const room = parseRoom(values.room);
   const opts: DrillOptions = {
     buyers: num('--buyers', values.buyers, 10_000, { int: true, min: 1, max: 1_000_000 }),

@@ -15,13 +15,23 @@ import type { Db, Queryable } from './db';
 const WAITING_FOR = "interval '1 minute'";
 
 /**
- * SQL: the purchase `p` (an alias of `purchases`) waits in the line for its Checkout Session: still
- * `holding`, and its slot (or, before it takes one, its creation) not over a minute past. Its turn may
- * not have come yet, or its saga is taking the hold and opening the session.
+ * SQL: the purchase `p` (an alias of `purchases`) is in the line for Checkout Sessions: still
+ * `holding`, and, given `since` (an SQL time), its place in the line (its slot, or before it takes
+ * one, its creation) later than that. The line's one definition: its length, a purchase's place in
+ * it, a buyer's place on a SKU and `sagas stuck` all read it (the partial indexes of migrations 021
+ * and 023 are on its `status = 'holding'`).
  */
-export const waitingInLine = (p: string): string =>
-  `(${p}.status = 'holding' AND (${p}.checkout_at > now() - ${WAITING_FOR}
-     OR (${p}.checkout_at IS NULL AND ${p}.created_at > now() - ${WAITING_FOR})))`;
+export function inLine(p: string, since?: string): string {
+  const holding = `${p}.status = 'holding'`;
+  if (since === undefined) return `(${holding})`;
+  return `(${holding} AND (${p}.checkout_at > ${since} OR (${p}.checkout_at IS NULL AND ${p}.created_at > ${since})))`;
+}
+
+/**
+ * SQL: the purchase `p` waits in the line for its Checkout Session: in it, its place not over a
+ * minute past. Its turn may not have come yet, or its saga is taking the hold and opening the session.
+ */
+export const waitingInLine = (p: string): string => inLine(p, `now() - ${WAITING_FOR}`);
 
 /**
  * The slot of a new purchase's checkout (when its saga should start), kept on the purchase
@@ -68,7 +78,7 @@ export interface CheckoutQueuePlace {
 export async function inCheckoutLine(db: Db, purchaseIds: string[], since: Date): Promise<Set<string>> {
   if (purchaseIds.length === 0) return new Set();
   const { rows } = await db.query<{ purchase_id: string }>(
-    `SELECT purchase_id FROM purchases WHERE purchase_id = ANY($1::text[]) AND status = 'holding' AND checkout_at > $2`,
+    `SELECT p.purchase_id FROM purchases p WHERE p.purchase_id = ANY($1::text[]) AND ${inLine('p')} AND p.checkout_at > $2`,
     [purchaseIds, since],
   );
   return new Set(rows.map((r) => r.purchase_id));
@@ -81,7 +91,7 @@ export async function checkoutQueueOf(db: Db, purchaseId: string): Promise<Check
             (SELECT count(*) FROM purchases q
               WHERE ${waitingInLine('q')} AND q.checkout_at < p.checkout_at)::int AS ahead
        FROM purchases p LEFT JOIN holds h ON h.purchase_id = p.purchase_id AND h.status = 'active'
-      WHERE p.purchase_id = $1 AND p.status = 'holding' AND p.checkout_at IS NOT NULL`,
+      WHERE p.purchase_id = $1 AND ${inLine('p')} AND p.checkout_at IS NOT NULL`,
     [purchaseId],
   );
   const r = rows[0];

@@ -1,6 +1,7 @@
 import { PG, constraintOf, pgCode, withTx, type Db, type Queryable, type Tx } from './db';
 import { appendMovements } from './ledger';
 import type { ProductTerms } from '../vocabulary';
+import { DEFAULT_HOLD_GRACE_SECONDS, DEFAULT_HOLD_SECONDS, STRIPE_MAX_CHARGE_CENTS } from '../vocabulary/limits';
 import { createRoom, type RoomSettings } from './room';
 
 // The catalogue: products, their bucket rows and seats, restocks, and availability as a buyer sees it.
@@ -135,12 +136,6 @@ export class ProductExistsError extends Error {
   readonly type = 'product-exists';
 }
 
-/** A hold's unit stays its buyer's this long past its lapse, unless its saga gives it back (migration 014). */
-export const DEFAULT_HOLD_GRACE_SECONDS = 30;
-
-/** Stripe's largest charge, in the smallest unit of the currency (USD $999,999.99). */
-export const MAX_CHARGE_CENTS = 99_999_999;
-
 /**
  * The largest `total` a product may reach (its stock plus every restock). The column is a 32-bit
  * integer, and the sums read from it (total + oversell allowance, held + sold, the ledger's totals)
@@ -165,9 +160,9 @@ export class OrderTooLargeError extends Error {
  */
 export async function createProduct(db: Db, input: NewProduct): Promise<Product> {
   const largest = largestOrderCents(input);
-  if (largest > MAX_CHARGE_CENTS) {
+  if (largest > STRIPE_MAX_CHARGE_CENTS) {
     throw new OrderTooLargeError(
-      `${input.priceCents} × maxPerBuyer ${input.maxPerBuyer ?? 1} = ${largest} exceeds ${MAX_CHARGE_CENTS}, ` +
+      `${input.priceCents} × maxPerBuyer ${input.maxPerBuyer ?? 1} = ${largest} exceeds ${STRIPE_MAX_CHARGE_CENTS}, ` +
         'the largest amount Stripe can charge; lower the price or maxPerBuyer',
     );
   }
@@ -190,7 +185,7 @@ export async function createProduct(db: Db, input: NewProduct): Promise<Product>
           input.currency.toLowerCase(),
           stock,
           buckets,
-          input.holdSeconds ?? 600,
+          input.holdSeconds ?? DEFAULT_HOLD_SECONDS,
           input.maxPerBuyer ?? 1,
           allowance,
           units !== null,

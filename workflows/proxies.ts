@@ -6,6 +6,7 @@ import {
   type RetryPolicy,
 } from '@temporalio/workflow';
 import { stripeTaskQueue } from '../vocabulary';
+import { ACTIVITY_TIMEOUT_MS } from '../vocabulary/limits';
 import type { StoreActivities, StripeActivities } from '../activities';
 
 // How the workflows call their activities: timeouts, retry policies and task queues, one proxy per
@@ -29,19 +30,17 @@ function stripeQueue(): string {
 
 // Postgres and bookkeeping steps: retried until they succeed (transient faults heal; a fault that
 // does not heal shows up in the Temporal UI as a pending activity with its last failure).
-export const acts = proxyActivities<StoreActivities>({
-  priority: SETTLE_FIRST,
+const STORE_STEP = {
   // Short: these are single transactions; a worker that died mid-call is noticed this soon.
-  startToCloseTimeout: '10 seconds',
+  startToCloseTimeout: ACTIVITY_TIMEOUT_MS,
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '20 seconds' },
-});
+} satisfies ActivityOptions;
+
+export const acts = proxyActivities<StoreActivities>({ ...STORE_STEP, priority: SETTLE_FIRST });
 
 // The hold, as a local activity: it runs in the workflow task that scheduled it (no round trip
 // through the server), and the hold desk still coalesces it with the other sagas of this worker.
-export const localActs = proxyLocalActivities<StoreActivities>({
-  startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '20 seconds' },
-});
+export const localActs = proxyLocalActivities<StoreActivities>(STORE_STEP);
 
 /**
  * Opening the session, on the Stripe queue at new-checkout priority: it waits for its turn in the

@@ -15,6 +15,12 @@ import { invalid, Problem } from '../problem';
 import { validator } from '../validate';
 import type { JSONSchemaType } from 'ajv';
 import { RULE_TERM_SCHEMAS, splitRuleTerms } from '../../store/rules';
+import {
+  MAX_HOLD_GRACE_SECONDS,
+  MAX_HOLD_SECONDS,
+  STRIPE_MAX_CHARGE_CENTS,
+  STRIPE_MAX_SESSION_SECONDS,
+} from '../../vocabulary/limits';
 
 type ProductBody = Omit<NewProduct, 'ruleTerms'> & { maxPerPaymentMethod?: number | null };
 
@@ -25,14 +31,13 @@ const productBody: JSONSchemaType<ProductBody> = {
   properties: {
     sku: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' },
     name: { type: 'string', minLength: 1, maxLength: 200 },
-    priceCents: { type: 'integer', minimum: 0, maximum: 99_999_999 },
+    priceCents: { type: 'integer', minimum: 0, maximum: STRIPE_MAX_CHARGE_CENTS },
     currency: { type: 'string', pattern: '^[A-Za-z]{3}$' },
     stock: { type: 'integer', minimum: 0, maximum: 10_000_000 },
     buckets: { type: 'integer', minimum: 1, maximum: 64, nullable: true },
-    // Stripe sessions live at most 24 hours; a hold must end before its session can no longer be expired.
-    holdSeconds: { type: 'integer', minimum: 1, maximum: 23 * 3600, nullable: true },
+    holdSeconds: { type: 'integer', minimum: 1, maximum: MAX_HOLD_SECONDS, nullable: true },
     // A payment made in time and reported late sells the hold itself within this while past the lapse.
-    holdGraceSeconds: { type: 'integer', minimum: 0, maximum: 3600, nullable: true },
+    holdGraceSeconds: { type: 'integer', minimum: 0, maximum: MAX_HOLD_GRACE_SECONDS, nullable: true },
     maxPerBuyer: { type: 'integer', minimum: 1, maximum: 1000, nullable: true },
     // Units one payment method (a card, a bank account) may buy; `maxPerCard` is its old name.
     maxPerPaymentMethod: { type: 'integer', minimum: 1, maximum: 1_000_000, nullable: true },
@@ -59,8 +64,8 @@ const productBody: JSONSchemaType<ProductBody> = {
         // Left out (or null): the room admits at the Stripe budget's pace, less what waits for it.
         admitPerSecond: { type: 'number', exclusiveMinimum: 0, maximum: 100_000, nullable: true },
         maxActive: { type: 'integer', minimum: 1, maximum: 10_000_000 },
-        // An admission outlives no Stripe session (24 h); a second is the shortest that can buy.
-        sessionSeconds: { type: 'integer', minimum: 1, maximum: 24 * 3600, nullable: true },
+        // An admission outlives no Stripe session; a second is the shortest that can buy.
+        sessionSeconds: { type: 'integer', minimum: 1, maximum: STRIPE_MAX_SESSION_SECONDS, nullable: true },
       },
     },
     opensAt: {
