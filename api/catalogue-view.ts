@@ -7,8 +7,9 @@ import {
   type Availability,
   type Product,
 } from '../store/products';
-import type { ApiDeps } from './deps';
+import type { Db } from '../store/db';
 import { Problem } from './problem';
+import type { WaitingRoom } from './waiting-room';
 
 // The public view of the catalogue: one product (GET /v1/products/:sku, the product page), and the
 // newest products for the home page, read as a whole and kept for a while by each process.
@@ -16,8 +17,17 @@ import { Problem } from './problem';
 /** At most this many products on the home page. */
 export const CATALOGUE_PAGE_LIMIT = 100;
 
+/**
+ * What the views read: the products and their stock, and the state of each one's waiting room.
+ * ApiDeps (api/deps.ts) holds both; it is not imported here, as it names CatalogueCache.
+ */
+export interface CatalogueDeps {
+  db: Db;
+  room: WaitingRoom;
+}
+
 /** GET /v1/products/:sku body: the public view of stock. Expired holds count as available. */
-export async function productView(deps: Pick<ApiDeps, 'db' | 'room'>, sku: string): Promise<ProductView> {
+export async function productView(deps: CatalogueDeps, sku: string): Promise<ProductView> {
   const product = await getProduct(deps.db, sku);
   const a = await getAvailability(deps.db, sku);
   if (!product || !a) throw new Problem(404, 'product-not-found', `no product with SKU ${sku}`);
@@ -25,7 +35,7 @@ export async function productView(deps: Pick<ApiDeps, 'db' | 'room'>, sku: strin
 }
 
 /** The views of the newest `limit` products, newest first: two statements however many there are. */
-export async function catalogueView(deps: Pick<ApiDeps, 'db' | 'room'>, limit: number): Promise<ProductView[]> {
+export async function catalogueView(deps: CatalogueDeps, limit: number): Promise<ProductView[]> {
   const products = await listProducts(deps.db, limit);
   const availability = await availabilityOf(
     deps.db,
@@ -96,7 +106,7 @@ export class CatalogueCache {
   constructor(private readonly ttlMs: number) {}
 
   /** The newest CATALOGUE_PAGE_LIMIT products, at most `ttlMs` old. */
-  newest(deps: Pick<ApiDeps, 'db' | 'room'>): Promise<ProductView[]> {
+  newest(deps: CatalogueDeps): Promise<ProductView[]> {
     if (this.kept && Date.now() - this.kept.readAt < this.ttlMs) return Promise.resolve(this.kept.views);
     if (this.reading) return this.reading;
     const generation = this.generation;

@@ -26,9 +26,6 @@ export interface PageOptions {
 }
 
 /** Everything the routes use, built by the entry point (api/main.ts) or a test. */
-/** A sandbox key's default Stripe budget (config/index.ts), for deps that do not say. */
-export const DEFAULT_CHECKOUTS_PER_SECOND = 20;
-
 export interface ApiDeps {
   db: Db;
   temporal: Client;
@@ -71,7 +68,7 @@ export interface ApiDeps {
    * holds its unit is answered 202 (its session waits for the Stripe budget), one that does not 503.
    */
   purchaseTimeoutMs: number;
-  /** The pace Checkout Sessions open at: the Stripe budget (STRIPE_MAX_REQUESTS_PER_SECOND); default 20. */
+  /** The pace Checkout Sessions open at: the Stripe budget (STRIPE_MAX_REQUESTS_PER_SECOND); default 20 (api/checkout-pace.ts). */
   checkoutsPerSecond?: number;
   /** Where POST /v1/purchases waits for the session once the hold is taken (the purchase record). */
   checkouts: CheckoutWatch;

@@ -1,17 +1,13 @@
 import type Koa from 'koa';
 import { noticePage, type Notice } from '../web/notice';
 import type { ApiDeps } from './deps';
+import { isPagePath } from './page-paths';
 import { asProblem, type Problem } from './problem';
 
 // The buyer's pages answer refusals and errors as HTML pages in words, with the status code (and
 // headers, Retry-After) the JSON API would give. The JSON routes keep their problem+json.
 
-/** The paths of the buyer's HTML pages (GET and their forms). */
-const PAGE_PATH = /^\/(?:$|p\/|purchases\/|queue\/|checkout\/return\/|sign-in$|sign-out$)/;
-
 const PAGE_METHODS = ['GET', 'HEAD', 'POST'];
-
-export const isPagePath = (path: string): boolean => PAGE_PATH.test(path);
 
 function retryAfter(p: Problem): number | undefined {
   const s = Number(p.headers['Retry-After']);

@@ -5,7 +5,8 @@ import type { Admission } from '../store/admission';
 import { checkoutQueueOf, takeCheckoutSlot } from '../store/checkout-line';
 import { getPurchase, purchaseIdFor, type PurchaseRecord } from '../store/purchases';
 import { isFinal, type PurchaseInput, type PurchaseRequest, type PurchaseState } from '../vocabulary';
-import { DEFAULT_CHECKOUTS_PER_SECOND, type ApiDeps } from './deps';
+import { DEFAULT_CHECKOUTS_PER_SECOND } from './checkout-pace';
+import type { ApiDeps } from './deps';
 import { invalid, Problem } from './problem';
 import { validator } from './validate';
 

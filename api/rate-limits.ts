@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { isPagePath } from './page-errors';
+import { isPagePath } from './page-paths';
 import { Problem } from './problem';
 
 // Rate limits on the purchase routes, per buyer and per client IP, and on reads of the buyer's pages

@@ -1,4 +1,3 @@
-import { DEFAULT_CHECKOUTS_PER_SECOND } from './deps';
 import { randomBytes } from 'node:crypto';
 import type { RoomTokens } from '../config/room-tokens';
 import type { Clock } from '../store/clock';
@@ -6,6 +5,7 @@ import type { Db } from '../store/db';
 import { JoinDesk } from '../store/join-desk';
 import { ticketOutcome } from '../store/room';
 import { measuredRate, stepFor, type RoomCache, type RoomSnapshot } from '../store/room-cache';
+import { DEFAULT_CHECKOUTS_PER_SECOND } from './checkout-pace';
 
 export type TicketState = 'prequeue' | 'waiting' | 'admitted' | 'sold_out' | 'expired';
 

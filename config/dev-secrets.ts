@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { devBuyerSecret } from './buyer-tokens';
-import type { Env } from './reader';
-import { isLiveKey } from './stripe';
+import type { Env } from './env';
+import { isLiveKey } from './stripe-key';
 import { VARIABLES } from './variables';
 
 // The values `npm start` and the payments emulator fill in for a secret left unset. They are printed

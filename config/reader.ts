@@ -1,10 +1,11 @@
 // The reading of one process's environment: every problem collected before failing, so one run names them all.
 import { devSecretProblems } from './dev-secrets';
+import type { Env } from './env';
 import { variable, type ConfigProcess, type Variable } from './variables';
 
-export class ConfigError extends Error {}
+export type { Env } from './env';
 
-export type Env = Record<string, string | undefined>;
+export class ConfigError extends Error {}
 
 /**
  * Collects every problem of one environment before failing, so one run names them all. Each name is

@@ -1,4 +1,7 @@
 import { Reader, type Env } from './reader';
+import { isLiveKey } from './stripe-key';
+
+export { isLiveKey } from './stripe-key';
 
 // Stripe's part of the configuration: the key and where it points, and the deployment's budget.
 
@@ -25,11 +28,6 @@ export interface StripeConfig {
  * the service does not make (the Dashboard, other integrations of the account, Stripe's own slack).
  */
 export const STRIPE_ACCOUNT_LIMITS = { live: 100, sandbox: 25, perEndpoint: 25, headroom: 0.2 } as const;
-
-/** A live-mode Stripe key: real money moves, and test-mode events are not ours. */
-export function isLiveKey(key: string): boolean {
-  return /^(sk|rk)_live_/.test(key);
-}
 
 /** Development against the payments emulator (`STRIPE_EMULATOR=1`): short dev tokens and a local Stripe are allowed. */
 export function isDevelopment(env: Env): boolean {

@@ -1,5 +1,6 @@
+import type { PurchaseInput, PurchaseState } from '../vocabulary';
+import type { Attended } from './attended';
 import { acts, stripeActs } from './proxies';
-import type { PurchaseSaga } from './saga';
 
 // The limits per card and per address as the saga asked them before 1.2, one Stripe read and one
 // claim per rule. Sagas whose histories reached them replay them here; every saga that reaches the
@@ -9,8 +10,19 @@ import type { PurchaseSaga } from './saga';
 /** The marker that separates the two: present in a history, the rules were asked once. */
 export const PAYMENT_RULES_PATCH = 'payment-rules-once';
 
+/**
+ * What these limits read and drive of the saga (PurchaseSaga, saga.ts, which calls them and so is
+ * not imported here).
+ */
+export interface SagaBefore12 {
+  readonly input: PurchaseInput;
+  readonly state: PurchaseState;
+  learnPaymentIntent(): Promise<void>;
+  attend<T>(what: string, call: () => Promise<T>): Promise<Attended<T>>;
+}
+
 /** The limits per card and per address: null within them, else why the payment goes back and the buyer's notification kind. */
-export async function limitsBefore12(saga: PurchaseSaga): Promise<{ reason: string; kind: string } | null> {
+export async function limitsBefore12(saga: SagaBefore12): Promise<{ reason: string; kind: string } | null> {
   const { sku, terms } = saga.input;
   // No history recorded before 1.2 has a card limit (test/replay/histories/): the card's path is
   // replayed by none, and no new saga takes it.
@@ -29,7 +41,7 @@ export async function limitsBefore12(saga: PurchaseSaga): Promise<{ reason: stri
 }
 
 /* istanbul ignore next -- no history recorded before 1.2 has a card limit (see limitsBefore12) */
-async function cardWithinLimit(saga: PurchaseSaga): Promise<boolean> {
+async function cardWithinLimit(saga: SagaBefore12): Promise<boolean> {
   const maxPerCard = saga.input.terms?.maxPerCard;
   if (!maxPerCard) return true;
   await saga.learnPaymentIntent();
@@ -41,7 +53,7 @@ async function cardWithinLimit(saga: PurchaseSaga): Promise<boolean> {
   return (await acts.claimCard({ purchaseId, sku, quantity, maxPerCard, fingerprint: card.value })) === 'claimed';
 }
 
-async function addressWithinLimit(saga: PurchaseSaga): Promise<boolean> {
+async function addressWithinLimit(saga: SagaBefore12): Promise<boolean> {
   const maxPerAddress = saga.input.terms?.maxPerAddress;
   const sessionId = saga.state.sessionId;
   /* istanbul ignore if -- every history before 1.2 that reached here had an address limit and a session */

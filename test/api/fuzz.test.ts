@@ -17,7 +17,7 @@ import {
   toJson,
   wrongValue,
 } from './fuzz-arbitraries';
-import { isPagePath } from '../../api/page-errors';
+import { isPagePath } from '../../api/page-paths';
 import { sendRaw, type RawRequest, type RawResponse } from './raw-http';
 import { countWrites, type WriteCounter } from './write-counter';
 
