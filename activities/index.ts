@@ -14,6 +14,7 @@ import * as purchases from '../store/purchases';
 import { CHECKOUT_ATTEMPTS_ON_FAULTS, sessionExpiry } from './checkout-session';
 import { createPaymentEvidenceSteps } from './payment-evidence';
 import { createStrayGuard } from './stray-guard';
+import { dispatchNotification, type Notifier } from './notifications';
 import {
   createStripeSteps,
   type CheckoutSession,
@@ -32,6 +33,8 @@ export interface ActivityDeps extends StripeStepDeps {
   clock: Clock;
   /** Told once per stray refund refused (stray-guard.ts): the worker counts them. */
   onStrayRefundRefused?: () => void;
+  /** Hands buyer notifications to their delivery workflows; without one they wait in the table. */
+  notifier?: Notifier;
 }
 
 export type TakeHoldOutput =
@@ -277,9 +280,11 @@ export function createStoreActivities(deps: ActivityDeps) {
       return purchases.getPurchase(db, purchaseId);
     },
 
-    /** Tells the buyer why (outbox row, one per kind). */
+    /** Tells the buyer why: a notification (one per kind), delivered by its workflows. */
     async notifyBuyer(purchaseId: string, buyerId: string, kind: string, message: string): Promise<void> {
-      await purchases.notifyBuyer(db, purchaseId, buyerId, kind, message);
+      const id = await purchases.notifyBuyer(db, purchaseId, buyerId, kind, message);
+      // Idempotent: a retry finds the row, and the delivery workflows by their ids.
+      if (deps.notifier) await dispatchNotification(db, deps.notifier, id);
     },
 
     async appendAudit(

@@ -8,7 +8,7 @@ import { VARIABLES } from './variables';
 // in this repository, its docs and every local log, so they protect nothing: where real money moves
 // (a live STRIPE_SECRET_KEY) no process may run with one of them, whatever it uses them for.
 
-/** The fixed development values, by the variable dev/start.ts and dev/emulator give them to. */
+/** The fixed development values, by the variable dev/start.ts and the payments emulator give them to. */
 export const DEV_DEFAULTS = {
   ADMIN_TOKEN: 'dev-admin-token',
   SUPPORT_TOKEN: 'dev-support-token',

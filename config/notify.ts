@@ -1,26 +1,24 @@
 import { ConfigError } from './index';
 import { Reader, type Env } from './reader';
 
-// Where the worker's outbox sender delivers buyer notifications (worker/outbox-sender.ts). Read by
-// the worker beside its own configuration. Any of the channels may be set; none set means the
-// notifications wait in the outbox (the worker says so at start), except with NOTIFY_LOG=1
-// (`npm start`), which prints each one to the worker's log and counts it sent.
+// How the worker delivers buyer notifications (workflows/notification.ts): by which channels, and
+// with what retries. Read by the worker beside its own configuration. Any of the channels may be
+// set; none set means the notifications wait in their table (the worker says so at start), except
+// with NOTIFY_LOG=1 (`npm start`), which prints each one to the worker's log and counts it sent.
 
 export interface NotifyConfig {
   webhook?: { url: string; secret: string };
   email?: { smtpUrl: string; from: string };
   /** Print each notification to the log (development) and count it delivered. */
   log: boolean;
-  /** How often the sender looks for due rows when the last look found none. */
-  pollMs: number;
   /** The first retry waits this long; each next one twice as long, up to `retryMaxMs`. */
   retryBaseMs: number;
   retryMaxMs: number;
-  /** One delivery's deadline (the claim's lease is longer). */
+  /** One delivery's deadline. */
   timeoutMs: number;
   /** A delivery that failed this many times on its channel is dead (not tried again until requeued). */
   maxAttempts: number;
-  /** A delivery that fails when its notification is older than this is dead too; 0: no age limit. */
+  /** Retries end this long after a delivery's first attempt, and it is dead; 0: no age limit. */
   maxAgeMs: number;
 }
 
@@ -47,13 +45,18 @@ export function loadNotifyConfig(env: Env): NotifyConfig {
     webhook: url && secret ? { url, secret } : undefined,
     email: smtpUrl && from ? { smtpUrl, from } : undefined,
     log: r.raw('NOTIFY_LOG') === '1',
-    pollMs: r.int('NOTIFY_POLL_MS'),
     retryBaseMs: r.int('NOTIFY_RETRY_BASE_MS'),
     retryMaxMs: r.int('NOTIFY_RETRY_MAX_MS'),
     timeoutMs: r.int('NOTIFY_TIMEOUT_MS'),
     maxAttempts: r.int('NOTIFY_MAX_ATTEMPTS'),
     maxAgeMs: r.int('NOTIFY_MAX_AGE_MS'),
   };
+  if (config.retryMaxMs < config.retryBaseMs) {
+    // Temporal refuses a retry policy whose longest wait is shorter than its first.
+    r.problems.push(
+      `NOTIFY_RETRY_MAX_MS (${config.retryMaxMs}) must be at least NOTIFY_RETRY_BASE_MS (${config.retryBaseMs})`,
+    );
+  }
   // The worker's own loader has already refused development secrets beside a live key.
   if (r.problems.length) throw new ConfigError(`invalid configuration:\n  - ${r.problems.join('\n  - ')}`);
   return config;

@@ -1,9 +1,10 @@
 // `npm run support -- notifications list|retry`: the buyer notifications that are dead (a channel
-// refused them for good, or they ran out of attempts or age; worker/outbox-sender.ts), and putting
-// them back in the queue once the cause is mended (the merchant's endpoint fixed, the address
-// corrected). Reads and writes Postgres only: it works while Temporal is down.
+// refused them for good, or they ran out of attempts or age; workflows/notification.ts), and owing
+// them again once the cause is mended (the merchant's endpoint fixed, the address corrected): the
+// workers hand them to Temporal. Reads and writes Postgres only: it works while Temporal is down.
 import type { Db } from '../store/db';
-import { listDeadDeliveries, requeueDead } from '../store/outbox';
+import { listDeadDeliveries, requeueDead } from '../store/notifications';
+import { NOTIFICATION_HAND_OVER_MS } from '../vocabulary';
 import type { NotificationsArgs } from './notifications-args';
 
 /** The most a list prints (the alert says how many there are; requeue them with --all). */
@@ -40,6 +41,8 @@ export async function runNotifications(db: Db, args: NotificationsArgs): Promise
     console.error('support: nothing requeued');
     return 1;
   }
-  console.log(`${requeued.length} delivery(ies) requeued: the worker's sender tries them again now`);
+  console.log(
+    `${requeued.length} delivery(ies) requeued: the workers hand them to Temporal within ${NOTIFICATION_HAND_OVER_MS / 1000} s`,
+  );
   return missing.length ? 1 : 0;
 }

@@ -190,19 +190,21 @@ export async function appendAudit(
   ]);
 }
 
-/** Queues a message to the buyer (outbox), at most one of each kind per purchase. */
+/** Records a message to the buyer, at most one of each kind per purchase; its id (the first one's on a repeat). */
 export async function notifyBuyer(
   db: Db,
   purchaseId: string,
   buyerId: string,
   kind: string,
   message: string,
-): Promise<void> {
-  await db.query(
-    `INSERT INTO notifications (purchase_id, buyer_id, kind, message) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (purchase_id, kind) DO NOTHING`,
+): Promise<string> {
+  const { rows } = await db.query<{ id: string }>(
+    `WITH added AS (INSERT INTO notifications (purchase_id, buyer_id, kind, message) VALUES ($1, $2, $3, $4)
+                    ON CONFLICT (purchase_id, kind) DO NOTHING RETURNING id)
+     SELECT id FROM added UNION ALL SELECT id FROM notifications WHERE purchase_id = $1 AND kind = $3`,
     [purchaseId, buyerId, kind, message],
   );
+  return String(rows[0].id);
 }
 
 /** What support looks a purchase up by: the buyer, the Checkout Session, or the PaymentIntent. */

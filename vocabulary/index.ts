@@ -324,6 +324,19 @@ export function strayPaymentWorkflowId(sessionId: string): string {
   return `stray-${sessionId}`;
 }
 
+/** One delivery of a buyer notification (its id in `notifications`) on one channel: webhook, email, log. */
+export interface NotificationInput {
+  notificationId: string;
+  channel: string;
+}
+/**
+ * One workflow per delivery: a channel's outcome never touches another's, and a requeue starts it
+ * again. Notification ids count per database, so the deployment's task queue is part of it.
+ */
+export function notificationWorkflowId(taskQueue: string, n: NotificationInput): string {
+  return `notify-${taskQueue}-ntf_${n.notificationId}-${n.channel}`;
+}
+
 /** A paid Checkout Session that named one of our purchases but is not its own. */
 export interface StrayPaymentInput {
   sessionId: string;
@@ -370,3 +383,14 @@ export type StripeOutcome = (typeof STRIPE_OUTCOMES)[number];
 export function stripeTaskQueue(taskQueue: string): string {
   return `${taskQueue}-stripe`;
 }
+
+/**
+ * The task queue of buyer notifications (their workflows and deliveries), apart from the saga's so a
+ * slow merchant webhook or mail server never holds a saga's step back.
+ */
+export function notificationTaskQueue(taskQueue: string): string {
+  return `${taskQueue}-notifications`;
+}
+
+/** How often the workers hand to Temporal the deliveries owed that no workflow has (requeued ones, mostly). */
+export const NOTIFICATION_HAND_OVER_MS = 5_000;

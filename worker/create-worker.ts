@@ -8,7 +8,8 @@ import {
   type WorkerOptions,
 } from '@temporalio/worker';
 import { createStoreActivities, createStripeActivities, type ActivityDeps } from '../activities';
-import { stripeTaskQueue } from '../vocabulary';
+import type { NotificationActivities } from '../activities/notifications';
+import { notificationTaskQueue, stripeTaskQueue } from '../vocabulary';
 import { activityInterceptors } from './interceptors';
 
 /**
@@ -37,9 +38,12 @@ export function workerPoolSize(limits: { activities: number; localActivities: nu
   return limits.activities + limits.localActivities + (limits.stripeCalls ?? MAX_CONCURRENT_STRIPE_CALLS) + 1;
 }
 
-/** Every Postgres connection a worker process holds: its pool, workerPoolSize and the outbox sender's one. */
+/** Buyer notification deliveries one worker runs at once, on their own queue: a webhook's wait is not a saga's. */
+export const MAX_CONCURRENT_NOTIFICATIONS = 4;
+
+/** Every Postgres connection a worker process holds: workerPoolSize and one for each notification delivery. */
 export function workerPostgresConnections(limits: Parameters<typeof workerPoolSize>[0]): number {
-  return workerPoolSize(limits) + 1;
+  return workerPoolSize(limits) + MAX_CONCURRENT_NOTIFICATIONS;
 }
 
 export interface PurchaseWorkerOptions {
@@ -47,6 +51,11 @@ export interface PurchaseWorkerOptions {
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
+  /**
+   * The buyer notifications' delivery activities (activities/notifications.ts), on their own task
+   * queue; without them this process delivers none (a benchmark's, a test's).
+   */
+  notificationActivities?: NotificationActivities;
   /**
    * The deployment's Stripe budget, requests a second (STRIPE_MAX_REQUESTS_PER_SECOND): the rate limit
    * of the Stripe task queue, which the Temporal server enforces across every worker polling it.
@@ -93,30 +102,33 @@ function prebuilt(): WorkerOptions['workflowBundle'] {
  * Stripe task queue at the budget's pace). They run, stop and fail together.
  */
 export class PurchaseWorker {
+  readonly workers: Worker[];
   constructor(
     readonly sagas: Worker,
     readonly stripe: Worker,
-  ) {}
+    readonly notifications?: Worker,
+  ) {
+    this.workers = notifications ? [sagas, stripe, notifications] : [sagas, stripe];
+  }
 
-  /** Until both have stopped (SIGINT/SIGTERM, or shutdown()); the first failure is thrown once both have. */
+  /** Until every one has stopped (SIGINT/SIGTERM, or shutdown()); the first failure is thrown once all have. */
   async run(): Promise<void> {
-    const results = await Promise.allSettled([this.sagas.run(), this.stripe.run()]);
+    const results = await Promise.allSettled(this.workers.map((w) => w.run()));
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
   }
 
   shutdown(): void {
-    for (const w of [this.sagas, this.stripe]) if (w.getState() === 'RUNNING') w.shutdown();
+    for (const w of this.workers) if (w.getState() === 'RUNNING') w.shutdown();
   }
 
-  /** RUNNING while both run; otherwise the state of the one that is not. */
+  /** RUNNING while all run; otherwise the state of one that is not. */
   getState(): ReturnType<Worker['getState']> {
-    const states = [this.sagas.getState(), this.stripe.getState()];
-    return states.find((s) => s !== 'RUNNING') ?? 'RUNNING';
+    return this.workers.map((w) => w.getState()).find((s) => s !== 'RUNNING') ?? 'RUNNING';
   }
 }
 
-/** The workers of the purchase, stray-payment and support-refund workflows and their activities. */
+/** The workers of the purchase, stray-payment, support-refund and notification workflows and their activities. */
 export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise<PurchaseWorker> {
   const bundle = opts.workflowBundle ?? prebuilt();
   const common = {
@@ -145,5 +157,14 @@ export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise
     // The budget, enforced by the Temporal server for the whole queue (all workers together).
     maxTaskQueueActivitiesPerSecond: opts.stripeRequestsPerSecond,
   });
-  return new PurchaseWorker(sagas, stripe);
+  const notifications =
+    opts.notificationActivities &&
+    (await Worker.create({
+      ...common,
+      taskQueue: notificationTaskQueue(opts.taskQueue),
+      activities: opts.notificationActivities,
+      ...(bundle ? { workflowBundle: bundle } : { workflowsPath: require.resolve('../workflows') }),
+      maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_NOTIFICATIONS,
+    }));
+  return new PurchaseWorker(sagas, stripe, notifications);
 }

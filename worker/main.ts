@@ -1,4 +1,5 @@
 import { NativeConnection } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
 import { createPool, createStripe, nativeConnectionOptions } from '../config/clients';
 import { loadWorkerConfig } from '../config';
 import { loadNotifyConfig } from '../config/notify';
@@ -11,9 +12,10 @@ import { migrate } from '../store/migrate';
 import { createPurchaseWorker, workerPostgresConnections } from './create-worker';
 import { createWorkerMetrics, installRuntime, serveTelemetry } from './telemetry';
 import { stripeTaskQueue } from '../vocabulary';
-import { outboxMetrics } from './outbox-metrics';
-import { startOutboxSender } from './outbox-sender';
-import { configuredChannelNames } from './outbox-channels';
+import { notificationMetrics } from './notification-metrics';
+import { configuredChannels } from './notification-channels';
+import { createNotifier, startHandOver } from './notifier';
+import { createNotificationActivities } from '../activities/notifications';
 
 let logger: Logger | undefined;
 
@@ -33,13 +35,21 @@ async function main(): Promise<void> {
     stripeCalls: config.maxStripeCalls,
   };
   // A connection for every activity that may run at once: none of them waits for the pool.
-  // One connection more than the activities need: the outbox sender's.
+  // One connection more for each notification delivery that may run at once.
   const db = createPool(config.databaseUrl, workerPostgresConnections(limits), (line) => log.warn(line), config.pool);
   // Postgres's clock: whether a hold has lapsed is decided by the clock that lapses it (store/clock.ts).
   const clock = new DbClock(db, { log: (line) => log.warn(line) });
   await clock.start();
   const connection = await NativeConnection.connect(nativeConnectionOptions(config.temporal));
+  const client = new Client({ connection, namespace: config.temporalNamespace });
   const metrics = createWorkerMetrics();
+  const channels = configuredChannels(notify, (line) => log.info(line));
+  const notifier = createNotifier(
+    client,
+    config.taskQueue,
+    channels.map((c) => c.name),
+  );
+  const countOutcome = notificationMetrics(metrics.registry, db, notifier.channels);
   metrics.stripeBudget.set(config.stripeMaxRequestsPerSecond);
   const worker = await createPurchaseWorker({
     connection,
@@ -54,7 +64,15 @@ async function main(): Promise<void> {
       cancelUrl: config.checkoutCancelUrl,
       onStripeCall: (endpoint, outcome) => metrics.stripeRequests.inc({ endpoint, outcome }),
       onStrayRefundRefused: () => metrics.strayRefundsRefused.inc(),
+      notifier,
     },
+    notificationActivities: createNotificationActivities({
+      db,
+      channels,
+      policy: notify,
+      onOutcome: countOutcome,
+      log: (line) => log.info(line),
+    }),
     stripeRequestsPerSecond: config.stripeMaxRequestsPerSecond,
     ...(config.workflowBundlePath ? { workflowBundle: { codePath: config.workflowBundlePath } } : {}),
     maxConcurrentActivities: limits.activities,
@@ -78,8 +96,12 @@ async function main(): Promise<void> {
       (err: Error) => log.warn({ err }, 'sweeper failed'),
     );
   }, config.sweepIntervalMs);
-  const countOutcome = outboxMetrics(telemetry.registry, db, configuredChannelNames(notify));
-  const outbox = startOutboxSender(db, notify, (line) => log.info(line), countOutcome);
+  if (notifier.channels.length === 0) {
+    log.info(
+      'no NOTIFY_WEBHOOK_URL, SMTP_URL or NOTIFY_LOG: buyer notifications wait in the notifications table, undelivered',
+    );
+  } else log.info(`buyer notifications delivered by ${notifier.channels.join(', ')}`);
+  const handOver = startHandOver(db, notifier, (line) => log.info(line));
   log.info(
     {
       taskQueue: config.taskQueue,
@@ -96,9 +118,9 @@ async function main(): Promise<void> {
     await worker.run();
   } finally {
     clearInterval(sweeper);
+    handOver.stop();
     clock.close();
     await telemetry.close();
-    await outbox.stop();
     await connection.close();
     await db.end();
   }

@@ -163,7 +163,7 @@ export const TUNING_VARIABLES: readonly Variable[] = [
     readBy: ['worker'],
     default: 50,
     min: 1,
-    doc: "activities (the store's steps) one worker runs at once on the sagas' task queue; its pool has one Postgres connection for each, for each local activity, for each Stripe call, one for the sweeper and one for the notification sender",
+    doc: "activities (the store's steps) one worker runs at once on the sagas' task queue; its pool has one Postgres connection for each, for each local activity, for each Stripe call and one for the sweeper, and the process 4 more for notification deliveries (on their own task queue)",
   },
   {
     name: 'WORKER_MAX_LOCAL_ACTIVITIES',
@@ -212,20 +212,12 @@ export const TUNING_VARIABLES: readonly Variable[] = [
     doc: "`1` = print each notification to the worker's log and count it sent (development)",
   },
   {
-    name: 'NOTIFY_POLL_MS',
-    section: 'service',
-    readBy: ['worker'],
-    default: 1_000,
-    min: 10,
-    doc: 'how often the notification sender looks for due deliveries when the last look found none',
-  },
-  {
     name: 'NOTIFY_RETRY_BASE_MS',
     section: 'service',
     readBy: ['worker'],
     default: 5_000,
     min: 1,
-    doc: "a failed delivery's first retry waits this long, each next one twice as long",
+    doc: "a failed delivery's first retry waits this long, each next one twice as long (the delivery activity's retry policy)",
   },
   {
     name: 'NOTIFY_RETRY_MAX_MS',
@@ -257,6 +249,6 @@ export const TUNING_VARIABLES: readonly Variable[] = [
     readBy: ['worker'],
     default: 259_200_000,
     min: 0,
-    doc: 'a delivery that fails when its notification is older than this (3 days) is dead too; `0`: no age limit',
+    doc: "a delivery's retries end this long (3 days) after its first attempt (the delivery activity's schedule-to-close timeout), and it is dead; `0`: no age limit",
   },
 ];

@@ -79,13 +79,19 @@ function run(args: string[], env: Record<string, string>, readyLine?: RegExp): P
   );
 }
 
-/** Refused at start: `code`, and on stderr one problem line naming exactly `names`, no stack trace. */
+/** Refused at start: `code`, and on stderr one problem line naming exactly `names` (in any order), no stack trace. */
 function assertRefused(t: ExecutionContext, ended: Ended, code: number, names: string[], what: string): void {
   t.false(ended.ready, `${what}: refused before it was ready`);
   t.is(ended.code, code, `${what} exits ${code}: ${ended.stderr}`);
   const lines = ended.stderr.split('\n').filter((line) => REFUSAL.test(line));
   t.is(lines.length, 1, `${what}: one refusal line:\n${ended.stderr}`);
-  t.deepEqual(REFUSAL.exec(lines[0] ?? '')?.[1].split(', '), names, `${what}: names ${names.join(', ')}`);
+  t.deepEqual(
+    REFUSAL.exec(lines[0] ?? '')?.[1]
+      .split(', ')
+      .sort(),
+    [...names].sort(),
+    `${what}: names ${names.join(', ')}`,
+  );
   t.notRegex(ended.stderr + ended.stdout, STACK_LINE, `${what}: no stack trace`);
   t.false(ended.stderr.includes(devBuyer), `${what}: the dev buyer secret is not echoed`);
 }

@@ -44,6 +44,7 @@ import {
   WEBHOOK_SECRET,
 } from './credentials';
 import { temporalAddress, workflowBundle } from './temporal';
+import { notificationParts } from './notification-parts';
 
 export * from './credentials';
 export { temporalAddress, workflowBundle } from './temporal';
@@ -58,6 +59,8 @@ export interface System {
   apiUrl: string;
   /** The API's lifecycle flag: set `draining` to see what a shutting-down API answers. */
   lifecycle: ApiDeps['lifecycle'];
+  /** What the worker's notification channels logged (with the `notify` option). */
+  notificationLines(): string[];
   /** The waiting rooms' admitter of each API instance (the first is this API's): one of them holds the lock. */
   admitters: Admitter[];
   /**
@@ -146,6 +149,8 @@ export async function startSystem(
     emulatorRateLimit?: RateLimitSettings;
     /** The bot check's secret and cost (BOT_CHECK by default). */
     botCheck?: BotCheckOptions;
+    /** NOTIFY_* of the worker: with them it delivers buyer notifications (else they wait in their table). */
+    notify?: Record<string, string>;
   } = {},
 ): Promise<System> {
   const databaseUrl = opts.ownDatabase ? await createOwnDatabase() : process.env.DATABASE_URL!;
@@ -234,6 +239,7 @@ export async function startSystem(
   let worker: PurchaseWorker | undefined;
   let running: Promise<void> | undefined;
   let workerConnection: NativeConnection | undefined;
+  let notifications: ReturnType<typeof notificationParts> | undefined;
 
   const system: System = {
     async startAnotherApi(o = {}) {
@@ -259,10 +265,13 @@ export async function startSystem(
     taskQueue,
     apiUrl,
     lifecycle: deps.lifecycle,
+    notificationLines: () => notifications?.lines ?? [],
     admitters,
     clockErrorMs: () => Math.max(...clocks.map((c) => c.offset().errorMs)),
     async startWorker(limits = {}) {
       workerConnection ??= await NativeConnection.connect({ address: temporalAddress() });
+      notifications ??=
+        opts.notify && notificationParts(db, new Client({ connection: workerConnection }), taskQueue, opts.notify);
       worker = await createPurchaseWorker({
         stripeRequestsPerSecond: 20,
         ...limits,
@@ -277,7 +286,9 @@ export async function startSystem(
           clock,
           successUrl: `${apiUrl}/purchases/{purchaseId}`,
           cancelUrl: `${apiUrl}/purchases/{purchaseId}?result=cancel`,
+          ...(notifications ? { notifier: notifications.notifier } : {}),
         },
+        ...(notifications ? { notificationActivities: notifications.activities } : {}),
       });
       running = worker.run();
     },

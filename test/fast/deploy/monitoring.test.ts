@@ -6,7 +6,7 @@ import { dashboardPanels, selectorsOf } from '../../helpers/promql';
 import { createMetrics } from '../../../api/metrics';
 import type { Db } from '../../../store/db';
 import type { Gate } from '../../../store/gate';
-import { outboxMetrics } from '../../../worker/outbox-metrics';
+import { notificationMetrics } from '../../../worker/notification-metrics';
 import { createWorkerMetrics } from '../../../worker/telemetry';
 import { METRICS } from '../../../vocabulary/metrics';
 import { PAYMENT_EVENT_TYPES, PURCHASE_STATUSES, STRIPE_ENDPOINTS, STRIPE_OUTCOMES } from '../../../vocabulary';
@@ -68,7 +68,7 @@ test("each process's registry declares exactly the catalogue's metrics of that p
   // Declaring reads nothing: the database and the gate are only asked at a scrape.
   const api = createMetrics({} as Db, {} as Gate).registry;
   const worker = createWorkerMetrics().registry;
-  outboxMetrics(worker, {} as Db, ['log']);
+  notificationMetrics(worker, {} as Db, ['log']);
   for (const [process, registry] of [
     ['api', api],
     ['worker', worker],

@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { TestFn } from 'ava';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, makeTelemetryFilterString, Runtime, Worker, type LogEntry } from '@temporalio/worker';
-import { stripeTaskQueue } from '../../../vocabulary';
+import { notificationTaskQueue, stripeTaskQueue } from '../../../vocabulary';
 import { BuyerIdKey, HoldExpiresAtKey, PurchaseStatusKey, SkuKey } from '../../../workflows/definitions';
 import { findTemporalCli } from '../../../dev/temporal-cli';
 import { bundleFastWorkflows, enableCoverage, writeCoverage } from './bundle';
+import { NotificationWorld } from './notification-world';
 import { World } from './world';
 
 // One test file's Temporal: a local dev server (the CLI the project already fetches, started by the
@@ -24,6 +25,8 @@ Runtime.install({
 export interface FastTemporal {
   env: TestWorkflowEnvironment;
   world: World;
+  /** The buyer notifications' deliveries (workflows/notification.ts), on their own queue. */
+  notifications: NotificationWorld;
   taskQueue: string;
   /** Error lines the workflows logged since the file started, whose message matches. */
   errorsLogged: (match: RegExp) => string[];
@@ -44,25 +47,27 @@ export function useFastTemporal(test: TestFn): () => FastTemporal {
       },
     });
     const world = new World();
+    const notifications = new NotificationWorld();
     const taskQueue = `fast-${randomUUID()}`;
     const prebuilt = process.env.FAST_WORKFLOW_BUNDLE_PATH;
     const workflowBundle = prebuilt ? { codePath: prebuilt } : { code: await bundleFastWorkflows() };
     const activities = world.activities();
-    const options = (queue: string) =>
+    const options = (queue: string, acts: object = activities) =>
       coverage.augmentWorkerOptionsWithBundle({
         connection: env.nativeConnection,
         namespace: env.namespace ?? 'default',
         taskQueue: queue,
         workflowBundle,
-        activities,
+        activities: acts,
       });
     const workers = await Promise.all([
       Worker.create(options(taskQueue)),
       Worker.create(options(stripeTaskQueue(taskQueue))),
+      Worker.create(options(notificationTaskQueue(taskQueue), notifications.activities())),
     ]);
     const done = Promise.all(workers.map((w) => w.run()));
     const errorsLogged = (match: RegExp) => workflowErrors.map((e) => e.message).filter((m) => match.test(m));
-    running = { temporal: { env, world, taskQueue, errorsLogged }, workers, done };
+    running = { temporal: { env, world, notifications, taskQueue, errorsLogged }, workers, done };
   });
   test.after('no workflow moved a purchase outside PURCHASE_TRANSITIONS', (t) => {
     t.deepEqual(running?.temporal.errorsLogged(/outside PURCHASE_TRANSITIONS/), []);

@@ -1,22 +1,11 @@
 import test from 'ava';
 import { loadNotifyConfig } from '../../../config/notify';
-import { isPermanentHttpStatus, isPermanentSmtpCode } from '../../../worker/outbox-channels';
-import { backoffMs } from '../../../worker/outbox-sender';
+import { isPermanentHttpStatus, isPermanentSmtpCode } from '../../../worker/notification-channels';
 
-// The outbox sender's arithmetic and its configuration: how long a retry waits, which refusals are
-// for good, and what NOTIFY_* accepts. (Deliveries for real: test/worker/outbox-*.test.ts.)
+// Buyer notifications' configuration and which refusals are for good. (The workflow's branches:
+// test/fast/workflows/notification.test.ts; deliveries for real: test/worker/notification-*.test.ts.)
 
-test('the retry waits double each time up to the cap, and the configuration refuses a webhook without its secret', (t) => {
-  const none = () => 0;
-  t.deepEqual(
-    [1, 2, 3, 4, 20].map((n) => backoffMs(n, 1000, 5000, none)),
-    [1000, 2000, 4000, 5000, 5000],
-  );
-  t.is(
-    backoffMs(1, 1000, 5000, () => 1),
-    800,
-    'jitter takes at most 20% off',
-  );
+test('the configuration refuses a webhook without its secret, or with a short one, and email without a sender', (t) => {
   t.throws(() => loadNotifyConfig({ NOTIFY_WEBHOOK_URL: 'https://merchant.test/hook' }), {
     message: /NOTIFY_WEBHOOK_SECRET is required/,
   });
@@ -24,6 +13,10 @@ test('the retry waits double each time up to the cap, and the configuration refu
     message: /at least 32 characters/,
   });
   t.throws(() => loadNotifyConfig({ SMTP_URL: 'smtp://mail.test' }), { message: /NOTIFY_EMAIL_FROM is required/ });
+  // Temporal would refuse the delivery's retry policy: refused at start instead.
+  t.throws(() => loadNotifyConfig({ NOTIFY_RETRY_BASE_MS: '5000', NOTIFY_RETRY_MAX_MS: '1000' }), {
+    message: /NOTIFY_RETRY_MAX_MS \(1000\) must be at least NOTIFY_RETRY_BASE_MS \(5000\)/,
+  });
 });
 
 test('which refusals are permanent: a 4xx but 408 and 429, an SMTP 5xx but 503; the cap must be a positive integer', (t) => {

@@ -1,30 +1,20 @@
 import { createHmac } from 'node:crypto';
 import nodemailer from 'nodemailer';
 import type { NotifyConfig } from '../config/notify';
-import type { OutboxMessage } from '../store/outbox';
+import { PermanentFailure, type Channel } from '../activities/notifications';
+import type { NotificationMessage } from '../store/notifications';
 
-// The channels a buyer notification goes by (worker/outbox-sender.ts delivers each one apart): the
-// merchant's webhook, email, the log. A channel resolves when delivered (or when it has nothing to
-// deliver to), throws when it failed and a retry may succeed, and throws a PermanentFailure when
-// retrying the same message would be refused again (the delivery is dead at once).
-
-/** A refusal that retrying would get again: the delivery goes dead without further attempts. */
-export class PermanentFailure extends Error {}
-PermanentFailure.prototype.name = 'PermanentFailure';
-
-/** What a channel did: delivered, or had no one to deliver to (an email to a buyer id without `@`). */
-export type Sent = 'delivered' | 'skipped';
-
-export interface Channel {
-  name: string;
-  send(m: OutboxMessage): Promise<Sent>;
-}
+// The channels a buyer notification goes by (each delivered apart, by its own workflow:
+// workflows/notification.ts): the merchant's webhook, email, the log. A channel resolves when
+// delivered (or when it has nothing to deliver to), throws when it failed and a retry may succeed,
+// and throws a PermanentFailure when retrying the same message would be refused again (the delivery
+// is dead at once).
 
 /** The body the merchant's webhook receives (`type` names the event, for receivers that get others). */
-export type NotificationPayload = { type: 'buyer.notification' } & Omit<OutboxMessage, 'attempts' | 'channel'>;
+export type NotificationPayload = { type: 'buyer.notification' } & Omit<NotificationMessage, 'attempts' | 'channel'>;
 
 /** The id a delivery carries: the same on every attempt of a notification. */
-export const notificationId = (m: Pick<OutboxMessage, 'id'>): string => `ntf_${m.id}`;
+export const notificationId = (m: Pick<NotificationMessage, 'id'>): string => `ntf_${m.id}`;
 
 /**
  * The Standard Webhooks signature (standardwebhooks.com): HMAC-SHA256 of `<id>.<timestamp>.<body>`,
@@ -107,7 +97,7 @@ function emailChannel(cfg: NonNullable<NotifyConfig['email']>, timeoutMs: number
     name: 'email',
     async send(m) {
       if (!m.buyerId.includes('@')) {
-        log(`outbox: ${notificationId(m)} not emailed: buyer id ${m.buyerId} is not an email address`);
+        log(`notification ${notificationId(m)} not emailed: buyer id ${m.buyerId} is not an email address`);
         return 'skipped';
       }
       if (!EMAIL.test(m.buyerId)) throw new PermanentFailure(`malformed email address: ${m.buyerId}`);

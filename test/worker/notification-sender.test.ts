@@ -1,15 +1,15 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
-import { loadNotifyConfig, type NotifyConfig } from '../../config/notify';
-import { signDelivery, startOutboxSender, type OutboxSender } from '../../worker/outbox-sender';
+import { signDelivery } from '../../worker/notification-channels';
+import { FAST_RETRIES } from '../helpers/notifications';
 import { AS_SUPPORT, sessionOf, startSystem, type System } from '../helpers/system';
 import { until } from '../helpers/poll';
 
-// The outbox drained for real: a saga writes a buyer notification, two senders (two workers) race
-// for it, the merchant's webhook (a local HTTP server) answers 500 first, then 200. It must be
-// delivered exactly once successfully, signed, with the same id on the retry. Serial: each test's
-// senders drain the whole outbox, and must not take the other test's row.
+// Buyer notifications delivered for real: a support refund's saga writes a notification, its
+// `notifyBuyer` activity hands it to its delivery workflow on the worker's notifications queue, the
+// merchant's webhook (a local HTTP server) answers 500 first, then 200. It must be delivered exactly
+// once successfully, signed, with the same id on the retry.
 
 const SECRET = 'whsec_' + Buffer.from('outbox-test-secret-0123456789abcdef').toString('base64');
 
@@ -60,23 +60,23 @@ async function refundedPurchase(sys: System, buyer: string): Promise<string> {
   return purchaseId;
 }
 
-const fast = (env: Record<string, string>): NotifyConfig =>
-  loadNotifyConfig({ NOTIFY_POLL_MS: '50', NOTIFY_RETRY_BASE_MS: '300', NOTIFY_TIMEOUT_MS: '2000', ...env });
-
 test.serial(
   "a support refund's notification reaches the merchant webhook once, signed, after a 500, with the same id on the retry",
   async (t) => {
-    const sys = await startSystem();
     const hook = await receiver();
-    const senders: OutboxSender[] = [];
+    const sys = await startSystem({
+      notify: {
+        ...FAST_RETRIES,
+        NOTIFY_RETRY_BASE_MS: '300',
+        NOTIFY_RETRY_MAX_MS: '300',
+        NOTIFY_WEBHOOK_URL: hook.url,
+        NOTIFY_WEBHOOK_SECRET: SECRET,
+      },
+    });
     t.teardown(async () => {
-      for (const s of senders) await s.stop();
       await hook.close();
       await sys.close();
     });
-    const config = fast({ NOTIFY_WEBHOOK_URL: hook.url, NOTIFY_WEBHOOK_SECRET: SECRET });
-    // Two workers' senders on the same outbox.
-    for (let i = 0; i < 2; i++) senders.push(startOutboxSender(sys.db, config, () => {}));
 
     const buyer = `outbox-${Date.now()}`;
     const purchaseId = await refundedPurchase(sys, buyer);
@@ -95,7 +95,7 @@ test.serial(
       'one failed attempt, one delivered',
     );
 
-    // Long enough for a third delivery if anything were wrong (several backoffs and polls).
+    // Long enough for a third delivery if anything were wrong (several backoffs).
     await new Promise((r) => setTimeout(r, 1500));
     const mine = hook.deliveries.filter((d) => JSON.parse(d.body).purchaseId === purchaseId);
     t.deepEqual(
@@ -124,17 +124,12 @@ test.serial(
 );
 
 test.serial('with NOTIFY_LOG=1 (npm start) each notification is printed to the log and counted sent', async (t) => {
-  const sys = await startSystem();
-  const lines: string[] = [];
-  const sender = startOutboxSender(sys.db, fast({ NOTIFY_LOG: '1' }), (l) => lines.push(l));
-  t.teardown(async () => {
-    await sender.stop();
-    await sys.close();
-  });
+  const sys = await startSystem({ notify: { ...FAST_RETRIES, NOTIFY_LOG: '1' } });
+  t.teardown(() => sys.close());
   const buyer = `outbox-log-${Date.now()}`;
   const purchaseId = await refundedPurchase(sys, buyer);
   const line = await until('the log line', async () =>
-    lines.find((l) => l.includes(purchaseId) && l.includes('notification for buyer')),
+    sys.notificationLines().find((l) => l.includes(purchaseId) && l.includes('notification for buyer')),
   );
   t.is(
     line,

@@ -2,7 +2,14 @@ import type { AddressInfo } from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import type pg from 'pg';
 import { SMTPServer } from 'smtp-server';
-import { delivery, notification, NOTIFICATION_MESSAGE, notificationSent, ownDb, sender } from '../helpers/outbox';
+import {
+  delivery,
+  notification,
+  NOTIFICATION_MESSAGE,
+  notificationSent,
+  ownDb,
+  sender,
+} from '../helpers/notifications';
 import { until } from '../helpers/poll';
 
 // The email channel against a real SMTP server (smtp-server, in this process): the sender's
@@ -89,8 +96,8 @@ const severalPolls = () => new Promise((r) => setTimeout(r, 400));
 test('a notification to a buyer whose id is an email address is emailed once, from NOTIFY_EMAIL_FROM, with its message and a Message-ID of its own, and marked sent', async (t) => {
   const { db } = await ownDb(t);
   const smtp = await smtpServer(t);
-  const { outcomes } = sender(t, db, smtp.env);
-  const id = await notification(db, 'ana@example.test');
+  const { outcomes, notifier } = await sender(t, db, smtp.env);
+  const id = await notification(db, { notifier, buyer: 'ana@example.test' });
   const purchaseId = await purchaseOf(db, id);
 
   const sent = await settled(db, id, 'sent_at');
@@ -117,8 +124,8 @@ test('a notification to a buyer whose id is an email address is emailed once, fr
 test('a transient refusal (451 at RCPT TO) is retried and the notification then emailed once', async (t) => {
   const { db } = await ownDb(t);
   const smtp = await smtpServer(t, (nth) => (nth === 1 ? 451 : undefined));
-  const { outcomes, lines } = sender(t, db, smtp.env);
-  const id = await notification(db, 'ben@example.test');
+  const { outcomes, lines, notifier } = await sender(t, db, smtp.env);
+  const id = await notification(db, { notifier, buyer: 'ben@example.test' });
 
   const sent = await settled(db, id, 'sent_at');
   t.true(sent.attempts >= 2, `attempts: ${sent.attempts}`);
@@ -138,8 +145,8 @@ test('a transient refusal (451 at RCPT TO) is retried and the notification then 
 test('a permanent refusal (550 at RCPT TO) is dead after one attempt, its error naming the code, and nothing is received', async (t) => {
   const { db } = await ownDb(t);
   const smtp = await smtpServer(t, () => 550);
-  const { outcomes } = sender(t, db, smtp.env);
-  const id = await notification(db, 'cy@example.test');
+  const { outcomes, notifier } = await sender(t, db, smtp.env);
+  const id = await notification(db, { notifier, buyer: 'cy@example.test' });
 
   const dead = await settled(db, id, 'dead_at');
   t.is(dead.attempts, 1);
@@ -156,8 +163,8 @@ test('a permanent refusal (550 at RCPT TO) is dead after one attempt, its error 
 test('a buyer id without @ is not emailed (no SMTP connection) and counts as skipped, its delivery sent; one with @ that is no address is dead at once', async (t) => {
   const { db } = await ownDb(t);
   const smtp = await smtpServer(t);
-  const { outcomes, lines } = sender(t, db, smtp.env);
-  const skipped = await notification(db, 'buyer-1');
+  const { outcomes, lines, notifier } = await sender(t, db, smtp.env);
+  const skipped = await notification(db, { notifier, buyer: 'buyer-1' });
 
   const row = await settled(db, skipped, 'sent_at');
   t.is(row.attempts, 1);
@@ -165,11 +172,11 @@ test('a buyer id without @ is not emailed (no SMTP connection) and counts as ski
   t.is(row.dead_at, null);
   await notificationSent(db, skipped); // nothing left to deliver: it counts sent
   t.true(
-    lines.includes(`outbox: ntf_${skipped} not emailed: buyer id buyer-1 is not an email address`),
+    lines.includes(`notification ntf_${skipped} not emailed: buyer id buyer-1 is not an email address`),
     lines.join('\n'),
   );
 
-  const malformed = await notification(db, 'dee@localhost');
+  const malformed = await notification(db, { notifier, buyer: 'dee@localhost' });
   const dead = await settled(db, malformed, 'dead_at');
   t.is(dead.attempts, 1);
   t.is(dead.last_error, 'malformed email address: dee@localhost');

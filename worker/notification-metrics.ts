@@ -1,15 +1,15 @@
 import client from 'prom-client';
 import { metricOptions } from '../vocabulary/metrics';
 import type { Db } from '../store/db';
-import { outboxCounts } from '../store/outbox';
-import type { DeliveryOutcome } from './outbox-sender';
+import type { DeliveryOutcome } from '../activities/notifications';
+import { deliveryCounts } from '../store/notifications';
 
-// The outbox on the worker's /metrics: the deliveries not sent, per channel and state (pending, to
-// be tried; dead, waiting for an operator), read from Postgres once per scrape (one grouped query),
+// Buyer notifications on the worker's /metrics: the deliveries not sent, per channel and state
+// (pending, being tried; dead, waiting for an operator), read from Postgres once per scrape (one grouped query),
 // and this worker's delivery attempts by channel and outcome. Every worker reports the same
 // gauges (the table is shared): alert on max(), not sum().
 
-export function outboxMetrics(
+export function notificationMetrics(
   registry: client.Registry,
   db: Db,
   channels: string[],
@@ -18,7 +18,7 @@ export function outboxMetrics(
     ...metricOptions('flashsale_notifications'),
     registers: [registry],
     async collect() {
-      const counts = await outboxCounts(db, channels);
+      const counts = await deliveryCounts(db, channels);
       this.reset();
       for (const c of counts) {
         this.set({ channel: c.channel, state: 'pending' }, c.pending);
