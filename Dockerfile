@@ -4,7 +4,7 @@
 # no npm, no webpack at start. The payments emulator (packages/stripe-emulator, an npm workspace) is
 # not in it: it has an image of its own, the `stripe-emulator` stage below, for development only.
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -14,7 +14,7 @@ RUN npx tsc -p tsconfig.build.json \
  && mkdir -p dist/docs && cp docs/openapi.json dist/docs/openapi.json \
  && node dist/worker/bundle-workflows.js dist/workflow-bundle.js
 
-FROM node:20-bookworm-slim AS deps
+FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 # The root's manifests only, never packages/: npm links every workspace it finds and installs the
 # workspace's own dependencies even with --omit=dev (the emulator's would come in: tsx, esbuild).
@@ -24,7 +24,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && rm -rf node_modul
 
 # The payments emulator, for development only (docker-compose.yml's profile `emulator`, built with
 # `--target stripe-emulator`): its workspace's production dependencies and its TypeScript, run with tsx.
-FROM node:20-bookworm-slim AS stripe-emulator
+FROM node:24-bookworm-slim AS stripe-emulator
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/stripe-emulator/package.json packages/stripe-emulator/
@@ -35,7 +35,7 @@ EXPOSE 12111
 CMD ["node", "--import", "tsx", "packages/stripe-emulator/src/main.ts"]
 
 # The production image (the default target: the last stage).
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=deps /app/node_modules ./node_modules

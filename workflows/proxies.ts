@@ -50,11 +50,14 @@ export const localActs = proxyLocalActivities<StoreActivities>(STORE_STEP);
  * (activities/stripe.ts) and never fails the purchase while the hold lasts; other faults fail it after
  * CHECKOUT_ATTEMPTS_ON_FAULTS attempts (activities/checkout-session.ts), and it is compensated.
  */
+/** One call to Stripe's deadline: stripe-node's own 15 s timeout (config/clients.ts) ends first. */
+const STRIPE_CALL_TIMEOUT = '20 seconds';
+
 export function checkoutActs(holdEnd: number): StripeActivities {
   return proxyActivities<StripeActivities>({
     taskQueue: stripeQueue(),
     priority: NEW_CHECKOUT,
-    startToCloseTimeout: '20 seconds',
+    startToCloseTimeout: STRIPE_CALL_TIMEOUT,
     scheduleToCloseTimeout: Math.max(1_000, holdEnd - Date.now()),
     retry: {
       initialInterval: '200 milliseconds',
@@ -78,7 +81,7 @@ const STRIPE_SETTLE_RETRY: RetryPolicy = {
 const settleOptions = (): ActivityOptions => ({
   taskQueue: stripeQueue(),
   priority: SETTLE_FIRST,
-  startToCloseTimeout: '20 seconds',
+  startToCloseTimeout: STRIPE_CALL_TIMEOUT,
   retry: STRIPE_SETTLE_RETRY,
 });
 
