@@ -13,17 +13,15 @@ import { Admissions } from '../store/admission';
 import { CheckoutWatch } from '../store/checkout-watch';
 import { Gate } from '../store/gate';
 import { NotifyListener } from '../store/notify-listener';
-import { migrate } from '../store/migrate';
+import { prepareSchema } from '../store/migrate';
 import { createApp } from './app';
+import { DRAIN_MS } from './shutdown';
 import { BotCheck } from './bot-check';
 import { CatalogueCache } from './catalogue-view';
 import type { ApiDeps } from './deps';
 import { createMetrics } from './metrics';
 import { createRateLimits } from './rate-limits';
 import { WaitingRoom } from './waiting-room';
-
-/** How long in-flight requests get to finish after the listener closes. */
-const DRAIN_MS = 5000;
 
 let logger: Logger | undefined;
 
@@ -34,8 +32,9 @@ async function main(): Promise<void> {
   const config = loadApiConfig(process.env);
   const root = logger;
   const log = (line: string) => root.info(line);
-  // Several processes may boot at once: migrate() serialises them on an advisory lock.
-  await migrate(config.databaseUrl, log);
+  // Migrates (several processes may boot at once: an advisory lock serialises them), or with
+  // MIGRATE_AT_BOOT=0 only checks that nothing is missing.
+  await prepareSchema(config.databaseUrl, config.migrateAtBoot, log);
   // Short timeouts (PG_CONNECT_TIMEOUT_MS, PG_STATEMENT_TIMEOUT_MS): with Postgres gone, 503 at once.
   const db = createPool(config.databaseUrl, API_POOL_SIZE, (line) => root.warn(line), config.pool);
   // Postgres's clock, by this host's plus a measured offset: the opening and every lapse are decided by it.

@@ -27,7 +27,13 @@ export interface CommonConfig {
   taskQueue: string;
 }
 
-export interface ApiConfig extends CommonConfig, StripeConfig {
+/** What the API and the worker do at start besides their configuration. */
+export interface ServiceStart {
+  /** MIGRATE_AT_BOOT: apply the missing migrations at start (true), or only check that none is missing. */
+  migrateAtBoot: boolean;
+}
+
+export interface ApiConfig extends CommonConfig, StripeConfig, ServiceStart {
   stripeWebhookSecret: string;
   port: number;
   host: string;
@@ -82,7 +88,7 @@ export interface ApiConfig extends CommonConfig, StripeConfig {
   botCheck: { secret: string; maxNumber: number };
 }
 
-export interface WorkerConfig extends CommonConfig, StripeConfig {
+export interface WorkerConfig extends CommonConfig, StripeConfig, ServiceStart {
   /** Where the buyer's pages are served (the default base of the Checkout success and cancel URLs). */
   publicUrl: string;
   /** Where Checkout sends the buyer after paying, and after leaving it; `{purchaseId}` is replaced. */
@@ -168,6 +174,13 @@ function checkoutUrl(r: Reader, name: string, dflt: string): string {
 
 function common(r: Reader): CommonConfig {
   return { databaseUrl: r.postgresUrl('DATABASE_URL', 'the Postgres holding stock and purchases'), ...temporal(r) };
+}
+
+/** MIGRATE_AT_BOOT: `1` (the table's default) or `0`. */
+function serviceStart(r: Reader): ServiceStart {
+  const raw = r.text('MIGRATE_AT_BOOT');
+  if (raw !== '0' && raw !== '1') r.problems.push(`MIGRATE_AT_BOOT must be 0 or 1, got "${raw}"`);
+  return { migrateAtBoot: raw !== '0' };
 }
 
 /** Admin and support tokens outside development: long enough not to be guessed. */
@@ -275,6 +288,7 @@ export function loadApiConfig(env: Env): ApiConfig {
   const host = r.text('HOST');
   return r.done({
     ...common(r),
+    ...serviceStart(r),
     ...stripe(r),
     stripeWebhookSecret: r.need('STRIPE_WEBHOOK_SECRET', 'whsec_ secret that signs Stripe webhooks'),
     port: r.int('PORT'),
@@ -312,6 +326,7 @@ export function loadWorkerConfig(env: Env): WorkerConfig {
   const r = new Reader(env, 'worker');
   return r.done({
     ...common(r),
+    ...serviceStart(r),
     ...stripe(r),
     ...checkoutUrls(r),
     sweepIntervalMs: r.int('SWEEP_INTERVAL_MS'),

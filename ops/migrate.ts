@@ -1,4 +1,5 @@
-// `npm run migrate`: applies the migrations the database lacks (the API and the worker also do it at boot).
+// `npm run migrate`: applies the migrations the database lacks (the API and the worker also do it at
+// boot, unless MIGRATE_AT_BOOT=0: then this, or the migrate Job on Kubernetes, runs first).
 import { loadCliConfig } from '../config';
 import { migrate } from '../store/migrate';
 import { runCli } from './cli';

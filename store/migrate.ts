@@ -88,6 +88,83 @@ function refusal(dir: string, recorded: Map<string, string | null>, files: Migra
   return problems.length ? `refusing to migrate: ${problems.join('. ')}.` : null;
 }
 
+/** What `schema_migrations` records (version → checksum, null for a row from before checksums), and the files, checked against each other. */
+async function readChecked(
+  client: pg.Client,
+  dir: string,
+): Promise<{ recorded: Map<string, string | null>; files: MigrationFile[] }> {
+  // `SELECT *`: a table made before checksums were kept has no such column (read as null).
+  const rows = (await client.query<{ version: string; checksum?: string | null }>('SELECT * FROM schema_migrations'))
+    .rows;
+  const recorded = new Map(rows.map((r) => [r.version, r.checksum ?? null]));
+  const files = await readMigrations(dir);
+  const refused = refusal(dir, recorded, files);
+  if (refused) throw new MigrationRefused(refused);
+  return { recorded, files };
+}
+
+async function connected<T>(databaseUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  // A connection lost mid-run fails the query in flight; the event itself must not crash the process.
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * The migrations the database lacks (versions, in name order), read from `schema_migrations`
+ * without its lock and without writing anything; all of them when the table is not there. Throws
+ * `MigrationRefused` where `migrate()` would: an applied file changed, or one is missing on disk.
+ */
+export async function pendingMigrations(databaseUrl: string, opts: MigrateOptions = {}): Promise<string[]> {
+  const dir = opts.dir ?? MIGRATIONS_DIR;
+  return connected(databaseUrl, async (client) => {
+    const table = await client.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
+    if (table.rows[0].t === null) return (await readMigrations(dir)).map((f) => f.version);
+    const { recorded, files } = await readChecked(client, dir);
+    return files.filter((f) => !recorded.has(f.version)).map((f) => f.version);
+  });
+}
+
+/** A service told not to migrate (MIGRATE_AT_BOOT=0) found migrations it needs not applied. */
+export class MigrationsPending extends MigrationRefused {}
+MigrationsPending.prototype.name = 'MigrationsPending';
+
+/**
+ * The schema step of the API's and the worker's start. `migrateAtBoot` (MIGRATE_AT_BOOT=1, the
+ * default): apply what is missing (`migrate()`). Otherwise something else migrates (`npm run
+ * migrate`, the migrate Job on Kubernetes) and this only checks: a migration not applied throws
+ * `MigrationsPending`, one line naming it, so the process exits rather than run on an old schema.
+ */
+export async function prepareSchema(
+  databaseUrl: string,
+  migrateAtBoot: boolean,
+  log: (line: string) => void,
+  opts: MigrateOptions = {},
+): Promise<void> {
+  if (migrateAtBoot) {
+    await migrate(databaseUrl, log, opts);
+    return;
+  }
+  const pending = await pendingMigrations(databaseUrl, opts);
+  if (pending.length === 0) {
+    log('schema is up to date (MIGRATE_AT_BOOT=0: not migrating at start)');
+    return;
+  }
+  const what =
+    pending.length === 1
+      ? `migration ${pending[0]} is`
+      : `${pending.length} migrations (${pending[0]} to ${pending[pending.length - 1]}) are`;
+  throw new MigrationsPending(
+    `refusing to start: ${what} not applied to this database, and MIGRATE_AT_BOOT=0 leaves migrating to ` +
+      '`npm run migrate` (the migrate Job on Kubernetes): run it, then start this again',
+  );
+}
+
 /**
  * Applies every migration not yet recorded in `schema_migrations`, in name order, each in its own
  * transaction, recording its checksum. Before applying anything it checks the applied ones: an
@@ -102,58 +179,46 @@ export async function migrate(
   opts: MigrateOptions = {},
 ): Promise<string[]> {
   const dir = opts.dir ?? MIGRATIONS_DIR;
-  const client = new pg.Client({ connectionString: databaseUrl });
-  // A connection lost mid-run fails the query in flight; the event itself must not crash the process.
-  client.on('error', () => {});
-  await client.connect();
-  const applied: string[] = [];
-  try {
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    await client.query(
-      'CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
-    );
-    // A table made by the runner before checksums were kept gains the column on the fly.
-    await client.query('ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum text');
-    const recorded = new Map(
-      (
-        await client.query<{ version: string; checksum: string | null }>(
-          'SELECT version, checksum FROM schema_migrations',
-        )
-      ).rows.map((r) => [r.version, r.checksum]),
-    );
-    const files = await readMigrations(dir);
-    const refused = refusal(dir, recorded, files);
-    if (refused) throw new MigrationRefused(refused);
+  return connected(databaseUrl, async (client) => {
+    const applied: string[] = [];
+    try {
+      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      await client.query(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+      );
+      // A table made by the runner before checksums were kept gains the column on the fly.
+      await client.query('ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum text');
+      const { recorded, files } = await readChecked(client, dir);
 
-    for (const f of files) {
-      if (!recorded.has(f.version) || recorded.get(f.version) !== null) continue;
-      await client.query('UPDATE schema_migrations SET checksum = $2 WHERE version = $1 AND checksum IS NULL', [
-        f.version,
-        f.checksum,
-      ]);
-      log(`recorded the checksum of migration ${f.version} (applied before checksums were kept)`);
-    }
-
-    for (const f of files) {
-      if (recorded.has(f.version)) continue;
-      await client.query('BEGIN');
-      try {
-        await client.query(f.sql);
-        await client.query('INSERT INTO schema_migrations (version, checksum) VALUES ($1, $2)', [
+      for (const f of files) {
+        if (!recorded.has(f.version) || recorded.get(f.version) !== null) continue;
+        await client.query('UPDATE schema_migrations SET checksum = $2 WHERE version = $1 AND checksum IS NULL', [
           f.version,
           f.checksum,
         ]);
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK');
-        throw new Error(`migration ${f.file} failed: ${(err as Error).message}`);
+        log(`recorded the checksum of migration ${f.version} (applied before checksums were kept)`);
       }
-      applied.push(f.version);
-      log(`applied migration ${f.version}`);
+
+      for (const f of files) {
+        if (recorded.has(f.version)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(f.sql);
+          await client.query('INSERT INTO schema_migrations (version, checksum) VALUES ($1, $2)', [
+            f.version,
+            f.checksum,
+          ]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK');
+          throw new Error(`migration ${f.file} failed: ${(err as Error).message}`);
+        }
+        applied.push(f.version);
+        log(`applied migration ${f.version}`);
+      }
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
     }
-  } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
-    await client.end();
-  }
-  return applied;
+    return applied;
+  });
 }

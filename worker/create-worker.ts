@@ -38,6 +38,9 @@ export function workerPoolSize(limits: { activities: number; localActivities: nu
   return limits.activities + limits.localActivities + (limits.stripeCalls ?? MAX_CONCURRENT_STRIPE_CALLS) + 1;
 }
 
+/** In-flight activities get this long to finish when the worker is told to stop (SIGTERM). */
+export const WORKER_SHUTDOWN_GRACE_MS = 10_000;
+
 /** Buyer notification deliveries one worker runs at once, on their own queue: a webhook's wait is not a saga's. */
 export const MAX_CONCURRENT_NOTIFICATIONS = 4;
 
@@ -135,8 +138,7 @@ export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise
     connection: opts.connection,
     namespace: opts.namespace,
     interceptors: { activity: [activityInterceptors], workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
-    // In-flight activities get this long to finish when the worker is told to stop.
-    shutdownGraceTime: '10 seconds',
+    shutdownGraceTime: WORKER_SHUTDOWN_GRACE_MS,
   };
   const sagas = await Worker.create({
     ...common,

@@ -8,7 +8,7 @@ import { describeTemporal } from '../config/temporal';
 import { DbClock } from '../store/clock';
 import { HoldDesk } from '../store/hold-desk';
 import { sweepExpired } from '../store/holds';
-import { migrate } from '../store/migrate';
+import { prepareSchema } from '../store/migrate';
 import { createPurchaseWorker, workerPostgresConnections } from './create-worker';
 import { createWorkerMetrics, installRuntime, serveTelemetry } from './telemetry';
 import { stripeTaskQueue } from '../vocabulary';
@@ -27,8 +27,9 @@ async function main(): Promise<void> {
   const log = logger;
   // Before any connection: the runtime's logger and metrics are fixed when it starts.
   const sdkMetricsUrl = await installRuntime(log);
-  // Several processes may boot at once: migrate() serialises them on an advisory lock.
-  await migrate(config.databaseUrl, (line) => log.info(line));
+  // Migrates (several processes may boot at once: an advisory lock serialises them), or with
+  // MIGRATE_AT_BOOT=0 only checks that nothing is missing.
+  await prepareSchema(config.databaseUrl, config.migrateAtBoot, (line) => log.info(line));
   const limits = {
     activities: config.maxActivities,
     localActivities: config.maxLocalActivities,

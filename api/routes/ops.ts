@@ -7,7 +7,7 @@ import { requireBearer } from '../auth';
 import type { ApiDeps } from '../deps';
 
 /** Each readiness check answers within this long, or counts as failed: /readyz itself answers within 2 s. */
-const READY_CHECK_MS = 1_500;
+export const READY_CHECK_MS = 1_500;
 
 /** The HTTP contract as an OpenAPI 3.1 document, read once when the process starts. */
 const OPENAPI_DOCUMENT = fs.readFileSync(path.join(__dirname, '../../docs/openapi.json'));

@@ -16,6 +16,13 @@ export const SERVICE_VARIABLES: readonly Variable[] = [
     essential: true,
   },
   {
+    name: 'MIGRATE_AT_BOOT',
+    section: 'service',
+    readBy: ['api', 'worker'],
+    default: '1',
+    doc: '`1`: the API and the worker apply the migrations the database lacks when they start (one at a time, under an advisory lock). `0`: something else migrates first (`npm run migrate`, the migrate Job [on Kubernetes](docs/operations.md#on-kubernetes)), and a process that finds a migration not applied exits 1 with one line naming it, rather than run on an old schema',
+  },
+  {
     name: 'TEMPORAL_ADDRESS',
     section: 'service',
     readBy: ALL,

@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { liveSecrets } from '../helpers/fixtures';
+import { API_READY, runEntryPoint as run, WORKER_READY, type Ended } from '../helpers/entry-point';
 import { devBuyerSecret } from '../../config/buyer-tokens';
 import { DEV_DEFAULTS } from '../../config/dev-secrets';
 
@@ -13,7 +13,6 @@ import { DEV_DEFAULTS } from '../../config/dev-secrets';
 // the worker and the CLIs, each with one problem line naming the variables that hold one. (What
 // each configuration loader answers: test/fast/config/dev-secrets.test.ts.)
 
-const repoRoot = path.join(__dirname, '../..');
 const REFUSAL =
   /^ {2}- (.+?) (?:holds a development value|hold development values) \(npm start's, .*\) and cannot run with a live STRIPE_SECRET_KEY: set secrets of your own/;
 const STACK_LINE = /^\s+at .+:\d+:\d+\)?$/m;
@@ -41,44 +40,6 @@ function liveEnv(): Record<string, string> {
   };
 }
 
-interface Ended {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** The process printed its ready line (it was then stopped): its configuration was accepted. */
-  ready: boolean;
-}
-
-/** Runs an entry point until it exits, or until it prints `readyLine` (then it is stopped). */
-function run(args: string[], env: Record<string, string>, readyLine?: RegExp): Promise<Ended> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  let ready = false;
-  const safety = setTimeout(() => child.kill('SIGKILL'), 90_000);
-  let stopping: NodeJS.Timeout | undefined;
-  child.stdout.on('data', (d: Buffer) => {
-    stdout += d.toString();
-    if (!ready && readyLine?.test(stdout)) {
-      ready = true;
-      child.kill('SIGTERM');
-      stopping = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    }
-  });
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) =>
-    child.on('close', (code) => {
-      clearTimeout(safety);
-      clearTimeout(stopping);
-      resolve({ code, stdout, stderr, ready });
-    }),
-  );
-}
-
 /** Refused at start: `code`, and on stderr one problem line naming exactly `names` (in any order), no stack trace. */
 function assertRefused(t: ExecutionContext, ended: Ended, code: number, names: string[], what: string): void {
   t.false(ended.ready, `${what}: refused before it was ready`);
@@ -95,9 +56,6 @@ function assertRefused(t: ExecutionContext, ended: Ended, code: number, names: s
   t.notRegex(ended.stderr + ended.stdout, STACK_LINE, `${what}: no stack trace`);
   t.false(ended.stderr.includes(devBuyer), `${what}: the dev buyer secret is not echoed`);
 }
-
-const API_READY = /listening on http:\/\/127\.0\.0\.1:0/;
-const WORKER_READY = /polling task queues/;
 
 test.serial(
   'the API refuses each development secret beside a live key, exit 1, and starts with secrets of its own',

@@ -1,21 +1,18 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
 import { takeHold } from '../../store/holds';
 import { checksumOf, migrate, MigrationRefused, MIGRATIONS_DIR } from '../../store/migrate';
+import { API_READY, runEntryPoint, WORKER_READY, type Ended } from '../helpers/entry-point';
 import { createProduct } from '../../store/products';
 import { reconcile } from '../../store/reconcile';
 
 // Each test gets a database of its own (CREATE DATABASE on the suite's Postgres), so what it
 // migrates, breaks or upgrades touches no other test.
 
-const run = promisify(execFile);
-const repoRoot = path.resolve(__dirname, '../..');
 const OLDEST_003 = path.join(__dirname, 'fixtures', '003_hold_batch.oldest.sql');
 const FILES = fs
   .readdirSync(MIGRATIONS_DIR)
@@ -57,6 +54,68 @@ function migrationsCopy(t: ExecutionContext): string {
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
+
+test('with MIGRATE_AT_BOOT=0 the API and the worker migrate nothing: they refuse a database that lacks a migration, naming it, and start on a current one', async (t) => {
+  const api = (url: string) => runEntryPoint(['api/main.ts'], { ...entryEnv(url), MIGRATE_AT_BOOT: '0' }, API_READY);
+  const worker = (url: string) =>
+    runEntryPoint(['worker/main.ts'], { ...entryEnv(url), MIGRATE_AT_BOOT: '0' }, WORKER_READY);
+  const RUN_IT = /MIGRATE_AT_BOOT=0 leaves migrating to `npm run migrate` \(the migrate Job on Kubernetes\)/;
+
+  // An empty database: every migration is missing, and the refusal writes nothing.
+  const empty = await scratchDb(t);
+  for (const [what, ended] of [
+    ['the API', await api(empty)],
+    ['the worker', await worker(empty)],
+  ] as const) {
+    const line = fatalLine(t, ended, what);
+    t.is(line.level, 'fatal', what);
+    t.regex(
+      line.msg,
+      new RegExp(
+        `^refusing to start: ${VERSIONS.length} migrations \\(${VERSIONS[0]} to ${VERSIONS.at(-1)}\\) are not applied`,
+      ),
+      what,
+    );
+    t.regex(line.msg, RUN_IT, what);
+  }
+  const table = await withClient(
+    empty,
+    async (c) => (await c.query("SELECT to_regclass('schema_migrations') AS r")).rows[0].r,
+  );
+  t.is(table, null, 'nothing was written: not even the bookkeeping table');
+
+  // A database one release behind: migrated by the files but the last, as before a migrate Job ran.
+  const behind = await scratchDb(t);
+  const older = migrationsCopy(t);
+  fs.rmSync(path.join(older, FILES.at(-1)!));
+  await migrate(behind, undefined, { dir: older });
+  const [apiBehind, workerBehind] = await Promise.all([api(behind), worker(behind)]);
+  for (const [what, ended] of [
+    ['the API', apiBehind],
+    ['the worker', workerBehind],
+  ] as const) {
+    const line = fatalLine(t, ended, what);
+    t.regex(line.msg, new RegExp(`^refusing to start: migration ${VERSIONS.at(-1)} is not applied to this database`));
+    t.regex(line.msg, RUN_IT, what);
+  }
+  t.deepEqual(
+    (await recorded(behind)).map((r) => r.version),
+    VERSIONS.slice(0, -1),
+    'still one behind',
+  );
+
+  // The Job's part (`npm run migrate`), then both start without migrating.
+  const job = await runEntryPoint(['ops/migrate.ts'], { DATABASE_URL: behind });
+  t.is(job.code, 0, job.stderr);
+  t.regex(job.stdout, new RegExp(`applied migration ${VERSIONS.at(-1)}`));
+  const [apiUp, workerUp] = await Promise.all([api(behind), worker(behind)]);
+  t.true(apiUp.ready, `the API starts on the current schema:\n${apiUp.stdout}${apiUp.stderr}`);
+  t.true(workerUp.ready, `the worker starts on the current schema:\n${workerUp.stdout}${workerUp.stderr}`);
+  for (const ended of [apiUp, workerUp]) {
+    t.regex(ended.stdout, /schema is up to date \(MIGRATE_AT_BOOT=0: not migrating at start\)/);
+    t.notRegex(ended.stdout, /applied migration/);
+  }
+});
 
 /** What the runner before checksums did: a table of names, each file applied in a transaction. */
 async function migrateLikeTheOldRunner(url: string, files: Array<{ version: string; path: string }>): Promise<void> {
@@ -291,10 +350,9 @@ test('a migration recorded as applied but missing on disk makes the runner refus
   t.regex(err.message, /newer or different version of the code/);
 });
 
-/** Runs one of the project's entry points against `url`; its exit code and what it printed to stderr. */
-async function runEntryPoint(script: string, url: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = {
-    ...process.env,
+/** What an entry point of the project needs to start against `url` (a development Stripe, Temporal the suite's). */
+function entryEnv(url: string): Record<string, string> {
+  return {
     DATABASE_URL: url,
     STRIPE_SECRET_KEY: 'sk_test_emulator',
     STRIPE_WEBHOOK_SECRET: 'whsec_test',
@@ -304,18 +362,19 @@ async function runEntryPoint(script: string, url: string): Promise<{ code: numbe
     BUYER_TOKEN_SECRET: 'migrate-test-buyer-token-secret-0123456789',
     BOT_CHECK_SECRET: 'migrate-test-bot-check-secret-0123456789',
     PORT: '0',
+    WORKER_METRICS_PORT: '0',
+    SHUTDOWN_GRACE_MS: '0',
+    TASK_QUEUE: `migrate-${randomUUID()}`,
   };
-  try {
-    await run(process.execPath, ['--import', 'tsx', path.join(repoRoot, script)], {
-      env,
-      cwd: repoRoot,
-      timeout: 60_000,
-    });
-    return { code: 0, stdout: '', stderr: '' };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+}
+
+/** The one line a service wrote before it exited 1 (a JSON log line on stdout), or a failure naming what it printed. */
+function fatalLine(t: ExecutionContext, ended: Ended, what: string): { level: string; msg: string } {
+  t.is(ended.code, 1, `${what} exits 1: ${ended.stderr}`);
+  t.false(ended.ready, `${what} never got ready`);
+  const lines = ended.stdout.trim().split('\n');
+  t.is(lines.length, 1, `${what} prints one line: ${ended.stdout}${ended.stderr}`);
+  return JSON.parse(lines[0]) as { level: string; msg: string };
 }
 
 test('npm run migrate, the worker and the API refuse to start on an edited migration, with one line (a fatal log line for the services)', async (t) => {
@@ -326,7 +385,7 @@ test('npm run migrate, the worker and the API refuse to start on an edited migra
     c.query("UPDATE schema_migrations SET checksum = repeat('0', 64) WHERE version = '003_hold_batch'"),
   );
   for (const script of ['ops/migrate.ts', 'worker/main.ts', 'api/main.ts']) {
-    const { code, stdout, stderr } = await runEntryPoint(script, url);
+    const { code, stdout, stderr } = await runEntryPoint([script], entryEnv(url));
     t.not(code, 0, `${script} exits non-zero`);
     // The CLI tells a person on stderr; the services log JSON on stdout, one `fatal` line.
     const service = script !== 'ops/migrate.ts';

@@ -99,6 +99,16 @@ test("the loaders' defaults are the table's", (t) => {
   t.is<unknown, unknown>(w.pool.connectTimeoutMs, variable('PG_CONNECT_TIMEOUT_MS').defaultBy?.worker);
   t.is<unknown, unknown>(w.maxStripeCalls, variable('WORKER_MAX_STRIPE_CALLS').default);
   t.is<unknown, unknown>(w.taskQueue, variable('TASK_QUEUE').default);
+  t.true(api.migrateAtBoot && w.migrateAtBoot, 'MIGRATE_AT_BOOT: 1 unless told otherwise');
+});
+
+test('MIGRATE_AT_BOOT is 0 or 1: 0 leaves the migrations to `npm run migrate`, anything else is named', (t) => {
+  const env = { DATABASE_URL: 'postgres://x@127.0.0.1/db', STRIPE_SECRET_KEY: 'sk_test_x' };
+  t.false(loadWorkerConfig({ ...env, MIGRATE_AT_BOOT: '0' }).migrateAtBoot);
+  t.true(loadWorkerConfig({ ...env, MIGRATE_AT_BOOT: '1' }).migrateAtBoot);
+  t.throws(() => loadWorkerConfig({ ...env, MIGRATE_AT_BOOT: 'false' }), {
+    message: /MIGRATE_AT_BOOT must be 0 or 1, got "false"/,
+  });
 });
 
 test('a bound comes from the table: a port past 65535 and an integer below its minimum are named', (t) => {
