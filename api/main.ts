@@ -1,8 +1,12 @@
+// First: tracing (when the OTEL_* variables ask for it) must be on before http, Koa and pg load.
+import './start-tracing';
 import { Client } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
 import { API_POOL_SIZE, connectTemporal, createPool, createStripe } from '../config/clients';
 import { isLiveKey, loadApiConfig } from '../config';
 import { createBuyerVerifier } from '../config/buyer-tokens';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
+import { activeTracing } from '../config/tracing';
 import { listening } from '../config/listen';
 import { describeTemporal } from '../config/temporal';
 import { createRoomTokens } from '../config/room-tokens';
@@ -63,7 +67,12 @@ async function main(): Promise<void> {
   const connection = await connectTemporal(config.temporal, { callTimeoutMs: config.temporalCallTimeoutMs });
   const deps: ApiDeps = {
     db,
-    temporal: new Client({ connection, namespace: config.temporalNamespace }),
+    temporal: new Client({
+      connection,
+      namespace: config.temporalNamespace,
+      // With tracing on, each call is a span whose context goes on in the workflow's headers.
+      interceptors: { workflow: activeTracing() ? [new OpenTelemetryWorkflowClientInterceptor()] : [] },
+    }),
     taskQueue: config.taskQueue,
     admissions: new Admissions(db, gate, clock),
     clock,
@@ -123,6 +132,7 @@ async function main(): Promise<void> {
     await listener.close();
     clock.close();
     await db.end();
+    await activeTracing()?.shutdown();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

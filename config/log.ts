@@ -1,3 +1,4 @@
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import pino from 'pino';
 import type { Logger as TemporalLogger, LogLevel as TemporalLevel, LogMetadata } from '@temporalio/common';
 import { ConfigError } from './index';
@@ -24,7 +25,8 @@ export function logLevel(env: Record<string, string | undefined>): LogLevel {
 /**
  * The logger of one process: `service` names it on every line; levels are written as words
  * (`"level":"info"`) and times as ISO 8601, which log pipelines read without a mapping. Errors are
- * serialised (type, message, stack) under `err` or `error`, the key Temporal's SDK uses.
+ * serialised (type, message, stack) under `err` or `error`, the key Temporal's SDK uses. With
+ * tracing on, a line logged inside a span carries its ids (`traceFields`).
  */
 export function createLogger(
   service: string,
@@ -38,9 +40,20 @@ export function createLogger(
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       serializers: { err: pino.stdSerializers.err, error: pino.stdSerializers.err },
+      mixin: traceFields,
     },
     destination,
   );
+}
+
+/**
+ * The ids of the span current where a line is logged (`trace_id`, `span_id`, as OpenTelemetry's
+ * log correlation names them), so that a trace leads to its lines and back. With tracing off
+ * (config/tracing.ts) no span is ever current and lines get nothing.
+ */
+export function traceFields(): { trace_id?: string; span_id?: string } {
+  const ctx = trace.getActiveSpan()?.spanContext();
+  return ctx && isSpanContextValid(ctx) ? { trace_id: ctx.traceId, span_id: ctx.spanId } : {};
 }
 
 /**

@@ -11,12 +11,17 @@ import { createStoreActivities, createStripeActivities, type ActivityDeps } from
 import type { NotificationActivities } from '../activities/notifications';
 import { notificationTaskQueue, stripeTaskQueue } from '../vocabulary';
 import { activityInterceptors } from './interceptors';
+import { tracingActivityInterceptors, workflowSpanSinks } from './tracing';
 
 /**
- * The workflow interceptor modules (the request id on the saga's log lines and activity headers):
- * bundled with the workflows, here or by whoever prebuilds a bundle (`bundleWorkflowCode`).
+ * The workflow interceptor modules (the request id on the saga's log lines and activity headers;
+ * OpenTelemetry's workflow and activity-scheduling spans, dropped by worker/tracing.ts's sink when
+ * tracing is off): bundled with the workflows, here or by whoever prebuilds a bundle (`bundleWorkflowCode`).
  */
-export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('../workflows/interceptors')];
+export const WORKFLOW_INTERCEPTOR_MODULES = [
+  require.resolve('../workflows/interceptors'),
+  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
+];
 
 /** Activities one worker runs at once, unless told otherwise (WORKER_MAX_ACTIVITIES). */
 export const MAX_CONCURRENT_ACTIVITIES = 50;
@@ -137,7 +142,12 @@ export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise
   const common = {
     connection: opts.connection,
     namespace: opts.namespace,
-    interceptors: { activity: [activityInterceptors], workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
+    // Tracing's activity interceptor first: its span is current when ours logs the attempt.
+    interceptors: {
+      activity: [...tracingActivityInterceptors(), activityInterceptors],
+      workflowModules: WORKFLOW_INTERCEPTOR_MODULES,
+    },
+    sinks: workflowSpanSinks(),
     shutdownGraceTime: WORKER_SHUTDOWN_GRACE_MS,
   };
   const sagas = await Worker.create({

@@ -1,9 +1,12 @@
+// First: tracing (when the OTEL_* variables ask for it) must be on before http and pg load.
+import './start-tracing';
 import { NativeConnection } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
 import { createPool, createStripe, nativeConnectionOptions } from '../config/clients';
 import { loadWorkerConfig } from '../config';
 import { loadNotifyConfig } from '../config/notify';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
+import { activeTracing } from '../config/tracing';
 import { describeTemporal } from '../config/temporal';
 import { DbClock } from '../store/clock';
 import { HoldDesk } from '../store/hold-desk';
@@ -124,6 +127,8 @@ async function main(): Promise<void> {
     await telemetry.close();
     await connection.close();
     await db.end();
+    // The spans still in the batch (tracing on).
+    await activeTracing()?.shutdown();
   }
 }
 

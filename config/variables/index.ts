@@ -1,5 +1,6 @@
 import { SERVICE_VARIABLES } from './service';
 import { TOOL_VARIABLES } from './tools';
+import { TRACING_VARIABLES } from './tracing';
 import { TUNING_VARIABLES } from './tuning';
 import type { Variable } from './types';
 
@@ -11,7 +12,12 @@ export type { ConfigProcess, Section, Tool, Variable } from './types';
 // (test/fast/config/variables.test.ts) fails when a generated file or a variable read in the code
 // is not in step with this table.
 
-export const VARIABLES: readonly Variable[] = [...SERVICE_VARIABLES, ...TUNING_VARIABLES, ...TOOL_VARIABLES];
+export const VARIABLES: readonly Variable[] = [
+  ...SERVICE_VARIABLES,
+  ...TRACING_VARIABLES,
+  ...TUNING_VARIABLES,
+  ...TOOL_VARIABLES,
+];
 
 const BY_NAME = new Map(VARIABLES.map((v) => [v.name, v]));
 

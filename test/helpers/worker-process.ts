@@ -13,23 +13,25 @@ export interface WorkerProcess {
   url: string;
 }
 
+/** One of the services (`api/main.ts`, `worker/main.ts`) in a child process, its JSON lines kept. */
+export interface ServiceProcess {
+  child: ChildProcess;
+  /** Every JSON line it printed so far (it keeps filling). */
+  lines: LogLine[];
+}
+
 /**
- * `worker/main.ts` as a deployment runs it, in a child process (so a test can kill it), on this
- * system's task queue against its emulator, its metrics on a free port. Resolves once it polls.
+ * An entry point (`script`, from the repository's root) as a deployment runs it, in a child process,
+ * with `env` over this process's environment. Resolves with the line that `ready` accepts, once it
+ * prints one; rejects, with what it printed, if it exits before.
  */
-export function startWorkerProcess(sys: System, env: Record<string, string> = {}): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../../worker/main.ts')], {
-    env: {
-      ...process.env,
-      DATABASE_URL: sys.databaseUrl,
-      TASK_QUEUE: sys.taskQueue,
-      STRIPE_SECRET_KEY: 'sk_test_emulator',
-      STRIPE_API_URL: sys.emulator.url,
-      STRIPE_EMULATOR: '1',
-      PUBLIC_URL: sys.apiUrl,
-      WORKER_METRICS_PORT: '0',
-      ...env,
-    },
+export function startServiceProcess(
+  script: string,
+  env: Record<string, string>,
+  ready: (line: LogLine) => boolean,
+): Promise<ServiceProcess & { ready: LogLine }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../..', script)], {
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: LogLine[] = [];
@@ -49,12 +51,32 @@ export function startWorkerProcess(sys: System, env: Record<string, string> = {}
           continue; // not a log line (a library writing to stdout)
         }
         lines.push(line);
-        if (typeof line.metrics === 'string' && /polling task queue/.test(line.msg)) {
-          resolve({ child, lines, url: line.metrics });
-        }
+        if (ready(line)) resolve({ child, lines, ready: line });
       }
     });
     child.stderr.on('data', (d: Buffer) => (raw += d.toString()));
-    child.on('exit', (code) => reject(new Error(`worker exited ${code} before it was ready:\n${raw}`)));
+    child.on('exit', (code) => reject(new Error(`${script} exited ${code} before it was ready:\n${raw}`)));
   });
+}
+
+/**
+ * `worker/main.ts` as a deployment runs it, in a child process (so a test can kill it), on this
+ * system's task queue against its emulator, its metrics on a free port. Resolves once it polls.
+ */
+export async function startWorkerProcess(sys: System, env: Record<string, string> = {}): Promise<WorkerProcess> {
+  const { child, lines, ready } = await startServiceProcess(
+    'worker/main.ts',
+    {
+      DATABASE_URL: sys.databaseUrl,
+      TASK_QUEUE: sys.taskQueue,
+      STRIPE_SECRET_KEY: 'sk_test_emulator',
+      STRIPE_API_URL: sys.emulator.url,
+      STRIPE_EMULATOR: '1',
+      PUBLIC_URL: sys.apiUrl,
+      WORKER_METRICS_PORT: '0',
+      ...env,
+    },
+    (line) => typeof line.metrics === 'string' && /polling task queue/.test(line.msg),
+  );
+  return { child, lines, url: ready.metrics as string };
 }

@@ -5,6 +5,7 @@ import { DefaultLogger, makeTelemetryFilterString, Runtime, Worker, type LogEntr
 import { notificationTaskQueue, stripeTaskQueue } from '../../../vocabulary';
 import { BuyerIdKey, HoldExpiresAtKey, PurchaseStatusKey, SkuKey } from '../../../workflows/definitions';
 import { findTemporalCli } from '../../../dev/temporal-cli';
+import { workflowSpanSinks } from '../../../worker/tracing';
 import { bundleFastWorkflows, enableCoverage, writeCoverage } from './bundle';
 import { NotificationWorld } from './notification-world';
 import { World } from './world';
@@ -59,6 +60,8 @@ export function useFastTemporal(test: TestFn): () => FastTemporal {
         taskQueue: queue,
         workflowBundle,
         activities: acts,
+        // The bundle's tracing interceptors hand their spans to this sink (tracing off: dropped).
+        sinks: workflowSpanSinks(),
       });
     const workers = await Promise.all([
       Worker.create(options(taskQueue)),

@@ -5,6 +5,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { RECORDED_PATHS } from '../../replay/paths';
 import { bundleFastWorkflows, enableCoverage, writeCoverage } from '../helpers/bundle';
+import { workflowSpanSinks } from '../../../worker/tracing';
 
 // The guard of every saga change after 1.0: a change that alters the commands a recorded run made
 // (an activity, timer or marker added, removed or reordered) fails here with a nondeterminism error,
@@ -50,7 +51,7 @@ test('the current workflow code replays every recorded history of every generati
   // Counted during replay too (the coverage package's own sink skips replay).
   const merge = { ...coverage.sinks.coverage.merge, callDuringReplay: true };
   const replayed = Worker.runReplayHistories(
-    { workflowBundle, sinks: { coverage: { merge } } },
+    { workflowBundle, sinks: { coverage: { merge }, ...workflowSpanSinks() } },
     histories.map((file) => ({
       workflowId: file,
       history: historyFromJSON(JSON.parse(readFileSync(path.join(dir, file), 'utf8'))),
