@@ -1,12 +1,11 @@
 // First: tracing (when the OTEL_* variables ask for it) must be on before http, Koa and pg load.
 import './start-tracing';
 import { Client } from '@temporalio/client';
-import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
 import { API_POOL_SIZE, connectTemporal, createPool, createStripe } from '../config/clients';
 import { isLiveKey, loadApiConfig } from '../config';
 import { createBuyerVerifier } from '../config/buyer-tokens';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
-import { activeTracing } from '../config/tracing';
+import { activeTracing, temporalClientInterceptors } from '../config/tracing';
 import { listening } from '../config/listen';
 import { describeTemporal } from '../config/temporal';
 import { createRoomTokens } from '../config/room-tokens';
@@ -70,8 +69,7 @@ async function main(): Promise<void> {
     temporal: new Client({
       connection,
       namespace: config.temporalNamespace,
-      // With tracing on, each call is a span whose context goes on in the workflow's headers.
-      interceptors: { workflow: activeTracing() ? [new OpenTelemetryWorkflowClientInterceptor()] : [] },
+      interceptors: temporalClientInterceptors(),
     }),
     taskQueue: config.taskQueue,
     admissions: new Admissions(db, gate, clock),

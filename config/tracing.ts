@@ -15,6 +15,8 @@ import {
 import type { Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
+import type { WorkflowClientInterceptor } from '@temporalio/client';
 
 // OpenTelemetry tracing of the API and the worker, off unless the standard OTEL_* variables ask for
 // it (see `tracingWanted`). On, spans go to an OTLP/HTTP collector (JSON over HTTP, POST /v1/traces):
@@ -80,6 +82,14 @@ const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 function untraced(req: IncomingMessage): boolean {
   return UNTRACED_PATHS.has((req.url ?? '').split('?')[0]);
+}
+
+/**
+ * The Temporal client's interceptors (the API's, and the worker's that starts notification
+ * deliveries): with tracing on, each call is a span whose context goes on in the workflow's headers.
+ */
+export function temporalClientInterceptors(): { workflow: WorkflowClientInterceptor[] } {
+  return { workflow: activeTracing() ? [new OpenTelemetryWorkflowClientInterceptor()] : [] };
 }
 
 /**

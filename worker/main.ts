@@ -6,7 +6,7 @@ import { createPool, createStripe, nativeConnectionOptions } from '../config/cli
 import { loadWorkerConfig } from '../config';
 import { loadNotifyConfig } from '../config/notify';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
-import { activeTracing } from '../config/tracing';
+import { activeTracing, temporalClientInterceptors } from '../config/tracing';
 import { describeTemporal } from '../config/temporal';
 import { DbClock } from '../store/clock';
 import { HoldDesk } from '../store/hold-desk';
@@ -45,7 +45,12 @@ async function main(): Promise<void> {
   const clock = new DbClock(db, { log: (line) => log.warn(line) });
   await clock.start();
   const connection = await NativeConnection.connect(nativeConnectionOptions(config.temporal));
-  const client = new Client({ connection, namespace: config.temporalNamespace });
+  const client = new Client({
+    connection,
+    namespace: config.temporalNamespace,
+    // A delivery started by the saga's notifyBuyer joins the saga's trace (tracing on).
+    interceptors: temporalClientInterceptors(),
+  });
   const metrics = createWorkerMetrics();
   const channels = configuredChannels(notify, (line) => log.info(line));
   const notifier = createNotifier(
