@@ -1,11 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test, { type ExecutionContext } from 'ava';
-import { createLogger } from '../../config/log';
 import { notificationMetrics } from '../../worker/notification-metrics';
 import { dispatchNotification } from '../../activities/notifications';
 import { dispatchOwed } from '../../worker/notifier';
-import { serveTelemetry } from '../../worker/telemetry';
+import { testTelemetry } from '../helpers/fixtures';
 import { runOpsCli } from '../helpers/attention';
 import { delivery, notification, notificationSent, ownDb, sender } from '../helpers/notifications';
 import { until } from '../helpers/poll';
@@ -138,14 +137,7 @@ test("a notification's channels are delivered apart: the log's success does not 
 test("the worker's /metrics counts pending and dead deliveries per channel, and attempts by outcome", async (t) => {
   const { db } = await ownDb(t);
   const hook = await receiver(t, (_id, nth) => (nth === 1 ? 500 : 422));
-  const telemetry = await serveTelemetry({
-    port: 0,
-    host: '127.0.0.1',
-    sdkMetricsUrl: 'http://127.0.0.1:9/metrics',
-    state: () => 'RUNNING',
-    logger: createLogger('worker', { LOG_LEVEL: 'silent' }),
-  });
-  t.teardown(() => telemetry.close());
+  const telemetry = await testTelemetry(t);
   const countOutcome = notificationMetrics(telemetry.registry, db, ['webhook']);
   const scrape = async () => (await fetch(`${telemetry.url}/metrics`)).text();
   const value = (text: string, series: string) => {

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import test from 'ava';
 import { clientAddressOf, compileTrust } from '../../../api/client-address';
 import { ConfigError, loadApiConfig } from '../../../config';
+import { API_ENV } from '../../helpers/fixtures';
 
 // Which address a request is counted under (api/client-address.ts), and what TRUSTED_PROXIES accepts.
 
@@ -56,15 +57,7 @@ test('a request whose socket is gone has no address', (t) => {
   t.is(clientAddressOf(request(undefined, '198.51.100.1'), balancer), '');
 });
 
-const env = {
-  DATABASE_URL: 'postgres://x@127.0.0.1/db',
-  STRIPE_SECRET_KEY: 'sk_test_x',
-  STRIPE_WEBHOOK_SECRET: 'whsec_x',
-  ADMIN_TOKEN: 'a'.repeat(32),
-  SUPPORT_TOKEN: 's'.repeat(32),
-  BUYER_TOKEN_SECRET: 'b'.repeat(32),
-  BOT_CHECK_SECRET: 'c'.repeat(32),
-};
+const env = API_ENV;
 
 test('TRUSTED_PROXIES takes addresses, CIDR ranges and the named ranges, by commas or spaces', (t) => {
   t.deepEqual(loadApiConfig(env).trustedProxies, []);

@@ -2,18 +2,12 @@ import test from 'ava';
 import { ConfigError, loadApiConfig, loadCliConfig, loadWorkerConfig } from '../../../config';
 import { isLoopback, listenProblem } from '../../../config/listen';
 import { logLevel } from '../../../config/log';
+import { API_ENV, WORKER_ENV } from '../../helpers/fixtures';
 
 // The environment parsers (config/*.ts): their defaults, and the one message naming every bad value.
 
-const worker = { DATABASE_URL: 'postgres://x@127.0.0.1/db', STRIPE_SECRET_KEY: 'sk_test_x' };
-const api = {
-  ...worker,
-  STRIPE_WEBHOOK_SECRET: 'whsec_x',
-  ADMIN_TOKEN: 'a'.repeat(32),
-  SUPPORT_TOKEN: 's'.repeat(32),
-  BUYER_TOKEN_SECRET: 'b'.repeat(32),
-  BOT_CHECK_SECRET: 'c'.repeat(32),
-};
+const worker = WORKER_ENV;
+const api = API_ENV;
 /** The message of the ConfigError `load` throws. */
 function problems(load: () => unknown): string {
   try {

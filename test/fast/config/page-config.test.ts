@@ -1,21 +1,12 @@
 import test from 'ava';
 import { ConfigError, loadApiConfig, loadWorkerConfig } from '../../../config';
+import { API_ENV, WORKER_ENV } from '../../helpers/fixtures';
 
 // The configuration of the buyer's pages: where Checkout returns the buyer (the worker), the
 // pages' origin and whether the development sign-in is on (the API).
 
-const common = {
-  DATABASE_URL: 'postgres://x@127.0.0.1/db',
-  STRIPE_SECRET_KEY: 'sk_test_x',
-};
-const api = {
-  ...common,
-  STRIPE_WEBHOOK_SECRET: 'whsec_x',
-  ADMIN_TOKEN: 'a'.repeat(32),
-  SUPPORT_TOKEN: 's'.repeat(32),
-  BUYER_TOKEN_SECRET: 'b'.repeat(32),
-  BOT_CHECK_SECRET: 'c'.repeat(32),
-};
+const common = WORKER_ENV;
+const api = API_ENV;
 
 test('Checkout returns the buyer to the purchase page under PUBLIC_URL unless told otherwise', (t) => {
   t.like(loadWorkerConfig({ ...common, PUBLIC_URL: 'https://shop.example/' }), {

@@ -6,6 +6,7 @@ import { VARIABLES, variable } from '../../../config/variables';
 import { configurationFiles } from '../../../dev/docs/configuration';
 import { generatedFiles } from '../../../dev/docs/files';
 import { beginMarker } from '../../../dev/docs/markdown';
+import { API_ENV, WORKER_ENV } from '../../helpers/fixtures';
 
 // The configuration table (config/variables) is the one source of every variable: the files
 // `npm run docs` writes from it are what it would write, every variable the code reads is in it,
@@ -82,15 +83,8 @@ test('every variable the code reads is in the table, and every row is read somew
 });
 
 test("the loaders' defaults are the table's", (t) => {
-  const worker = { DATABASE_URL: 'postgres://x@127.0.0.1/db', STRIPE_SECRET_KEY: 'sk_test_x' };
-  const api = loadApiConfig({
-    ...worker,
-    STRIPE_WEBHOOK_SECRET: 'whsec_x',
-    ADMIN_TOKEN: 'a'.repeat(32),
-    SUPPORT_TOKEN: 's'.repeat(32),
-    BUYER_TOKEN_SECRET: 'b'.repeat(32),
-    BOT_CHECK_SECRET: 'c'.repeat(32),
-  });
+  const worker = WORKER_ENV;
+  const api = loadApiConfig(API_ENV);
   t.is<unknown, unknown>(api.shutdownGraceMs, variable('SHUTDOWN_GRACE_MS').default);
   t.is<unknown, unknown>(api.port, variable('PORT').default);
   t.is<unknown, unknown>(api.host, variable('HOST').default);

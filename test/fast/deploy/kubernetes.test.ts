@@ -4,13 +4,13 @@ import path from 'node:path';
 import test from 'ava';
 import { parse, parseAllDocuments } from 'yaml';
 import { loadApiConfig, loadCliConfig, loadWorkerConfig } from '../../../config';
-import { createLogger } from '../../../config/log';
 import { variable, type ConfigProcess } from '../../../config/variables';
 import { READY_CHECK_MS, opsRoutes } from '../../../api/routes/ops';
 import type { ApiDeps } from '../../../api/deps';
 import { DRAIN_MS } from '../../../api/shutdown';
 import { WORKER_SHUTDOWN_GRACE_MS } from '../../../worker/create-worker';
-import { serveTelemetry } from '../../../worker/telemetry';
+import { testTelemetry } from '../../helpers/fixtures';
+import { isExecutable, toolCacheDir, which } from '../../../dev/tools';
 
 // deploy/kubernetes checked offline, as no cluster runs here: the objects kustomization.yaml lists,
 // read as kustomize reads them (and built by `kubectl kustomize` where kubectl is installed). What
@@ -168,26 +168,37 @@ test('kustomization.yaml lists every manifest but the Secret example, and names 
   t.true(fs.existsSync(path.join(root, 'ops/migrate.ts')));
 });
 
-const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
-(kubectl.status === 0 ? test : test.skip)(
-  '`kubectl kustomize` builds the same objects, the image renamed and the ConfigMap named by its hash',
-  (t) => {
-    const built = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
-    t.is(built.status, 0, built.stderr);
-    const out = parseAllDocuments(built.stdout).map((d) => d.toJS() as K8sObject & { data?: Record<string, string> });
-    const configMap = out.find((o) => o.kind === 'ConfigMap')!;
-    t.regex(configMap.metadata.name, new RegExp(`^${configMapName}-[a-z0-9]+$`));
-    t.deepEqual(configMap.data, settings);
-    const names = (list: K8sObject[]) => list.map((o) => `${o.kind}/${o.metadata.name}`).sort();
-    t.deepEqual(names(out.filter((o) => o.kind !== 'ConfigMap')), names(objects));
-    const { newName, newTag } = kustomization.images[0];
-    for (const o of out.filter((x) => x.spec?.template)) {
-      const c = o.spec.template!.spec.containers[0];
-      t.is(c.image, `${newName}:${newTag}`, o.metadata.name);
-      for (const from of c.envFrom ?? []) t.is(from.configMapRef?.name, configMap.metadata.name, o.metadata.name);
-    }
-  },
-);
+/**
+ * How to build the kustomization: `kubectl kustomize`, else the standalone `kustomize build` (on PATH
+ * or in the tool cache, where .ci/run puts it when the machine has neither).
+ */
+function kustomizeCommand(): [string, string[]] | undefined {
+  if (which('kubectl')) return ['kubectl', ['kustomize', dir]];
+  const kustomize = which('kustomize') ?? path.join(toolCacheDir(), 'kustomize');
+  return isExecutable(kustomize) ? [kustomize, ['build', dir]] : undefined;
+}
+
+test('`kubectl kustomize` builds the same objects, the image renamed and the ConfigMap named by its hash', (t) => {
+  const command = kustomizeCommand();
+  if (!command) {
+    t.fail('neither kubectl nor kustomize found: .ci/run installs kustomize into the tool cache (go install)');
+    return;
+  }
+  const built = spawnSync(command[0], command[1], { encoding: 'utf8' });
+  t.is(built.status, 0, built.stderr);
+  const out = parseAllDocuments(built.stdout).map((d) => d.toJS() as K8sObject & { data?: Record<string, string> });
+  const configMap = out.find((o) => o.kind === 'ConfigMap')!;
+  t.regex(configMap.metadata.name, new RegExp(`^${configMapName}-[a-z0-9]+$`));
+  t.deepEqual(configMap.data, settings);
+  const names = (list: K8sObject[]) => list.map((o) => `${o.kind}/${o.metadata.name}`).sort();
+  t.deepEqual(names(out.filter((o) => o.kind !== 'ConfigMap')), names(objects));
+  const { newName, newTag } = kustomization.images[0];
+  for (const o of out.filter((x) => x.spec?.template)) {
+    const c = o.spec.template!.spec.containers[0];
+    t.is(c.image, `${newName}:${newTag}`, o.metadata.name);
+    for (const from of c.envFrom ?? []) t.is(from.configMapRef?.name, configMap.metadata.name, o.metadata.name);
+  }
+});
 
 test("the probes ask the paths and ports the code serves: the API's /readyz and /healthz, the worker's /healthz", async (t) => {
   const apiConfig = loadApiConfig(envOf(containerOf(api), filled));
@@ -215,14 +226,7 @@ test("the probes ask the paths and ports the code serves: the API's /readyz and 
   t.is(metricsPort, workerConfig.metrics.port);
   t.is(podOf(worker).containers.length, 1);
   t.is(worker.spec.template!.metadata.annotations!['prometheus.io/port'], String(metricsPort));
-  const telemetry = await serveTelemetry({
-    port: 0,
-    host: '127.0.0.1',
-    sdkMetricsUrl: 'http://127.0.0.1:9/metrics',
-    state: () => 'RUNNING',
-    logger: createLogger('test', { LOG_LEVEL: 'silent' }),
-  });
-  t.teardown(() => telemetry.close());
+  const telemetry = await testTelemetry(t);
   for (const probe of [w.readinessProbe!, w.livenessProbe!, w.startupProbe!]) {
     t.is(probe.httpGet!.port, 'metrics');
     const res = await fetch(new URL(probe.httpGet!.path, telemetry.url));

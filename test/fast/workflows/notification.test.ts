@@ -55,7 +55,7 @@ test('out of attempts: dead with the last failure', async (t) => {
 });
 
 test('too old to retry: an attempt still running when the age limit passes ends the delivery dead', async (t) => {
-  const d = temporal().notifications.open(() => new Promise((r) => setTimeout(r, 4_000)), 'email');
+  const d = temporal().notifications.open(() => new Promise((r) => setTimeout(r, 2_500)), 'email');
   t.is(await deliver(d), 'dead');
   t.is(d.dead, 'too old to retry (NOTIFY_MAX_AGE_MS)');
 });
