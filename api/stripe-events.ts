@@ -1,6 +1,15 @@
 import { createHash } from 'node:crypto';
 import type Stripe from 'stripe';
-import { isPaymentEventType, type PaymentEvent } from '../vocabulary';
+import {
+  bringsMoney,
+  bringsNoPayment,
+  HOLDING_STATUSES,
+  isFinal,
+  isPaid,
+  isPaymentEventType,
+  type PaymentEvent,
+  type PurchaseState,
+} from '../vocabulary';
 
 // Verified Stripe events, reduced to what the sagas need and to whom they claim to belong.
 
@@ -149,5 +158,34 @@ export function toMoneyNews(event: Stripe.Event): MoneyNews | null {
       paymentIntentId: idOf(obj.payment_intent),
     };
   }
+  return null;
+}
+
+/**
+ * Why a purchase's own verified payment event need not reach its saga (the webhook records it and
+ * stops), or null when it must. Each case saves a signal and a workflow task, or a follow-up run:
+ * - a closed purchase cannot be changed by an event that brings no money (a decline, a failed
+ *   delayed payment), nor a paid one by a late first word of its delayed payment;
+ * - a purchase whose payment is settled (confirmed, late_confirmed, refunded) already counted the
+ *   money of its session, which pays once: the saga that learned it from Stripe's answer to the expire
+ *   hears the same payment again from the webhook;
+ * - the hold has lapsed and the saga is closing the session itself: the session's expiry is the one
+ *   it asked for (or Stripe's own at the same time), and its own expire call says how the session ended.
+ */
+export function whyTheSagaNeedNotHear(
+  e: Pick<PaymentEvent, 'type' | 'paymentStatus' | 'sessionId'>,
+  purchase: Pick<PurchaseState, 'status' | 'sessionId' | 'holdExpiresAt'>,
+  now: number,
+): string | null {
+  const money = bringsMoney(e);
+  const { status } = purchase;
+  if (!money && isFinal(status) && (bringsNoPayment(e.type) || isPaid(status)))
+    return 'the purchase is closed and the event brings no money';
+  if (money && isPaid(status) && e.sessionId !== undefined && e.sessionId === purchase.sessionId)
+    return "the session's payment is already settled";
+  const holding = (HOLDING_STATUSES as readonly string[]).includes(status);
+  const lapsed = purchase.holdExpiresAt !== undefined && Date.parse(purchase.holdExpiresAt) <= now;
+  if (e.type === 'checkout.session.expired' && holding && lapsed)
+    return 'the hold has lapsed: the saga closes the session itself';
   return null;
 }

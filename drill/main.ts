@@ -14,6 +14,7 @@ import { BEHAVIOUR_MEANING, BEHAVIOURS, readOptions, USAGE, UsageError, type Dri
 import { reportHtml } from './report';
 import { describeRules, headlineTable, soldOutAt, summarise } from './summary';
 import { openTarget, type Target } from './target';
+import { WEBHOOKS_IN_PARALLEL } from './stripe-usage';
 
 const READY_TIMEOUT_MS = 90_000;
 
@@ -51,6 +52,7 @@ function describeDrill(opts: DrillOptions, target: Target, sku: string): string 
     opts.stripeRate !== undefined
       ? `  Stripe: the emulator limits calls to ${opts.stripeRate || 'no'} a second (account and each endpoint)`
       : '  Stripe: the emulator as it is (by default the sandbox limits, 25/s)',
+    `  webhooks: ${WEBHOOKS_IN_PARALLEL} deliveries in flight at once, as Stripe sends them in parallel`,
     `  faults (seconds after the opening): ${describeFaults(opts.faults)}`,
     ...[...new Set(opts.faults.map((f) => f.kind))].map((k) => `    ${k.padEnd(9)} ${FAULT_MEANING[k]}`),
     'what the buyers who get a checkout do (--mix):',

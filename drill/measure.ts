@@ -11,6 +11,7 @@ import type { Recorder } from './recorder';
 import {
   readRateLimits,
   sessionsOpened,
+  deliverWebhooksInParallel,
   setStripeRate,
   stripeFigures,
   type RateLimits,
@@ -129,6 +130,7 @@ export class DropMeasures {
   /** Before the product exists: the Stripe limit, and the processes' idle CPU. */
   async prepare(signal: AbortSignal): Promise<void> {
     if (this.opts.stripeRate !== undefined) await setStripeRate(this.emulator, this.opts.stripeRate);
+    await deliverWebhooksInParallel(this.emulator);
     if (!this.meter) return;
     this.meter.begin();
     await sleep(IDLE_WINDOW_MS);

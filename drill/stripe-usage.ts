@@ -41,6 +41,21 @@ export async function setStripeRate(emulator: DrillHttp, perSecond: number): Pro
   if (r.status !== 200) throw new Error(`the emulator refused --stripe-rate ${perSecond}: ${r.status}`);
 }
 
+/**
+ * Webhook deliveries in flight at once. Stripe sends events in parallel and in no set order; the
+ * emulator sends one at a time unless told, and then one slow answer under load holds back every
+ * paid buyer's confirmation behind it (600 buyers on the cluster: 340 paid, 142 seen confirmed 95 s in).
+ */
+export const WEBHOOKS_IN_PARALLEL = 16;
+
+/** Has the emulator send webhooks as Stripe does: `WEBHOOKS_IN_PARALLEL` at once. */
+export async function deliverWebhooksInParallel(emulator: DrillHttp): Promise<void> {
+  const r = await emulator.call('POST', '/_emulator/webhooks', 'emulator /_emulator/webhooks', {
+    body: { parallel: WEBHOOKS_IN_PARALLEL },
+  });
+  if (r.status !== 200) throw new Error(`the emulator refused parallel webhooks: ${r.status}`);
+}
+
 /** The limiter's counts so far; undefined for an emulator that has none (an older one). */
 export async function readRateLimits(emulator: DrillHttp): Promise<RateLimits | undefined> {
   try {

@@ -12,15 +12,7 @@ import {
   recordReceivedEvent,
   recordRejectedEvent,
 } from '../../store/webhook-events';
-import {
-  bringsMoney,
-  bringsNoPayment,
-  foreignEventReason,
-  isFinal,
-  isPaid,
-  paidBy,
-  type PaymentEvent,
-} from '../../vocabulary';
+import { bringsMoney, foreignEventReason, paidBy, type PaymentEvent } from '../../vocabulary';
 import type { Logger } from '../../config/log';
 import { requestId, requestLog } from '../access-log';
 import { readRawBody } from '../body';
@@ -28,7 +20,7 @@ import type { ApiDeps } from '../deps';
 import { notAnEvent, scrubEvent } from '../event-guard';
 import { recordMoneyNews } from '../money-news';
 import { Problem } from '../problem';
-import { contentDigest, missingFields, toMoneyNews, toPaymentEvent } from '../stripe-events';
+import { contentDigest, missingFields, toMoneyNews, toPaymentEvent, whyTheSagaNeedNotHear } from '../stripe-events';
 
 /** The largest body read (the signature covers its exact bytes): far above any Stripe event. */
 const MAX_BODY = 512 * 1024;
@@ -181,12 +173,9 @@ export function webhookRoutes(deps: ApiDeps): Router {
       ctx.body = { received: true, duplicate: true };
       return;
     }
-    // A closed-out purchase cannot be changed by an event that brings no money (an expiry the saga
-    // asked for, a decline, a failed delayed payment), nor a paid one by a late first word of its
-    // delayed payment: no follow-up run for those.
-    const settled = isFinal(purchase.status) && (bringsNoPayment(mapped.payment.type) || isPaid(purchase.status));
-    if (settled && !bringsMoney(mapped.payment)) {
-      await recordIgnoredEvent(deps.db, event.id, event.type, purchase.purchaseId);
+    const unheard = whyTheSagaNeedNotHear(mapped.payment, purchase, Date.now());
+    if (unheard) {
+      await recordIgnoredEvent(deps.db, event.id, event.type, purchase.purchaseId, unheard);
       deps.metrics.webhookEvents.inc({ result: 'ignored' });
       ctx.body = { received: true };
       return;

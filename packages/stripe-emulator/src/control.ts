@@ -9,7 +9,7 @@ import type { FaultInjector, FaultSpec } from './faults';
 import type { IdempotencyStore } from './idempotency';
 import type { RateLimiter } from './rate-limit';
 import type { EmulatorStore } from './store';
-import type { WebhookDispatcher, WebhookSettings } from './webhooks';
+import { MAX_PARALLEL_DELIVERIES, type WebhookDispatcher, type WebhookSettings } from './webhooks';
 
 export interface ControlDeps {
   store: EmulatorStore;
@@ -129,16 +129,21 @@ export function controlRoutes(deps: ControlDeps): Router {
     ctx.body = webhooks.describeSettings();
   });
 
-  /** `{duplicate?, shuffle?, pause?, url?}`: applies to deliveries from now on; `pause: false` releases held ones. */
+  /**
+   * `{duplicate?, shuffle?, pause?, parallel?, url?}`: applies to deliveries from now on; `pause: false`
+   * releases held ones; `parallel` is how many go out at once (1 to MAX_PARALLEL_DELIVERIES).
+   */
   router.post('/webhooks', async (ctx) => {
     const body = await readJson(ctx);
     const changes: Partial<WebhookSettings> = {};
     const duplicate = optionalInteger(body, 'duplicate', 1, 100);
     const shuffle = optionalBoolean(body, 'shuffle');
     const pause = optionalBoolean(body, 'pause');
+    const parallel = optionalInteger(body, 'parallel', 1, MAX_PARALLEL_DELIVERIES);
     if (duplicate !== undefined) changes.duplicate = duplicate;
     if (shuffle !== undefined) changes.shuffle = shuffle;
     if (pause !== undefined) changes.paused = pause;
+    if (parallel !== undefined) changes.parallel = parallel;
     if (body.url !== undefined) {
       if (typeof body.url !== 'string' || !/^https?:\/\//.test(body.url)) {
         throw new Problem(400, 'invalid_webhooks', 'url must be an http(s) URL.');

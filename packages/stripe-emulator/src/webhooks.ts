@@ -17,6 +17,12 @@ export interface WebhookSettings {
   shuffle: boolean;
   /** Deliveries are held back; resuming releases them (in random order when shuffling). */
   paused: boolean;
+  /**
+   * Deliveries in flight at once. 1 (the default) sends them one at a time in queue order, so pausing
+   * and shuffling are observable; Stripe itself sends in parallel and in no set order, which a load
+   * test wants (one slow answer then holds back only its own delivery).
+   */
+  parallel: number;
 }
 
 export type DeliveryState = 'pending' | 'in_flight' | 'retrying' | 'delivered' | 'failed';
@@ -64,13 +70,15 @@ export interface DispatcherOptions {
   onChange?: () => void;
 }
 
-const DEFAULT_SETTINGS: WebhookSettings = { duplicate: 1, shuffle: false, paused: false };
+const DEFAULT_SETTINGS: WebhookSettings = { duplicate: 1, shuffle: false, paused: false, parallel: 1 };
+/** The most deliveries in flight at once that `parallel` may ask for. */
+export const MAX_PARALLEL_DELIVERIES = 64;
 /** Backoff doubles from retryBaseMs up to this multiple of it. */
 const MAX_BACKOFF_FACTOR = 32;
 
 /**
- * At-least-once webhook delivery. Deliveries go out one at a time in queue order (so pausing and
- * shuffling are observable), each attempt signed afresh; a non-2xx answer, a network error or a
+ * At-least-once webhook delivery. Deliveries go out in queue order, `parallel` at a time (one by
+ * default, so pausing and shuffling are observable), each attempt signed afresh; a non-2xx answer, a network error or a
  * timeout schedules a retry with exponential backoff until `maxAttempts` is reached.
  */
 export class WebhookDispatcher {
@@ -78,8 +86,8 @@ export class WebhookDispatcher {
   private deliveries = new Map<string, Delivery[]>();
   private queue: Delivery[] = [];
   private timers = new Set<NodeJS.Timeout>();
-  private busy = false;
-  private cancelInFlight: (() => void) | null = null;
+  /** How to abort each attempt in flight. */
+  private readonly inFlight = new Set<() => void>();
   private closed = false;
   /** Bumped by reset and close so attempts that finish afterwards are ignored. */
   private generation = 0;
@@ -103,8 +111,20 @@ export class WebhookDispatcher {
     return this.describeSettings();
   }
 
-  describeSettings(): WebhookSettings & { url: string | null; queued: number; in_flight: boolean } {
-    return { ...this.settings, url: this.options.url, queued: this.queue.length, in_flight: this.busy };
+  describeSettings(): WebhookSettings & {
+    url: string | null;
+    queued: number;
+    in_flight: boolean;
+    in_flight_count: number;
+  } {
+    const inFlight = this.inFlight.size;
+    return {
+      ...this.settings,
+      url: this.options.url,
+      queued: this.queue.length,
+      in_flight: inFlight > 0,
+      in_flight_count: inFlight,
+    };
   }
 
   enqueue(event: StripeEvent): void {
@@ -195,9 +215,8 @@ export class WebhookDispatcher {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     this.queue = [];
-    this.cancelInFlight?.();
-    this.cancelInFlight = null;
-    this.busy = false;
+    for (const cancel of this.inFlight) cancel();
+    this.inFlight.clear();
   }
 
   private ready(delivery: Delivery): void {
@@ -217,21 +236,23 @@ export class WebhookDispatcher {
   }
 
   private pump(): void {
-    if (this.closed || this.busy || this.settings.paused || !this.options.url) return;
-    const delivery = this.queue.shift();
-    if (!delivery) return;
-    this.busy = true;
-    void this.attempt(delivery, this.options.url);
+    while (!this.closed && !this.settings.paused && this.options.url && this.inFlight.size < this.settings.parallel) {
+      const delivery = this.queue.shift();
+      if (!delivery) return;
+      void this.attempt(delivery, this.options.url);
+    }
   }
 
   private async attempt(delivery: Delivery, url: string): Promise<void> {
     const generation = this.generation;
     delivery.state = 'in_flight';
     const startedAt = Date.now();
-    const result = await this.send(delivery.payload, url);
+    let cancel = (): void => {};
+    const sent = this.send(delivery.payload, url, (abort) => (cancel = abort));
+    this.inFlight.add(cancel);
+    const result = await sent;
     if (generation !== this.generation) return;
-    this.cancelInFlight = null;
-    this.busy = false;
+    this.inFlight.delete(cancel);
     delivery.attempts.push({
       at: new Date(startedAt).toISOString(),
       status: 'status' in result ? result.status : null,
@@ -256,7 +277,12 @@ export class WebhookDispatcher {
     this.pump();
   }
 
-  private send(payload: string, url: string): Promise<{ status: number } | { error: string }> {
+  /** One attempt; `onAbort` receives how to abort it. */
+  private send(
+    payload: string,
+    url: string,
+    onAbort: (abort: () => void) => void,
+  ): Promise<{ status: number } | { error: string }> {
     return new Promise((resolve) => {
       let target: URL;
       try {
@@ -281,7 +307,7 @@ export class WebhookDispatcher {
       });
       req.on('timeout', () => req.destroy(new Error(`no response within ${this.options.timeoutMs} ms`)));
       req.on('error', (error) => resolve({ error: error.message || String(error) }));
-      this.cancelInFlight = () => req.destroy(new Error('emulator stopped'));
+      onAbort(() => req.destroy(new Error('emulator stopped')));
       req.end(payload);
     });
   }

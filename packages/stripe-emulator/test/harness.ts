@@ -33,6 +33,10 @@ export class WebhookReceiver {
   readonly received: ReceivedWebhook[] = [];
   /** Decides the answer to the n-th request (0-based); 200 unless a test says otherwise. */
   answer: (index: number, rawBody: string) => number = () => 200;
+  /** While set, requests wait for it before they are answered (they count in `waiting` meanwhile). */
+  gate: Promise<void> | null = null;
+  /** Requests read and not yet answered. */
+  waiting = 0;
   url = '';
   private readonly server: Server = createServer((req, res) => this.handle(req, res));
 
@@ -50,20 +54,28 @@ export class WebhookReceiver {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const rawBody = Buffer.concat(chunks).toString('utf8');
-      const signature = String(req.headers['stripe-signature'] ?? '');
-      let event: Stripe.Event | null = null;
-      let verifyError: string | null = null;
-      try {
-        event = this.verifier.webhooks.constructEvent(rawBody, signature, WEBHOOK_SECRET);
-      } catch (error) {
-        verifyError = error instanceof Error ? error.message : String(error);
-      }
-      const status = this.answer(this.received.length, rawBody);
-      this.received.push({ rawBody, signature, headers: req.headers, status, event, verifyError });
-      res.statusCode = status;
-      res.end(status < 300 ? '{"received":true}' : '{"error":"try again"}');
+      this.waiting += 1;
+      void (this.gate ?? Promise.resolve()).then(() => {
+        this.waiting -= 1;
+        this.answerRequest(req, res, chunks);
+      });
     });
+  }
+
+  private answerRequest(req: IncomingMessage, res: ServerResponse, chunks: Buffer[]): void {
+    const rawBody = Buffer.concat(chunks).toString('utf8');
+    const signature = String(req.headers['stripe-signature'] ?? '');
+    let event: Stripe.Event | null = null;
+    let verifyError: string | null = null;
+    try {
+      event = this.verifier.webhooks.constructEvent(rawBody, signature, WEBHOOK_SECRET);
+    } catch (error) {
+      verifyError = error instanceof Error ? error.message : String(error);
+    }
+    const status = this.answer(this.received.length, rawBody);
+    this.received.push({ rawBody, signature, headers: req.headers, status, event, verifyError });
+    res.statusCode = status;
+    res.end(status < 300 ? '{"received":true}' : '{"error":"try again"}');
   }
 
   /** Verified events the receiver accepted (2xx), in arrival order. */

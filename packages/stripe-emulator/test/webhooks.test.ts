@@ -164,3 +164,33 @@ test('a reset forgets objects, events and settings', async (t) => {
   const settings = await harness.control<{ duplicate: number }>('GET', '/_emulator/webhooks');
   t.is(settings.body.duplicate, 1);
 });
+
+test('parallel sends that many deliveries at once; one at a time by default', async (t) => {
+  const harness = await startHarness(t, NO_RATE_LIMIT);
+  const { stripe, receiver, control } = harness;
+  let open = (): void => {};
+  receiver.gate = new Promise<void>((resolve) => (open = resolve));
+  const expireFive = async () => {
+    for (let i = 0; i < 5; i += 1)
+      await stripe.checkout.sessions.expire((await stripe.checkout.sessions.create(sessionParams())).id);
+  };
+  await expireFive();
+  await waitFor('the first delivery to reach the receiver', () => receiver.waiting === 1);
+  const serial = await control<{ parallel: number; in_flight_count: number; queued: number }>(
+    'GET',
+    '/_emulator/webhooks',
+  );
+  t.deepEqual([serial.body.parallel, serial.body.in_flight_count, serial.body.queued], [1, 1, 4]);
+
+  const configured = await control<{ parallel: number }>('POST', '/_emulator/webhooks', { parallel: 3 });
+  t.is(configured.body.parallel, 3);
+  await waitFor('three deliveries in flight at once', () => receiver.waiting === 3);
+  const wide = await control<{ in_flight_count: number; queued: number }>('GET', '/_emulator/webhooks');
+  t.deepEqual([wide.body.in_flight_count, wide.body.queued], [3, 2]);
+
+  open();
+  receiver.gate = null;
+  await waitFor('every event accepted', () => receiver.accepted().length === 5);
+  const refused = await control('POST', '/_emulator/webhooks', { parallel: 0 });
+  t.is(refused.status, 400);
+});

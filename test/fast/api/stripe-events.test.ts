@@ -1,0 +1,63 @@
+import test from 'ava';
+import { whyTheSagaNeedNotHear } from '../../../api/stripe-events';
+import { PURCHASE_STATUSES, type PurchaseStatus } from '../../../vocabulary';
+
+// Which of a purchase's own events the webhook keeps from its saga (api/stripe-events.ts): each one
+// kept back is a signal and a workflow task, or a follow-up run, the sale does not pay for.
+
+const now = Date.parse('2026-12-03T12:00:00Z');
+const lapsed = new Date(now - 1).toISOString();
+const running = new Date(now + 60_000).toISOString();
+const paid = { type: 'checkout.session.completed', paymentStatus: 'paid', sessionId: 'cs_1' } as const;
+const expired = { type: 'checkout.session.expired', sessionId: 'cs_1' } as const;
+const of = (status: PurchaseStatus, holdExpiresAt = running) => ({ status, sessionId: 'cs_1', holdExpiresAt });
+
+test('money for a settled payment of the same session stays at the webhook; anywhere else it reaches the saga', (t) => {
+  for (const status of ['confirmed', 'late_confirmed', 'refunded'] as const)
+    t.is(whyTheSagaNeedNotHear(paid, of(status), now), "the session's payment is already settled", status);
+  for (const status of [
+    'holding',
+    'awaiting_payment',
+    'expired',
+    'payment_failed',
+    'failed',
+    'needs_attention',
+  ] as const)
+    t.is(whyTheSagaNeedNotHear(paid, of(status), now), null, status);
+  // Another session's money is never taken for this one's (the foreign check refuses it first).
+  t.is(whyTheSagaNeedNotHear({ ...paid, sessionId: 'cs_2' }, of('confirmed'), now), null);
+  t.is(whyTheSagaNeedNotHear({ ...paid, sessionId: undefined }, of('confirmed'), now), null);
+});
+
+test('the expiry of a lapsed hold stays at the webhook; an expiry while the hold runs reaches the saga', (t) => {
+  t.is(
+    whyTheSagaNeedNotHear(expired, of('awaiting_payment', lapsed), now),
+    'the hold has lapsed: the saga closes the session itself',
+  );
+  t.is(
+    whyTheSagaNeedNotHear(expired, of('holding', lapsed), now),
+    'the hold has lapsed: the saga closes the session itself',
+  );
+  // Expired in the Dashboard (or a buyer's cancel) before the hold's end: the saga must hear it.
+  t.is(whyTheSagaNeedNotHear(expired, of('awaiting_payment'), now), null);
+  t.is(whyTheSagaNeedNotHear(expired, { status: 'awaiting_payment', sessionId: 'cs_1' }, now), null);
+  // A needs_attention saga retrying its expire hears that Stripe closed the session.
+  t.is(whyTheSagaNeedNotHear(expired, of('needs_attention', lapsed), now), null);
+});
+
+test('a closed purchase keeps back every event that brings no money', (t) => {
+  const noMoney = [
+    expired,
+    { type: 'payment_intent.payment_failed' },
+    { type: 'checkout.session.async_payment_failed', sessionId: 'cs_1' },
+  ] as const;
+  for (const status of PURCHASE_STATUSES)
+    for (const e of noMoney) {
+      const why = whyTheSagaNeedNotHear(e, of(status), now);
+      const closed = ['confirmed', 'late_confirmed', 'expired', 'payment_failed', 'refunded', 'failed', 'rejected'];
+      t.is(why !== null, closed.includes(status), `${e.type} for ${status}`);
+    }
+  // A late first word of a delayed payment (completed, unpaid) of a paid purchase.
+  t.truthy(whyTheSagaNeedNotHear({ ...paid, paymentStatus: 'unpaid' }, of('confirmed'), now));
+  t.is(whyTheSagaNeedNotHear({ ...paid, paymentStatus: 'unpaid' }, of('expired'), now), null);
+});
