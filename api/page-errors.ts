@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import { noticePage, type Notice } from '../web/notice';
+import { pageBuyer } from './buyer-session';
 import type { ApiDeps } from './deps';
 import { isPagePath } from './page-paths';
 import { asProblem, type Problem } from './problem';
@@ -62,7 +63,8 @@ export function noticeOf(p: Problem, signInHref?: string): Notice {
       return {
         ...base,
         title: 'That is more than you may buy',
-        message: `Each buyer may buy only a limited number of this product. ${p.message}.`,
+        message:
+          'Each buyer may buy only a limited number of this product, counting what you have already bought or reserved: the product page says how many. Choose fewer, or finish the purchase you have.',
       };
     case 'not-admitted':
       return {
@@ -115,8 +117,11 @@ export function noticeOf(p: Problem, signInHref?: string): Notice {
   }
 }
 
+/** The product page a form was on (`/p/:sku/buy` → `/p/:sku`): the way forward from its refusal. */
+const productPath = (path: string) => /^\/p\/[^/]+/.exec(path)?.[0];
+
 /** Renders every error of a page path as an HTML page (status and headers of its problem kept). */
-export function pageErrors(deps: Pick<ApiDeps, 'pages'>): Koa.Middleware {
+export function pageErrors(deps: Pick<ApiDeps, 'pages' | 'buyers'>): Koa.Middleware {
   return async (ctx, next) => {
     // Only what a browser sends a page: any other method is the API's answer (405, 501 as problems).
     if (!isPagePath(ctx.path) || !PAGE_METHODS.includes(ctx.method)) {
@@ -137,7 +142,13 @@ export function pageErrors(deps: Pick<ApiDeps, 'pages'>): Koa.Middleware {
       // A page read refused for now (the page limit, a busy service) loads itself again when it may:
       // a buyer on the queue page keeps their place without pressing anything.
       const reload = ctx.method === 'GET' && (p.type === 'rate-limited' || p.type === 'unavailable');
-      ctx.body = noticePage({ ...noticeOf(p, signInHref), reload }, {});
+      const notice = noticeOf(p, signInHref);
+      // A refused form leads back to its product (a fresh form, the rules, what is left).
+      const product = ctx.method === 'POST' ? productPath(ctx.path) : undefined;
+      if (product) notice.links = [{ href: product, text: 'Back to the product' }, ...(notice.links ?? [])];
+      // The header keeps who is signed in (a refusal of the sign-in itself has no buyer to show).
+      const buyer = p.type === 'unauthorized' ? undefined : await pageBuyer(ctx, deps).catch(() => undefined);
+      ctx.body = noticePage({ ...notice, reload }, buyer ? { buyer } : {});
     }
   };
 }

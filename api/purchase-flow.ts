@@ -70,7 +70,7 @@ export async function checkoutQueueView(
 }
 
 /** The public view of a purchase (GET /v1/purchases/:id and the POST answers). */
-export function purchaseView(p: PurchaseState, queue?: CheckoutQueueView) {
+export function purchaseView(p: PurchaseState & { settlingSince?: string }, queue?: CheckoutQueueView) {
   return {
     purchaseId: p.purchaseId,
     sku: p.sku,
@@ -85,6 +85,8 @@ export function purchaseView(p: PurchaseState, queue?: CheckoutQueueView) {
     amountCents: p.amountCents ?? null,
     currency: p.currency ?? null,
     ...(p.reason ? { reason: p.reason } : {}),
+    // A delayed payment (a bank debit) settling: nothing more to pay, the outcome comes in days.
+    ...(p.status === 'awaiting_payment' && p.settlingSince ? { settlingSince: p.settlingSince } : {}),
     ...(p.refund ? { refund: { status: p.refund.status, reason: p.refund.reason } } : {}),
     ...(p.dispute ? { dispute: { status: p.dispute.status, reason: p.dispute.reason } } : {}),
     ...(p.oversold ? { oversold: true } : {}),

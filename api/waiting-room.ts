@@ -4,8 +4,9 @@ import type { Clock } from '../store/clock';
 import type { Db } from '../store/db';
 import { JoinDesk } from '../store/join-desk';
 import { ticketOutcome } from '../store/room';
-import { measuredRate, stepFor, type RoomCache, type RoomSnapshot } from '../store/room-cache';
+import { stepFor, type RoomCache, type RoomSnapshot } from '../store/room-cache';
 import { DEFAULT_CHECKOUTS_PER_SECOND } from './checkout-pace';
+import { estimateWait, type WaitEstimate } from './queue-wait';
 
 export type TicketState = 'prequeue' | 'waiting' | 'admitted' | 'sold_out' | 'expired';
 
@@ -20,6 +21,8 @@ export interface TicketView {
   estimatedWaitSeconds: number;
   /** The room's own state: a paused or closed room keeps its line. */
   roomState: 'open' | 'paused' | 'closed';
+  /** While waiting: the room holds as many buyers as it takes, the next is let in as one finishes. */
+  roomFull?: boolean;
   opensAt?: string;
   /** Once admitted: the token POST /v1/purchases takes in `Admission-Token`, and when it ends. */
   admissionToken?: string;
@@ -111,7 +114,7 @@ export class WaitingRoom {
     if (place > room.serving) {
       const position = place - room.serving - 1;
       if (room.soldOut) return { view: { ...base, position, state: 'sold_out', estimatedWaitSeconds: 0 } };
-      return { view: { ...base, position, state: 'waiting', estimatedWaitSeconds: this.wait(s, position) } };
+      return { view: { ...base, position, state: 'waiting', ...this.wait(s, position) } };
     }
     const step = stepFor(s, place);
     const live = step !== undefined && step.expiresAt.getTime() > this.clock.now();
@@ -169,9 +172,8 @@ export class WaitingRoom {
     return this.cache.snapshots();
   }
 
-  /** Seconds until `ahead` buyers are let in at the measured rate (the configured one until there is a measure). */
-  private wait(s: RoomSnapshot, ahead: number): number {
-    const rate = measuredRate(s, this.clock.now()) ?? s.room.admitPerSecond ?? this.checkoutsPerSecond;
-    return Math.ceil((ahead + 1) / Math.max(rate, 1e-6));
+  /** Seconds until `ahead` buyers are let in, growing while nobody is (api/queue-wait.ts), and whether the room is full. */
+  private wait(s: RoomSnapshot, ahead: number): WaitEstimate {
+    return estimateWait(s, ahead, this.clock.now(), this.checkoutsPerSecond);
   }
 }

@@ -16,6 +16,8 @@ export interface PurchaseRecord extends PurchaseState {
   unitId?: string;
   createdAt: string;
   updatedAt: string;
+  /** A delayed payment was completed in time and is settling since then (store/holds.ts marks it). */
+  settlingSince?: string;
 }
 
 export interface PurchaseRow {
@@ -45,6 +47,7 @@ export interface PurchaseRow {
   dispute_status: string | null;
   dispute_reason: string | null;
   oversold: boolean;
+  settling_at?: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -81,6 +84,7 @@ export function toRecord(r: PurchaseRow): PurchaseRecord {
       ? { disputeId: r.dispute_id, status: r.dispute_status ?? '', reason: r.dispute_reason ?? '' }
       : undefined,
     oversold: r.oversold,
+    ...(r.settling_at ? { settlingSince: r.settling_at.toISOString() } : {}),
     createdAt: r.created_at.toISOString(),
     updatedAt: r.updated_at.toISOString(),
   };

@@ -1,7 +1,8 @@
 import { botCheckField } from './bot-check';
 import { html, type Html } from './html';
 import { layout } from './layout';
-import { formatMoney, formatWait } from './money';
+import { formatMoney } from './money';
+import { countdown } from './time';
 
 // GET / (what is on sale) and GET /p/:sku (one product: Buy, Join the queue, or when it opens).
 
@@ -21,6 +22,12 @@ export interface ProductModel {
   hasRoom: boolean;
   /** Joining (with a room) or buying (without) needs the bot check solved in the browser. */
   botCheck?: boolean;
+  /** The purchase rules that apply, in the buyer's words (store/rules/: where it ships, the limits per address, per card). */
+  rules?: string[];
+  /** With a room: how long an admitted buyer has to buy. */
+  turnSeconds?: number;
+  /** The most one purchase may take: the smallest of maxPerBuyer and the rules' own caps. */
+  maxPerPurchase?: number;
 }
 
 /** Who is looking: the signed-in buyer, or where to sign in (absent: signing in happens on the shop's site). */
@@ -58,16 +65,13 @@ export function homePage(products: ProductModel[], viewer: Viewer): string {
 function offer(p: ProductModel, viewer: Viewer, idempotencyKey: string, now: Date): Html {
   const opensIn = p.opensAt ? (Date.parse(p.opensAt) - now.getTime()) / 1000 : 0;
   if (opensIn > 0) {
-    const countdown = html`<p class="notice wait" id="${p.hasRoom ? 'opens' : 'offer'}" data-state="not_open">
-      Opens <time datetime="${p.opensAt}">${new Date(p.opensAt!).toUTCString()}</time>, in
-      <span id="countdown" data-opens-at="${p.opensAt}" data-seconds-left="${String(Math.ceil(opensIn))}"
-        >${formatWait(opensIn)}</span
-      >.
+    const opening = html`<p class="notice wait" id="${p.hasRoom ? 'opens' : 'offer'}" data-state="not_open">
+      Opens ${countdown(p.opensAt!, now, { id: 'countdown', reload: true })}.
     </p>`;
     // A room's pre-queue is joined before the opening (places are drawn at random then), so joining early is fair.
-    if (!p.hasRoom) return countdown;
-    if (!viewer.buyer) return html`${countdown}${signInOffer(viewer)}`;
-    return html`${countdown}
+    if (!p.hasRoom) return opening;
+    if (!viewer.buyer) return html`${opening}${signInOffer(viewer)}`;
+    return html`${opening}
       <form method="post" action="${productHref(p.sku)}/queue" id="offer" data-state="prequeue">
         <p>Join the queue now: at the opening, everyone who joined before it is given a place at random.</p>
         ${p.botCheck ? botCheckField('Join the queue') : ''}
@@ -99,21 +103,30 @@ function signInOffer(viewer: Viewer): Html {
     : html`<p id="offer" data-state="sign_in">Sign in on the shop's site to buy.</p>`;
 }
 
+/** The rules of the sale, before the buyer pays: the per-buyer limit, then the purchase rules. */
+function rulesList(p: ProductModel): Html {
+  const perBuyer = p.maxPerBuyer === 1 ? 'One per buyer.' : `At most ${p.maxPerBuyer} per buyer.`;
+  return html`<ul class="rules" id="rules" aria-label="Rules of this sale">
+    ${[perBuyer, ...(p.rules ?? [])].map((r) => html`<li>${r}</li>`)}
+  </ul>`;
+}
+
 /**
  * The Buy form. The Idempotency-Key rides in the form, made when the page was rendered: a double
  * submit, or a resubmit after Back, makes the same purchase again, never a second one.
  */
 export function buyForm(p: ProductModel, idempotencyKey: string, action: string, extra: Html = html``): Html {
+  const most = Math.min(p.maxPerBuyer, p.maxPerPurchase ?? p.maxPerBuyer);
   const quantity =
-    p.maxPerBuyer > 1
-      ? html`<label for="quantity">Quantity (at most ${p.maxPerBuyer})</label>
+    most > 1
+      ? html`<label for="quantity">Quantity (at most ${most})</label>
           <input
             id="quantity"
             name="quantity"
             type="number"
             inputmode="numeric"
             min="1"
-            max="${p.maxPerBuyer}"
+            max="${most}"
             value="1"
             required
           />`
@@ -123,43 +136,23 @@ export function buyForm(p: ProductModel, idempotencyKey: string, action: string,
     ${extra}${quantity}
     <p><button type="submit" id="buy">Buy</button></p>
     <p class="muted" id="pace">
-      Checkouts open one after the other, at the pace our payment provider allows: in a rush, your item is reserved as
-      soon as your turn comes and the checkout follows within moments.
+      In a rush, your item is reserved as soon as your turn comes; the payment page follows.
     </p>
   </form>`;
 }
-
-/** Ticks the countdown and reloads at the opening; without JavaScript the page refreshes itself instead. */
-const COUNTDOWN = html`<script>
-  (() => {
-    const el = document.getElementById('countdown');
-    if (!el) return;
-    // Counted from the server's figure on this page's own clock, not the browser's wall clock (a fast
-    // clock would reload in a loop before the opening), and the reload spread over a second.
-    const end = performance.now() + Number(el.dataset.secondsLeft) * 1000;
-    const tick = () => {
-      const s = Math.max(0, Math.round((end - performance.now()) / 1000));
-      if (s === 0) return setTimeout(() => location.reload(), 1000 + Math.random() * 1000);
-      const h = Math.floor(s / 3600),
-        m = Math.floor((s % 3600) / 60),
-        r = s % 60;
-      el.textContent = h ? h + ' h ' + m + ' min' : m ? m + ' min ' + r + ' s' : r + ' s';
-      setTimeout(tick, 1000);
-    };
-    tick();
-  })();
-</script>`;
 
 export function productPage(p: ProductModel, viewer: Viewer, idempotencyKey: string, now = new Date()): string {
   const opensIn = p.opensAt ? (Date.parse(p.opensAt) - now.getTime()) / 1000 : 0;
   const main = html`<h1 id="name">${p.name}</h1>
     <p><span class="price" id="price">${formatMoney(p.priceCents, p.currency)}</span> · ${stockWords(p)}</p>
-    ${offer(p, viewer, idempotencyKey, now)}`;
+    ${rulesList(p)} ${offer(p, viewer, idempotencyKey, now)}`;
   return layout({
     title: p.name,
     main,
     ...viewer,
-    // Before the opening: look again at the opening, at least every minute.
-    ...(opensIn > 0 ? { refreshSeconds: Math.max(1, Math.min(60, Math.ceil(opensIn))), tail: COUNTDOWN } : {}),
+    now,
+    // Before the opening, without JavaScript: look again at the opening, at least every minute (the
+    // script reloads at the opening itself).
+    ...(opensIn > 0 ? { refreshSeconds: Math.max(1, Math.min(60, Math.ceil(opensIn))) } : {}),
   });
 }

@@ -1,8 +1,10 @@
 import { html, type Html } from './html';
+import { LIVE_SCRIPT, liveAttributes, type Live } from './live';
 
 // The frame of every buyer page: lang, charset, viewport, a heading per page, who is signed in, and
-// a few lines of CSS. No script but the opening countdown's; a page that must refresh itself does it
-// with <meta http-equiv="refresh">, which needs no JavaScript either.
+// a few lines of CSS. One script (web/live.ts) ticks deadlines and keeps a waiting page up to date
+// in place; without JavaScript a page that must refresh itself does it with a
+// <meta http-equiv="refresh"> inside <noscript>, so it never reloads under a page that has the script.
 
 export interface Frame {
   title: string;
@@ -10,12 +12,14 @@ export interface Frame {
   /** The signed-in buyer, shown in the header; absent: a sign-in link when `signInHref` is set. */
   buyer?: string;
   signInHref?: string;
-  /** Reload the page after this many seconds (waiting for a payment, a queue place, an opening). */
+  /** Without JavaScript: reload the page after this many seconds (an opening; else `live.seconds`). */
   refreshSeconds?: number;
-  /** With refreshSeconds: go to this URL instead of reloading (on to the checkout once it is ready). */
+  /** Go to this URL (on to the checkout once it is ready): at once with JavaScript, after refreshSeconds without. */
   refreshTo?: string;
-  /** Extra markup at the end of <body> (the countdown script). */
-  tail?: Html;
+  /** A page waiting for news: what its script polls (web/live.ts). */
+  live?: Live;
+  /** The server's clock, which the page's deadlines count on. */
+  now?: Date;
 }
 
 const STYLE = `
@@ -33,6 +37,11 @@ ul.products li{background:#fff;border:1px solid #ddd;border-radius:6px;padding:.
 form{margin:1rem 0}label{display:block;margin:.5rem 0 .25rem}
 input{font:inherit;padding:.35rem .5rem}
 button{font:inherit;padding:.5rem 1.25rem;border-radius:6px;border:1px solid #0550ae;background:#0969da;color:#fff;cursor:pointer}
+a.button{display:inline-block;padding:.5rem 1.25rem;border-radius:6px;background:#0969da;color:#fff;text-decoration:none}
+.muted{color:#57606a;font-size:.875rem}
+.rules{padding-left:1.25rem}
+.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+@media (max-width:40rem){main form button[type=submit]{width:100%;padding:.75rem}}
 `;
 
 /** One whole HTML document. */
@@ -46,9 +55,11 @@ export function layout(f: Frame): string {
       ? html`<p><a href="${f.signInHref}">Sign in</a></p>`
       : html``;
   const target = f.refreshTo ? `; url=${f.refreshTo}` : '';
-  const refresh = f.refreshSeconds
-    ? html`<meta http-equiv="refresh" content="${`${f.refreshSeconds}${target}`}" />`
+  const seconds = f.refreshSeconds ?? f.live?.seconds;
+  const refresh = seconds
+    ? html`<noscript><meta http-equiv="refresh" content="${`${seconds}${target}`}" /></noscript>`
     : html``;
+  const now = f.now ?? new Date();
   return html`<!doctype html>
     <html lang="en">
       <head>
@@ -60,13 +71,14 @@ export function layout(f: Frame): string {
           ${STYLE}
         </style>
       </head>
-      <body>
+      <body data-now="${now.getTime()}">
         <header>
           <p><a href="/">Flash sale</a></p>
           ${who}
         </header>
-        <main>${f.main}</main>
-        ${f.tail}
+        <main${liveAttributes(f.live, f.refreshTo)}>${f.main}</main>
+        <div id="announce" class="visually-hidden" aria-live="polite"></div>
+        ${LIVE_SCRIPT}
       </body>
     </html> `.text;
 }

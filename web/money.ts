@@ -20,3 +20,14 @@ export function formatWait(seconds: number): string {
   const rest = s % 60;
   return rest > 0 ? `${m} min ${rest} s` : `${m} min`;
 }
+
+/**
+ * How far away a moment is, in words: "in 9 min 5 s", "in 2 h 1 min", "in 6 days"; "now" once it has
+ * come. Self-contained with formatWait: the page's script carries these two functions' own code
+ * (web/live.ts), so the count it ticks reads as the server wrote it.
+ */
+export function fromNow(seconds: number): string {
+  if (seconds < 1) return 'now';
+  if (seconds >= 2 * 86_400) return `in ${Math.floor(seconds / 86_400)} days`;
+  return `in ${formatWait(seconds)}`;
+}

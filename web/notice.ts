@@ -1,7 +1,7 @@
 import { html, type Html } from './html';
 import { layout } from './layout';
-import { formatWait } from './money';
 import type { Viewer } from './catalogue';
+import { countdown } from './time';
 
 // Pages that say no, or what next: refusals of a purchase, bad input, unknown pages, signing in.
 
@@ -20,11 +20,9 @@ export interface Notice {
   reload?: boolean;
 }
 
-export function noticePage(n: Notice, viewer: Viewer): string {
-  const retry =
-    n.retryAfterSeconds !== undefined
-      ? html`<p id="retry">Try again in ${formatWait(n.retryAfterSeconds)}.</p>`
-      : html``;
+export function noticePage(n: Notice, viewer: Viewer, now = new Date()): string {
+  const retryAt = n.retryAfterSeconds !== undefined ? new Date(now.getTime() + n.retryAfterSeconds * 1000) : null;
+  const retry = retryAt ? html`<p id="retry">Try again ${countdown(retryAt.toISOString(), now)}.</p>` : html``;
   const fields = n.fields?.length
     ? html`<p>About: ${n.fields.map((f, i) => html`${i ? ', ' : ''}<code>${f}</code>`)}</p>`
     : html``;
@@ -37,7 +35,7 @@ export function noticePage(n: Notice, viewer: Viewer): string {
     <p class="notice bad" id="notice" data-kind="${n.kind}" role="alert">${n.message}</p>
     ${fields}${retry}${links}`;
   const refresh = n.reload && n.retryAfterSeconds !== undefined ? { refreshSeconds: n.retryAfterSeconds } : {};
-  return layout({ title: n.title, main, ...refresh, ...viewer });
+  return layout({ title: n.title, main, ...refresh, ...viewer, now });
 }
 
 /** The development sign-in: a name becomes the buyer id of a token signed with the dev secret. */

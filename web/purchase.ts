@@ -1,11 +1,16 @@
 import type { PurchaseStatus } from '../vocabulary';
 import { html, type Html } from './html';
 import { layout } from './layout';
+import type { Live } from './live';
 import { formatMoney } from './money';
 import type { Viewer } from './catalogue';
+import { countdown, utcClock } from './time';
 
 // GET /purchases/:id: where Checkout sends the buyer back, and where they look later. The outcome
-// in words; a purchase still under way (the webhook races the buyer's return) refreshes itself.
+// in words; a purchase still under way (the webhook races the buyer's return) keeps itself up to
+// date: in place with JavaScript (polling this path's JSON, backing off), by reloading without. A
+// delayed payment that is settling (a bank debit: days) is a state of its own, with nothing to pay
+// and no quick reload.
 
 /** A purchase as its buyer sees it (the shape of GET /v1/purchases/:id, plus the product's name). */
 export interface PurchaseModel {
@@ -22,23 +27,74 @@ export interface PurchaseModel {
   refund?: { status: string; reason: string };
   /** The unit is held and the checkout waits for its turn (GET /v1/purchases/:id's `checkoutQueue`). */
   checkoutQueue?: { ahead: number; estimatedWaitSeconds: number };
+  /** A delayed payment (a bank debit) was made at this time and is settling (GET's `settlingSince`). */
+  settlingSince?: string;
 }
 
-/** How often a page still waiting for news reloads itself, in seconds. */
+/** How often a page still waiting for news looks again at first, in seconds (the script then backs off). */
 export const PENDING_REFRESH_SECONDS = 2;
+/** A settling bank debit takes days: its page looks again every few minutes, not seconds. */
+export const SETTLING_REFRESH_SECONDS = 300;
+/** The longest the script of a pending page waits between polls (a settling one: its own period). */
+const LONGEST_POLL_SECONDS = 30;
+/** How long a refund takes to reach the buyer's account, as card issuers and banks commonly take. */
+const REFUND_DAYS = '5 to 10 working days';
+
+/** Ended without a sale: while the product is still on sale, the page offers to buy it again. */
+const ENDED_UNSOLD: readonly PurchaseStatus[] = ['expired', 'payment_failed', 'failed'];
 
 interface Outcome {
   heading: string;
   /** good, bad or wait: the colour of the notice. */
   tone: 'good' | 'bad' | 'wait';
   words: Html;
-  pending: boolean;
+  /** News may come: look again after this many seconds at first (absent: the outcome is final). */
+  pollSeconds?: number;
+  /** The way to pay, a button under the outcome. */
+  pay?: string;
 }
 
-const when = (iso: string | null) =>
-  iso ? html`<time datetime="${iso}">${new Date(iso).toUTCString()}</time>` : html`the end of the hold`;
+function awaitingPayment(p: PurchaseModel, left: boolean, now: Date): Outcome {
+  const ends = p.holdExpiresAt ? countdown(p.holdExpiresAt, now, { id: 'hold-ends' }) : html`soon`;
+  if (p.settlingSince) {
+    return {
+      heading: 'Your bank payment is being confirmed',
+      tone: 'wait',
+      words: html`You paid by bank debit on ${utcClock(p.settlingSince, now)}. Bank debits take a few working days to
+      clear; there is nothing more for you to do, and your item is kept for you meanwhile (at the latest until its
+      reservation ends ${ends}). Come back to this page to see the outcome.`,
+      pollSeconds: SETTLING_REFRESH_SECONDS,
+    };
+  }
+  if (p.reason?.includes('declined')) {
+    return {
+      heading: 'Your payment was declined: try again',
+      tone: 'bad',
+      words: html`Your last payment attempt was declined${left ? html` and you left the checkout` : html``}. Nothing was
+      charged. You may try again, with this card or another; your item stays reserved and the reservation ends ${ends}.`,
+      pollSeconds: PENDING_REFRESH_SECONDS,
+      pay: 'Try again',
+    };
+  }
+  if (left) {
+    return {
+      heading: 'You have not paid yet',
+      tone: 'wait',
+      words: html`You left the checkout without paying. Your item stays reserved for you; the reservation ends ${ends}.`,
+      pollSeconds: PENDING_REFRESH_SECONDS,
+      pay: 'Go back to the checkout',
+    };
+  }
+  return {
+    heading: 'Confirming your payment',
+    tone: 'wait',
+    words: html`If you have just paid, your payment is being confirmed with the payment provider: this usually takes a
+    few seconds, and this page shows the outcome by itself. Your item stays reserved; the reservation ends ${ends}.`,
+    pollSeconds: PENDING_REFRESH_SECONDS,
+  };
+}
 
-function outcomeOf(p: PurchaseModel, left: boolean): Outcome {
+function outcomeOf(p: PurchaseModel, left: boolean, now: Date): Outcome {
   switch (p.status) {
     case 'holding': {
       const q = p.checkoutQueue;
@@ -47,7 +103,7 @@ function outcomeOf(p: PurchaseModel, left: boolean): Outcome {
           heading: 'Reserving your item',
           tone: 'wait',
           words: html`Your item is being reserved and the checkout prepared. This page updates by itself.`,
-          pending: true,
+          pollSeconds: PENDING_REFRESH_SECONDS,
         };
       }
       const ahead =
@@ -57,44 +113,28 @@ function outcomeOf(p: PurchaseModel, left: boolean): Outcome {
         tone: 'wait',
         words: html`${
           p.holdExpiresAt
-            ? html`Your item is reserved for you until ${when(p.holdExpiresAt)}.`
+            ? html`Your item is reserved for you; the reservation ends ${countdown(p.holdExpiresAt, now)}.`
             : html`Your purchase is in line: your item is reserved when its turn comes.`
         }
         Checkouts open one after the other at the pace our payment provider allows: ${ahead}, about
         ${q.estimatedWaitSeconds} s. This page updates by itself and takes you on to pay.`,
-        pending: true,
+        pollSeconds: PENDING_REFRESH_SECONDS,
       };
     }
-    case 'awaiting_payment': {
-      const pay = p.checkoutUrl ? html` <a href="${p.checkoutUrl}" id="pay">Go to the checkout</a>.` : html``;
-      const declined = p.reason?.includes('declined')
-        ? html` Your last payment attempt was declined: you may try again, or use another card.`
-        : html``;
-      const lead = left
-        ? html`You left the checkout without paying.`
-        : html`We are still waiting for the payment. If you have just paid, it is being confirmed: this page updates by
-          itself.`;
-      return {
-        heading: 'Waiting for the payment',
-        tone: 'wait',
-        words: html`${lead}${declined} Your item stays reserved until ${when(p.holdExpiresAt)}.${pay}`,
-        pending: true,
-      };
-    }
+    case 'awaiting_payment':
+      return awaitingPayment(p, left, now);
     case 'confirmed':
       return {
         heading: 'Your purchase is confirmed',
         tone: 'good',
         words: html`Your purchase is confirmed. Thank you!`,
-        pending: false,
       };
     case 'late_confirmed':
       return {
         heading: 'Your purchase is confirmed',
         tone: 'good',
-        words: html`Your purchase is confirmed. Thank you! Your payment arrived after your reservation had ended
-        (${when(p.holdExpiresAt)}), but the item was still there, so it is yours.`,
-        pending: false,
+        words: html`Your purchase is confirmed. Thank you! Your payment arrived after your reservation had ended, but
+        the item was still there, so it is yours.`,
       };
     case 'expired':
       return {
@@ -105,7 +145,6 @@ function outcomeOf(p: PurchaseModel, left: boolean): Outcome {
             ? html`You cancelled this purchase; nothing was charged.`
             : html`Your reservation expired before the payment arrived; nothing was charged and the item went back on
               sale.`,
-        pending: false,
       };
     case 'payment_failed':
       return {
@@ -113,21 +152,20 @@ function outcomeOf(p: PurchaseModel, left: boolean): Outcome {
         tone: 'bad',
         words: html`The payment failed (${p.reason ?? 'no reason was given'}); nothing was charged and the item went
         back on sale.`,
-        pending: false,
       };
     case 'refunded':
       return {
         heading: 'Refunded',
         tone: 'bad',
-        words: html`Your payment was refunded in full. Why: ${p.refund?.reason ?? p.reason ?? 'no reason was recorded'}.`,
-        pending: false,
+        words: html`Your payment${paid(p)} for ${p.productName ?? p.sku} was refunded in full: it reaches your account
+        within ${REFUND_DAYS}, on the card or account you paid with. Why:
+        ${p.refund?.reason ?? p.reason ?? 'no reason was recorded'}.`,
       };
     case 'failed':
       return {
         heading: 'The purchase could not be completed',
         tone: 'bad',
         words: html`The purchase could not be completed (${p.reason ?? 'no reason was given'}); nothing was charged.`,
-        pending: false,
       };
     case 'needs_attention':
       return {
@@ -135,10 +173,13 @@ function outcomeOf(p: PurchaseModel, left: boolean): Outcome {
         tone: 'wait',
         words: html`Your payment arrived but could not be settled automatically. Our support team has been told and will
         sort it out: you will not be charged twice, and are refunded if the purchase cannot go through.`,
-        pending: false,
       };
   }
 }
+
+/** " of €89.00": the amount paid, when it is known. */
+const paid = (p: PurchaseModel) =>
+  p.amountCents !== null && p.currency ? ` of ${formatMoney(p.amountCents, p.currency)}` : '';
 
 function refundLine(p: PurchaseModel): Html {
   if (!p.refund || p.status === 'refunded') return html``;
@@ -148,33 +189,69 @@ function refundLine(p: PurchaseModel): Html {
       : p.refund.status === 'failed'
         ? 'failed; support will make it by hand'
         : 'is on its way';
-  return html`<p id="refund">A refund ${state}. Why: ${p.refund.reason}.</p>`;
+  const back = p.refund.status === 'failed' ? '' : ` The money reaches your account within ${REFUND_DAYS}.`;
+  return html`<p id="refund">A refund${paid(p)} ${state}.${back} Why: ${p.refund.reason}.</p>`;
 }
 
 /**
  * `payNext`: the buyer pressed Buy and was sent here while the checkout was being prepared: once it
  * is ready, the page takes them on to it (they did not leave it: they never saw it).
  */
-export function purchasePage(p: PurchaseModel, viewer: Viewer, o: { left: boolean; payNext?: boolean }): string {
-  const out = outcomeOf(p, o.left);
-  const onToPay = o.payNext && !o.left && p.status === 'awaiting_payment' && p.checkoutUrl;
+export function purchasePage(
+  p: PurchaseModel,
+  viewer: Viewer,
+  o: { left: boolean; payNext?: boolean; now?: Date; onSale?: boolean },
+): string {
+  const now = o.now ?? new Date();
+  const onToPay = o.payNext && !o.left && p.status === 'awaiting_payment' && p.checkoutUrl && !p.settlingSince;
+  const out: Outcome = onToPay
+    ? {
+        heading: 'Your checkout is ready',
+        tone: 'good',
+        words: html`Your item is reserved and the payment page is open for you: taking you there now.`,
+        pay: 'Go to the payment page',
+      }
+    : outcomeOf(p, o.left, now);
   const amount = p.amountCents !== null && p.currency ? html`, ${formatMoney(p.amountCents, p.currency)}` : html``;
   const product = p.productName ?? p.sku;
+  const pay =
+    out.pay && p.checkoutUrl
+      ? html`<p><a class="button" href="${p.checkoutUrl}" id="pay">${out.pay}</a></p>`
+      : o.onSale && ENDED_UNSOLD.includes(p.status)
+        ? html`<p><a class="button" href="/p/${encodeURIComponent(p.sku)}" id="buy-again">Buy again</a></p>`
+        : html``;
   const main = html`<h1>${out.heading}</h1>
     <p class="notice ${out.tone}" id="outcome" data-status="${p.status}" role="status">${out.words}</p>
-    ${refundLine(p)}
+    ${pay}${refundLine(p)}
     <p>
       ${p.quantity} × <a href="/p/${encodeURIComponent(p.sku)}">${product}</a>${amount}. Purchase
       <code id="purchase">${p.purchaseId}</code>.
     </p>`;
+  const live: Live | undefined = out.pollSeconds
+    ? {
+        pollUrl: `/purchases/${encodeURIComponent(p.purchaseId)}`,
+        watch: watched(p),
+        seconds: out.pollSeconds,
+        maxSeconds: Math.max(out.pollSeconds, LONGEST_POLL_SECONDS),
+      }
+    : undefined;
   return layout({
     title: out.heading,
     main,
     ...viewer,
-    ...(onToPay
-      ? { refreshSeconds: 1, refreshTo: p.checkoutUrl }
-      : out.pending
-        ? { refreshSeconds: PENDING_REFRESH_SECONDS }
-        : {}),
+    now,
+    ...(onToPay ? { refreshSeconds: 1, refreshTo: p.checkoutUrl } : live ? { live } : {}),
   });
+}
+
+/** What the page shows of the purchase's JSON: a change in any of these is news. */
+function watched(p: PurchaseModel): Record<string, unknown> {
+  return {
+    status: p.status,
+    reason: p.reason,
+    checkoutUrl: p.checkoutUrl,
+    refund: p.refund,
+    settlingSince: p.settlingSince,
+    checkoutQueue: p.checkoutQueue,
+  };
 }

@@ -2,10 +2,14 @@ import { isFinal, isPaid, type PurchaseStatus } from '../vocabulary';
 import { buyForm, type ProductModel, type Viewer } from './catalogue';
 import { html, type Html } from './html';
 import { layout } from './layout';
+import type { Live } from './live';
 import { formatWait } from './money';
+import { countdown, updatedAt } from './time';
 
-// GET /queue/:ticket: a buyer's place in a product's waiting room. It refreshes itself while the
-// buyer waits; once admitted it shows the Buy form (carrying the admission token), once the turn
+// GET /queue/:ticket: a buyer's place in a product's waiting room. While the buyer waits it keeps
+// itself up to date (in place with JavaScript, polling GET /v1/queue/:ticket; by reloading without)
+// and says why the line does not move when it does not (a full room, a paused one); once admitted
+// it shows the Buy form (carrying the admission token) and how long the turn lasts, once the turn
 // is spent the purchase instead, and says so when the product sold out or the turn passed (never
 // offering to join again: a buyer has one ticket per SKU).
 
@@ -17,6 +21,10 @@ export interface TicketModel {
   position: number | null;
   state: 'prequeue' | 'waiting' | 'admitted' | 'sold_out' | 'expired';
   estimatedWaitSeconds: number;
+  /** The room's own state (paused or closed by the operator: the line keeps, nobody is let in). */
+  roomState?: 'open' | 'paused' | 'closed';
+  /** While waiting: as many buyers are inside as the room takes. */
+  roomFull?: boolean;
   admissionToken?: string;
   admissionExpiresAt?: string;
   opensAt?: string;
@@ -31,30 +39,60 @@ export function queueRefreshSeconds(t: TicketModel): number {
   return Math.max(2, Math.min(10, Math.ceil(t.estimatedWaitSeconds / 4)));
 }
 
-export function queuePage(t: TicketModel, product: ProductModel, viewer: Viewer, idempotencyKey: string): string {
+/** The longest a waiting page's script waits between polls while nothing changes. */
+const LONGEST_POLL_SECONDS = 30;
+
+/** Why the line is not moving, or how fast it moves, in words. */
+function lineWords(t: TicketModel): Html {
+  const wait = html`<strong id="wait">${formatWait(t.estimatedWaitSeconds)}</strong>`;
+  if (t.roomState === 'paused' || t.roomState === 'closed') {
+    return html`<strong id="paused"
+        >The shop has ${t.roomState === 'paused' ? 'paused' : 'stopped'} letting buyers in for now.</strong
+      >
+      Your place is kept, and the line moves again when it lets buyers in. Until then no wait can be promised: at least
+      ${wait}, and more for every minute it stays ${t.roomState}.`;
+  }
+  if (t.roomFull) {
+    return html`<strong id="full">The shop is full:</strong> the buyers inside are paying, and the next in line is let
+      in as each finishes. Estimated wait: about ${wait}; it grows while nobody is let in.`;
+  }
+  return html`Estimated wait: about ${wait}.`;
+}
+
+export function queuePage(
+  t: TicketModel,
+  product: ProductModel,
+  viewer: Viewer,
+  idempotencyKey: string,
+  now = new Date(),
+): string {
   const name = product.name;
   let main;
-  let refresh: number | undefined;
+  let title = `Queue · ${name}`;
+  const turn = product.turnSeconds ? formatWait(product.turnSeconds) : 'a few minutes';
+  const comeBack = html`<p id="come-back">
+    You need not keep this page open: your place is kept, and this page's address brings you back to it. When your turn
+    comes you have ${turn} to buy.
+  </p>`;
+  let live: Live | undefined;
   switch (t.state) {
     case 'prequeue':
-      refresh = queueRefreshSeconds(t);
+      live = liveOf(t);
       main = html`<h1>You are in the queue for ${name}</h1>
         <p class="notice wait" id="queue" data-state="prequeue" role="status">
-          The sale has not opened
-          yet${t.opensAt ? html` (it opens <time datetime="${t.opensAt}">${new Date(t.opensAt).toUTCString()}</time>)` : ''}.
-          Places are drawn at random at the opening: everyone who joined before then has the same chance. This page
-          updates by itself.
-        </p>`;
+          The sale has not opened yet${t.opensAt ? html`: it opens ${countdown(t.opensAt, now)}` : ''}. Places are drawn
+          at random at the opening: everyone who joined before then has the same chance.
+        </p>
+        ${comeBack}${updatedAt(now)}`;
       break;
     case 'waiting':
-      refresh = queueRefreshSeconds(t);
+      live = liveOf(t);
+      title = `${t.position ?? 0} ahead · Queue · ${name}`;
       main = html`<h1>You are in the queue for ${name}</h1>
         <p class="notice wait" id="queue" data-state="waiting" role="status">
-          Buyers ahead of you: <strong id="position">${t.position ?? 0}</strong>. Estimated wait:
-          <strong id="wait">${formatWait(t.estimatedWaitSeconds)}</strong>. Buyers are let in at the pace checkouts can
-          be opened with our payment provider. Keep this page open: it updates by itself, and you can buy as soon as it
-          is your turn.
-        </p>`;
+          Buyers ahead of you: <strong id="position">${t.position ?? 0}</strong>. ${lineWords(t)}
+        </p>
+        ${comeBack}${updatedAt(now)}`;
       break;
     case 'admitted': {
       if (t.purchaseId) {
@@ -63,23 +101,24 @@ export function queuePage(t: TicketModel, product: ProductModel, viewer: Viewer,
         break;
       }
       const until = t.admissionExpiresAt
-        ? html` Buy before
-            <time datetime="${t.admissionExpiresAt}">${new Date(t.admissionExpiresAt).toUTCString()}</time>, or your
-            turn passes.`
+        ? html` Your turn ends ${countdown(t.admissionExpiresAt, now, { id: 'turn-ends' })}: buy before then.`
         : html``;
       const token = html`<input type="hidden" name="admissionToken" value="${t.admissionToken ?? ''}" />`;
+      title = `Your turn: buy ${name}`;
       main = html`<h1>It is your turn: ${name}</h1>
         <p class="notice good" id="queue" data-state="admitted" role="status">You may buy now.${until}</p>
         ${buyForm(product, idempotencyKey, `/p/${encodeURIComponent(t.sku)}/buy`, token)}`;
       break;
     }
     case 'sold_out':
+      title = `Sold out · ${name}`;
       main = html`<h1>${name} is sold out</h1>
         <p class="notice bad" id="queue" data-state="sold_out" role="status">
           Sorry: everything was sold before your turn came.
         </p>`;
       break;
     case 'expired':
+      title = `Turn passed · ${name}`;
       main = html`<h1>Your turn has passed</h1>
         <p class="notice bad" id="queue" data-state="expired" role="status">
           You were let in but did not buy in time, so your turn went to the next buyer. There is one turn per buyer:
@@ -87,7 +126,17 @@ export function queuePage(t: TicketModel, product: ProductModel, viewer: Viewer,
         </p>`;
       break;
   }
-  return layout({ title: `Queue · ${name}`, main, ...viewer, ...(refresh ? { refreshSeconds: refresh } : {}) });
+  return layout({ title, main, ...viewer, now, ...(live ? { live } : {}) });
+}
+
+/** A waiting page polls its ticket (GET /v1/queue/:ticket, answered with no database read) for what it shows. */
+function liveOf(t: TicketModel): Live {
+  return {
+    pollUrl: `/v1/queue/${encodeURIComponent(t.ticket)}`,
+    watch: { state: t.state, position: t.position, roomState: t.roomState ?? 'open', roomFull: t.roomFull ?? false },
+    seconds: queueRefreshSeconds(t),
+    maxSeconds: LONGEST_POLL_SECONDS,
+  };
 }
 
 /**

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Router } from '@koa/router';
 import type Koa from 'koa';
+import { perPurchaseLimit, rulesInWords, splitRuleTerms } from '../../store/rules';
+import type { ProductTerms } from '../../vocabulary';
 import { homePage, productPage, type ProductModel, type Viewer } from '../../web/catalogue';
 import { purchasePage } from '../../web/purchase';
 import { queuePage } from '../../web/queue';
@@ -20,6 +22,12 @@ export async function productModel(deps: ApiDeps, sku: string): Promise<ProductM
 }
 
 function modelOf(v: ProductView & { opensAt?: string | null }): ProductModel {
+  const terms: ProductTerms = {
+    ...v,
+    ...(v.shippingCountries ? { shippingCountries: v.shippingCountries } : {}),
+    rules: splitRuleTerms(v).ruleTerms,
+  };
+  const cap = perPurchaseLimit(terms);
   return {
     sku: v.sku,
     name: v.name,
@@ -31,7 +39,10 @@ function modelOf(v: ProductView & { opensAt?: string | null }): ProductModel {
     maxPerBuyer: v.maxPerBuyer,
     ...(v.opensAt ? { opensAt: v.opensAt } : {}),
     hasRoom: v.waitingRoom != null,
+    ...(v.waitingRoom ? { turnSeconds: v.waitingRoom.sessionSeconds } : {}),
     botCheck: v.botCheck,
+    rules: rulesInWords(terms),
+    ...(cap !== undefined ? { maxPerPurchase: cap } : {}),
   };
 }
 
@@ -68,13 +79,25 @@ export function pageRoutes(deps: ApiDeps): Router {
     if (!buyer) throw new Problem(401, 'unauthorized', 'sign in to see your purchase');
     const record = await visiblePurchase(deps, ctx.params.id, { support: false, buyerId: buyer });
     const view = purchaseView(record, await checkoutQueueView(deps, record));
+    // The page's script polls this path for the purchase's JSON (GET /v1/purchases/:id's answer): the
+    // cookie is the buyer here, and the JSON API takes a bearer token only.
+    if (ctx.accepts('html', 'json') === 'json') {
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = view;
+      return;
+    }
     const product = await productModel(deps, view.sku).catch(() => undefined);
     send(
       ctx,
       purchasePage(
         { ...view, productName: product?.name },
         { buyer },
-        { left: ctx.query.result === 'cancel', payNext: ctx.query.then === 'pay' },
+        {
+          left: ctx.query.result === 'cancel',
+          payNext: ctx.query.then === 'pay',
+          now: new Date(deps.clock.now()),
+          onSale: product !== undefined && !product.soldOut,
+        },
       ),
     );
   });
@@ -90,7 +113,8 @@ export function pageRoutes(deps: ApiDeps): Router {
     const viewer = await viewerOf(ctx, deps);
     const ticket = await deps.room.pageView(ctx.params.ticket, viewer.buyer);
     if (!ticket) throw new Problem(404, 'not-found', 'there is no such place in a queue');
-    send(ctx, queuePage(ticket, await productModel(deps, ticket.sku), viewer, randomUUID()));
+    const now = new Date(deps.clock.now());
+    send(ctx, queuePage(ticket, await productModel(deps, ticket.sku), viewer, randomUUID(), now));
   });
 
   return router;

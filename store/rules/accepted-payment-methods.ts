@@ -6,6 +6,16 @@ import type { PurchaseRule } from './rule';
 
 const TERM = 'acceptedPaymentMethods';
 
+/** Stripe's type names as a buyer reads them: `sepa_debit` → "SEPA debit"; one not listed with its underscores as spaces. */
+const METHOD_NAMES: Record<string, string> = {
+  card: 'card',
+  sepa_debit: 'SEPA debit',
+  bacs_debit: 'Bacs debit',
+  us_bank_account: 'US bank account',
+  link: 'Link',
+};
+const methodName = (type: string) => METHOD_NAMES[type] ?? type.replace(/_/g, ' ');
+
 export const acceptedPaymentMethods: PurchaseRule = {
   name: 'accepted_payment_methods',
   term: {
@@ -21,6 +31,7 @@ export const acceptedPaymentMethods: PurchaseRule = {
   },
   appliesTo: (terms) => Array.isArray(terms.rules?.[TERM]),
   checkoutMethods: (terms) => terms.rules![TERM] as string[],
+  inWords: (terms) => `Paid only by ${(terms.rules![TERM] as string[]).map(methodName).join(' or ')}.`,
   judge(_db, c) {
     const accepted = c.terms.rules![TERM] as string[];
     const type = c.evidence.method?.type;

@@ -36,6 +36,17 @@ export function checkoutPaymentMethods(terms: ProductTerms): string[] | undefine
   return allowed?.length ? [...allowed] : undefined;
 }
 
+/** The rules that apply to a product, in the buyer's words (the product page shows them beside the price). */
+export function rulesInWords(terms: ProductTerms): string[] {
+  return PAYMENT_RULES.filter((r) => r.appliesTo(terms)).map((r) => r.inWords(terms));
+}
+
+/** The most units one purchase may take under the applying rules; undefined when none caps it. */
+export function perPurchaseLimit(terms: ProductTerms): number | undefined {
+  const caps = PAYMENT_RULES.flatMap((r) => (r.perPurchase && r.appliesTo(terms) ? [r.perPurchase(terms)] : []));
+  return caps.length ? Math.min(...caps) : undefined;
+}
+
 /** The JSON schema of every rule's own product term, by its name (the API's product body takes them). */
 export const RULE_TERM_SCHEMAS: Record<string, Record<string, unknown>> = Object.fromEntries(
   PAYMENT_RULES.flatMap((r) => (r.term ? [[r.term.name, r.term.schema]] : [])),

@@ -8,6 +8,8 @@ import type { PurchaseRule } from './rule';
 export const perAddress: PurchaseRule = {
   name: 'per_address',
   appliesTo: (terms) => Boolean(terms.maxPerAddress),
+  inWords: (terms) => `At most ${terms.maxPerAddress} per shipping address, counting earlier orders.`,
+  perPurchase: (terms) => terms.maxPerAddress!,
   async judge(db, c) {
     const max = c.terms.maxPerAddress!;
     const key = c.evidence.addressKey;

@@ -31,6 +31,9 @@ export const FINGERPRINTED_METHODS = [
 export const perPaymentMethod: PurchaseRule = {
   name: 'per_payment_method',
   appliesTo: (terms) => Boolean(terms.maxPerCard),
+  inWords: (terms) =>
+    `At most ${terms.maxPerCard} per card or bank account, counting earlier orders; pay by card or bank debit.`,
+  perPurchase: (terms) => terms.maxPerCard!,
   checkoutMethods: () => FINGERPRINTED_METHODS,
   async judge(db, c) {
     const max = c.terms.maxPerCard!;

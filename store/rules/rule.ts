@@ -26,6 +26,13 @@ export interface PurchaseRule {
    */
   readonly term?: { name: string; schema: Record<string, unknown> };
   appliesTo(terms: ProductTerms): boolean;
+  /** The rule in the buyer's words, shown beside the price before they pay: "At most 1 per shipping address". */
+  inWords(terms: ProductTerms): string;
+  /**
+   * The most units one purchase may take under the rule (one purchase pays with one method and ships
+   * to one address): the Buy form's quantity is capped by the smallest. Absent: no cap of its own.
+   */
+  perPurchase?(terms: ProductTerms): number;
   /**
    * The payment methods (Stripe's type names) Checkout may offer a product the rule applies to:
    * where Stripe can prevent a payment the rule would refuse, the session does not offer it.

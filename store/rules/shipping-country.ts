@@ -1,5 +1,11 @@
 import type { PurchaseRule } from './rule';
 
+/** ISO country codes as names a buyer reads ("France, Germany"); a code Intl does not know stays as it is. */
+function countryNames(codes: string[]): string {
+  const names = new Intl.DisplayNames(['en'], { type: 'region' });
+  return codes.map((c) => names.of(c.toUpperCase()) ?? c.toUpperCase()).join(', ');
+}
+
 // Where a product ships (`shippingCountries`): Checkout offers only those countries, so this rule
 // prevents at the session (activities/checkout-session.ts) and here only refuses a payment whose
 // collected address is somewhere else all the same.
@@ -7,6 +13,7 @@ import type { PurchaseRule } from './rule';
 export const shippingCountry: PurchaseRule = {
   name: 'shipping_country',
   appliesTo: (terms) => (terms.shippingCountries?.length ?? 0) > 0,
+  inWords: (terms) => `Ships only to ${countryNames(terms.shippingCountries!)}.`,
   judge(_db, c) {
     const country = c.evidence.shippingCountry?.toUpperCase();
     const allowed = c.terms.shippingCountries!.map((x) => x.toUpperCase());

@@ -132,6 +132,10 @@ test('while the last unit is held by another buyer, Buy answers "sold out for no
   t.truthy(answer.headers()['retry-after'], 'Retry-After as the JSON API gives it');
   t.is(await page.locator('h1').textContent(), 'Sold out for now');
   t.regex((await page.locator('#retry').textContent()) ?? '', /^Try again in \d+/);
+  t.is(await page.locator('#buyer').textContent(), 'pages-frank', 'the refusal keeps who is signed in');
+  t.is(await page.getByRole('link', { name: 'Back to the product' }).getAttribute('href'), `/p/${sku}`);
+  // The wait ticks on the page (Retry-After is a second or so: it reaches "now").
+  await page.waitForFunction(() => /Try again now/.test(document.getElementById('retry')?.textContent ?? ''));
   await shot(page, 'sold-out-for-now');
 
   await page.goto(`${sys.apiUrl}/p/${sku}`);
@@ -139,7 +143,7 @@ test('while the last unit is held by another buyer, Buy answers "sold out for no
   t.regex((await page.locator('#offer').textContent()) ?? '', /held by another buyer/);
 });
 
-test('a declined card, then leaving the checkout, reads "waiting for the payment" with the decline in words', async (t) => {
+test('a declined card, then leaving the checkout, reads "declined: try again" with a button back to the checkout', async (t) => {
   const sku = await sys.createProduct({ name: 'Declined boot' });
   const page = await openPage(t);
   await page.goto(`${sys.apiUrl}/p/${sku}`);
@@ -155,12 +159,14 @@ test('a declined card, then leaving the checkout, reads "waiting for the payment
     page.locator('#cancel').click(),
   ]);
   t.is(await outcome(page).getAttribute('data-status'), 'awaiting_payment');
-  t.is(await page.locator('h1').textContent(), 'Waiting for the payment');
+  t.is(await page.locator('h1').textContent(), 'Your payment was declined: try again');
+  t.is(await page.title(), 'Your payment was declined: try again');
   const words = (await outcome(page).textContent()) ?? '';
-  t.regex(words, /You left the checkout without paying/);
-  t.regex(words, /declined/);
-  t.is(await page.locator('#pay').count(), 1, 'a way back to the checkout');
-  t.is(await page.locator('meta[http-equiv="refresh"]').count(), 1, 'it keeps looking for news');
+  t.regex(words, /declined and you left the checkout/);
+  t.regex(words, /Nothing was\s+charged/);
+  t.is(await page.locator('#pay').textContent(), 'Try again', 'a button back to the checkout');
+  t.is(await page.locator('main[data-poll]').count(), 1, 'it keeps looking for news, in place');
+  t.is(await page.locator('meta[http-equiv="refresh"]').count(), 0, 'no reload under JavaScript');
   await shot(page, 'purchase-waiting');
 });
 
@@ -175,6 +181,7 @@ test('an abandoned checkout reads "expired" once the hold lapsed', async (t) => 
   t.is(await outcome(page).getAttribute('data-status'), 'expired');
   t.is(await page.locator('h1').textContent(), 'Your reservation expired');
   t.regex((await outcome(page).textContent()) ?? '', /nothing was charged/);
+  t.is(await page.locator('#buy-again').getAttribute('href'), `/p/${sku}`, 'still on sale: a way to buy again');
   await shot(page, 'purchase-expired');
 });
 

@@ -113,10 +113,11 @@ test('a buyer joins the queue, watches the line move, buys when admitted, and th
   t.is(await page.locator('#offer').getAttribute('data-state'), 'queue');
   t.is(await page.locator('#buy').count(), 0, 'no Buy before the turn');
   const ticket = await joinFromPage(page);
-  t.is(await page.title(), 'Queue · Queue runner');
+  t.regex(await page.title(), /^\d+ ahead · Queue · Queue runner$/);
   await waitForQueue(page, 'waiting', 2);
   t.regex((await page.locator('#wait').textContent()) ?? '', /\d+ s/);
-  t.is(await page.locator('meta[http-equiv="refresh"]').count(), 1, 'the queue page refreshes itself');
+  t.is(await page.locator('main[data-poll]').count(), 1, 'the queue page keeps itself up to date');
+  t.is(await page.locator('meta[http-equiv="refresh"]').count(), 0, 'in place: no reload under JavaScript');
   await shot(page, 'queue-waiting');
 
   // Another buyer joins behind, in a browser of their own.
@@ -137,6 +138,7 @@ test('a buyer joins the queue, watches the line move, buys when admitted, and th
 
   await waitForQueue(page, 'admitted');
   t.is(await page.locator('h1').textContent(), 'It is your turn: Queue runner');
+  t.is(await page.title(), 'Your turn: buy Queue runner');
   t.is(await page.locator('#offer').getAttribute('data-state'), 'buy');
   t.truthy(await page.locator('input[name="admissionToken"]').getAttribute('value'), 'the form carries the admission');
   t.is(await page.locator('meta[http-equiv="refresh"]').count(), 0, 'an admitted page stays put');
@@ -158,7 +160,7 @@ test('a buyer joins the queue, watches the line move, buys when admitted, and th
   await waitForQueue(late, 'sold_out');
   t.is(await late.locator('h1').textContent(), 'Queue runner is sold out');
   t.regex((await late.locator('#queue').textContent()) ?? '', /everything was sold before your turn came/);
-  t.is(await late.locator('meta[http-equiv="refresh"]').count(), 0, 'a sold-out page stops refreshing');
+  t.is(await late.locator('main[data-poll]').count(), 0, 'a sold-out page stops looking');
   t.is(await late.locator('main button').count(), 0, 'nothing to press');
   await shot(late, 'queue-sold-out');
   t.like((await sys.api('GET', `/v1/products/${sku}`)).body, { soldOut: true, waitingRoom: { state: 'closed' } });

@@ -1,0 +1,56 @@
+import { STEP_MEMORY_SECONDS } from '../store/room';
+import { measuredRate, type RoomSnapshot } from '../store/room-cache';
+
+// How long a buyer in line should expect to wait, told honestly: from the measured admission rate
+// (the configured one until there is a measure), plus, while the room is not letting anyone in, the
+// time nobody has been let in beyond what that rate expects: the estimate grows with the stall
+// instead of a configured figure frozen for minutes. Not letting anyone in: paused or closed, full
+// by the sessions this process knows of, or with buyers ahead and nobody let in for longer than
+// STALL_GRACE_SECONDS past the rate's gap (the room is full of buyers paying after their sessions,
+// or every unit is held). A buyer alone at the front of an idle room is let in within a tick: the
+// idle spell before they joined is no stall.
+
+/** Past the rate's gap, this long with buyers ahead and nobody let in is a stall, whatever the cause. */
+const STALL_GRACE_SECONDS = 10;
+
+export interface WaitEstimate {
+  estimatedWaitSeconds: number;
+  /** Nobody is let in until a buyer inside finishes: as many sessions run as the room takes (`maxActive`), or the line has stalled. */
+  roomFull: boolean;
+}
+
+/** Buyers admitted whose sessions have not ended (some may have finished early: at most this many are inside). */
+function liveAdmissions(s: RoomSnapshot, now: number): number {
+  return s.steps.reduce((n, st) => (st.expiresAt.getTime() > now ? n + st.lastPlace - st.firstPlace + 1 : n), 0);
+}
+
+/**
+ * Seconds since the last buyer was let in, beyond the gap `rate` expects between admissions. A room
+ * that admitted once but whose steps this process no longer remembers (they are forgotten
+ * STEP_MEMORY_SECONDS after their session) stalled at least that long.
+ */
+function stallSeconds(s: RoomSnapshot, now: number, rate: number): number {
+  const last = s.steps.at(-1);
+  const since = last
+    ? (now - last.admittedAt.getTime()) / 1000
+    : s.room.serving > 0
+      ? s.room.sessionSeconds + STEP_MEMORY_SECONDS
+      : 0;
+  return Math.max(0, since - 1 / rate);
+}
+
+/**
+ * The wait of a buyer with `ahead` buyers before them. `now`: Postgres's clock (store/clock.ts),
+ * which the steps were stamped by; `fallbackRate`: the pace when the room has neither a measure nor
+ * its own `admitPerSecond` (the Stripe budget's).
+ */
+export function estimateWait(s: RoomSnapshot, ahead: number, now: number, fallbackRate: number): WaitEstimate {
+  const rate = Math.max(measuredRate(s, now) ?? s.room.admitPerSecond ?? fallbackRate, 1e-6);
+  const stall = stallSeconds(s, now, rate);
+  const open = s.room.state === 'open';
+  // Full: as many sessions run as the room takes, or an open room lets nobody in past its grace (its
+  // buyers still pay after their sessions, or hold every unit).
+  const roomFull = liveAdmissions(s, now) >= s.room.maxActive || (open && ahead > 0 && stall > STALL_GRACE_SECONDS);
+  const stalled = roomFull || !open;
+  return { estimatedWaitSeconds: Math.ceil((ahead + 1) / rate + (stalled ? stall : 0)), roomFull };
+}

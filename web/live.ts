@@ -1,0 +1,142 @@
+import { html, Html } from './html';
+import { formatWait, fromNow } from './money';
+
+// The pages' one script, for what only JavaScript can do better; every page works without it.
+// - Deadlines (`time[data-deadline]`, web/time.ts) tick every second, on the server's clock (the page
+//   carries it: a wrong clock in the browser does not move a deadline); one marked `data-reload`
+//   loads the page again when it comes (the opening). Clock times (`data-clock`) read in the
+//   buyer's own time zone.
+// - A page still waiting for news (`main[data-poll]`) polls the JSON of its state, backing off while
+//   nothing changes (and following `nextPollSeconds` when the answer has one). When a field the page
+//   shows changes, or at least every REFETCH_MS, it fetches the page itself and puts its <main> in
+//   place of this one: no reload, the text a screen reader is on stays, and the news is read out from
+//   one polite live region (#announce) that stays in the page. `data-go` on <main> sends the buyer on
+//   (to Stripe's page, once the checkout is ready).
+// Without JavaScript the page reloads itself instead, with a <meta http-equiv="refresh"> inside
+// <noscript> (web/layout.ts).
+
+/** A page that keeps itself up to date: what it polls, what it shows of the answer, and how often. */
+export interface Live {
+  /** The JSON of the page's state (same origin: the JSON API, or the page's own path asked for JSON). */
+  pollUrl: string;
+  /** The fields of that JSON the page shows, as it showed them: a change in any fetches the page again. */
+  watch: Record<string, unknown>;
+  /** The first poll after this many seconds (and, without JavaScript, the page's reload). */
+  seconds: number;
+  /** The back-off stops growing here. */
+  maxSeconds: number;
+}
+
+/** Even when no watched field changed, the page (its estimates, its counts) is fetched again this often. */
+const REFETCH_MS = 30_000;
+/** Each poll that brings nothing new waits this much longer than the one before, up to `maxSeconds`. */
+const BACK_OFF = 1.5;
+
+/** The attributes of <main> for a live page. */
+export function liveAttributes(live: Live | undefined, goTo: string | undefined): Html {
+  const poll = live
+    ? html` data-poll="${live.pollUrl}" data-watch="${JSON.stringify(live.watch, (_k, v: unknown) => v ?? null)}"
+      data-poll-seconds="${live.seconds}" data-poll-max="${live.maxSeconds}"`
+    : html``;
+  return html`${poll}${goTo ? html` data-go="${goTo}"` : html``}`;
+}
+
+/** The script itself, as one IIFE; `formatWait` and `fromNow` are web/money.ts's own code. */
+const CLIENT = `(() => {
+  const __name = (f) => f;
+  const formatWait = ${formatWait.toString()};
+  const fromNow = ${fromNow.toString()};
+  const skew = Number(document.body.dataset.now) - Date.now();
+  const now = () => Date.now() + skew;
+  let reloading = false;
+  const sameDay = (d) => new Date().toDateString() === d.toDateString();
+  const clock = (iso) => {
+    const d = new Date(iso);
+    const opts = sameDay(d)
+      ? { hour: '2-digit', minute: '2-digit' }
+      : { weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' };
+    return d.toLocaleString([], opts) + ' your time';
+  };
+  const paint = () => {
+    for (const el of document.querySelectorAll('time[data-deadline]')) {
+      const s = (Date.parse(el.getAttribute('datetime')) - now()) / 1000;
+      const text = fromNow(s);
+      if (el.textContent !== text) el.textContent = text;
+      if (s < 1 && el.hasAttribute('data-reload') && !reloading) {
+        reloading = true;
+        setTimeout(() => location.reload(), 1000 + Math.random() * 1000);
+      }
+    }
+  };
+  const clocks = () => {
+    for (const el of document.querySelectorAll('[data-clock]')) el.textContent = '(' + clock(el.dataset.clock) + ')';
+    for (const el of document.querySelectorAll('time[data-updated]')) {
+      el.textContent = new Date(el.getAttribute('datetime')).toLocaleTimeString();
+    }
+  };
+  const goOn = () => {
+    const to = document.querySelector('main').dataset.go;
+    if (to) setTimeout(() => location.assign(to), 500);
+    return Boolean(to);
+  };
+  paint();
+  clocks();
+  setInterval(paint, 1000);
+  if (goOn()) return;
+
+  let main = document.querySelector('main');
+  if (!main.dataset.poll) return;
+  let url = main.dataset.poll;
+  let watch = JSON.parse(main.dataset.watch);
+  let delay = Number(main.dataset.pollSeconds) * 1000;
+  let fetchedAt = Date.now();
+  const announce = document.getElementById('announce');
+  const changed = (json) => Object.keys(watch).some((k) => JSON.stringify(json[k] ?? null) !== JSON.stringify(watch[k] ?? null));
+  const refetch = async () => {
+    const res = await fetch(location.href, { headers: { accept: 'text/html' }, credentials: 'same-origin' });
+    if (!res.ok) throw new Error(String(res.status));
+    const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
+    const next = doc.querySelector('main');
+    if (!next) throw new Error('no main');
+    const news = next.querySelector('[role="status"], [role="alert"]');
+    const before = main.querySelector('[role="status"], [role="alert"]');
+    main.replaceWith(next);
+    main = next;
+    document.title = doc.title;
+    fetchedAt = Date.now();
+    if (news && (!before || before.textContent !== news.textContent)) announce.textContent = news.textContent.replace(/\\s+/g, ' ').trim();
+    paint();
+    clocks();
+  };
+  const poll = async () => {
+    const max = Number(main.dataset.pollMax) * 1000;
+    try {
+      const res = await fetch(url, { headers: { accept: 'application/json' }, credentials: 'same-origin' });
+      if (!res.ok) throw new Error(String(res.status));
+      const json = await res.json();
+      if (typeof json.ticket === 'string' && url.includes('/v1/queue/')) url = '/v1/queue/' + encodeURIComponent(json.ticket);
+      const news = changed(json);
+      if (news || Date.now() - fetchedAt >= ${REFETCH_MS}) {
+        await refetch();
+        if (goOn() || !main.dataset.poll) return;
+        watch = JSON.parse(main.dataset.watch);
+      }
+      const updated = main.querySelector('time[data-updated]');
+      if (updated) {
+        updated.setAttribute('datetime', new Date(now()).toISOString());
+        updated.textContent = new Date(now()).toLocaleTimeString();
+      }
+      delay = news ? Number(main.dataset.pollSeconds) * 1000 : Math.min(max, delay * ${BACK_OFF});
+      if (typeof json.nextPollSeconds === 'number') delay = Math.max(delay, json.nextPollSeconds * 1000);
+    } catch {
+      delay = Math.min(max, delay * 2);
+    }
+    setTimeout(poll, document.hidden ? Math.max(delay, max) : delay);
+  };
+  setTimeout(poll, delay);
+})();`;
+
+/** The script, at the end of every page's <body>. */
+export const LIVE_SCRIPT = html`<script>
+  ${new Html(CLIENT)};
+</script>`;
