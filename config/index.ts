@@ -6,7 +6,12 @@ import { isDevelopment, isLiveKey, stripe, type StripeConfig } from './stripe';
 
 export { isDevelopment, isLiveKey, STRIPE_ACCOUNT_LIMITS, type StripeConfig } from './stripe';
 import { MIN_SECRET_LENGTH, type BuyerTokenConfig } from './buyer-tokens';
-import { loadTemporalSettings, type TemporalSettings } from './temporal';
+import {
+  loadTemporalSettings,
+  workerDeployment,
+  type TemporalSettings,
+  type WorkerDeploymentVersion,
+} from './temporal';
 import { roomSecretFromBuyerSecret } from './room-tokens';
 import { trustedProxies } from './trusted-proxies';
 import { ACTIVITY_TIMEOUT_MS } from '../vocabulary/limits';
@@ -105,6 +110,8 @@ export interface WorkerConfig extends CommonConfig, StripeConfig, ServiceStart {
   metrics: { port: number; host: string };
   /** A workflow bundle built beforehand (WORKFLOW_BUNDLE_PATH); else the image's, else bundled at start. */
   workflowBundlePath?: string;
+  /** Worker Versioning (WORKER_DEPLOYMENT_NAME and WORKER_BUILD_ID); off when unset. */
+  deployment?: WorkerDeploymentVersion;
 }
 
 /** How much longer than `statement_timeout` a pool's client waits for an answer (the server cancels first). */
@@ -336,6 +343,7 @@ export function loadWorkerConfig(env: Env): WorkerConfig {
     maxStripeCalls: r.int('WORKER_MAX_STRIPE_CALLS'),
     metrics: { port: r.int('WORKER_METRICS_PORT'), host: r.text('WORKER_METRICS_HOST') },
     workflowBundlePath: bundlePath(r),
+    deployment: workerDeployment(r),
   });
 }
 

@@ -1,6 +1,8 @@
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { TLSConfig } from '@temporalio/common/lib/internal-non-workflow';
 import type { NativeConnectionOptions } from '@temporalio/worker';
+import type { Reader } from './reader';
+import type { WorkerDeploymentVersion } from '@temporalio/common';
 
 // Where Temporal is and how to authenticate to it, read the way every Temporal SDK and the CLI read
 // it (`@temporalio/envconfig`): a profile of a TOML file (TEMPORAL_CONFIG_FILE, else
@@ -54,4 +56,21 @@ export function describeTemporal(s: TemporalSettings): string {
         : 'TLS'
       : 'plaintext';
   return `${s.address} (namespace ${s.namespace}, ${how})`;
+}
+
+/** A Temporal Worker Deployment's version: the deployment's name and this build's id. */
+export type { WorkerDeploymentVersion };
+
+/** WORKER_DEPLOYMENT_NAME and WORKER_BUILD_ID: both or neither. */
+export function workerDeployment(r: Reader): WorkerDeploymentVersion | undefined {
+  const deploymentName = r.raw('WORKER_DEPLOYMENT_NAME');
+  const buildId = r.raw('WORKER_BUILD_ID');
+  if (!deploymentName && !buildId) return undefined;
+  if (!deploymentName || !buildId) {
+    r.problems.push(
+      'WORKER_DEPLOYMENT_NAME and WORKER_BUILD_ID go together: set both for Worker Versioning, or neither',
+    );
+    return undefined;
+  }
+  return { deploymentName, buildId };
 }

@@ -10,6 +10,7 @@ import {
 import { createStoreActivities, createStripeActivities, type ActivityDeps } from '../activities';
 import type { NotificationActivities } from '../activities/notifications';
 import { notificationTaskQueue, stripeTaskQueue } from '../vocabulary';
+import type { WorkerDeploymentVersion } from '../config/temporal';
 import { activityInterceptors } from './interceptors';
 import { tracingActivityInterceptors, workflowSpanSinks } from './tracing';
 
@@ -78,6 +79,17 @@ export interface PurchaseWorkerOptions {
   maxConcurrentStripeCalls?: number;
   /** Workflow tasks one worker runs at once (the SDK's default unless given). */
   maxConcurrentWorkflowTasks?: number;
+  /** Worker Versioning: the Worker Deployment version all three workers poll as (off when unset). */
+  deployment?: WorkerDeploymentVersion;
+}
+
+/**
+ * Worker Versioning's options for one version. The purchase saga is pinned (workflows/purchase.ts:
+ * it runs to its end on the version it started on); every other workflow follows the current
+ * version (AUTO_UPGRADE), so its changes still go behind `patched()`.
+ */
+export function deploymentOptions(version: WorkerDeploymentVersion): WorkerOptions['workerDeploymentOptions'] {
+  return { version, useWorkerVersioning: true, defaultVersioningBehavior: 'AUTO_UPGRADE' };
 }
 
 /**
@@ -149,6 +161,7 @@ export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise
     },
     sinks: workflowSpanSinks(),
     shutdownGraceTime: WORKER_SHUTDOWN_GRACE_MS,
+    ...(opts.deployment ? { workerDeploymentOptions: deploymentOptions(opts.deployment) } : {}),
   };
   const sagas = await Worker.create({
     ...common,

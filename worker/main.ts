@@ -87,6 +87,7 @@ async function main(): Promise<void> {
     maxConcurrentActivities: limits.activities,
     maxConcurrentLocalActivities: limits.localActivities,
     maxConcurrentStripeCalls: limits.stripeCalls,
+    ...(config.deployment ? { deployment: config.deployment } : {}),
   });
   const telemetry = await serveTelemetry({
     metrics,
@@ -119,8 +120,13 @@ async function main(): Promise<void> {
       metrics: telemetry.url,
       ...limits,
       postgresConnections: workerPostgresConnections(limits),
+      ...(config.deployment ? { deployment: config.deployment } : {}),
     },
-    `polling task queues "${config.taskQueue}" and "${stripeTaskQueue(config.taskQueue)}" (Stripe, at most ${config.stripeMaxRequestsPerSecond} calls/s for the deployment) on ${describeTemporal(config.temporal)}; /healthz and /metrics on ${telemetry.url}`,
+    `polling task queues "${config.taskQueue}" and "${stripeTaskQueue(config.taskQueue)}" (Stripe, at most ${config.stripeMaxRequestsPerSecond} calls/s for the deployment) on ${describeTemporal(config.temporal)}${
+      config.deployment
+        ? ` as version ${config.deployment.buildId} of Worker Deployment ${config.deployment.deploymentName} (it takes new sagas once set current)`
+        : ''
+    }; /healthz and /metrics on ${telemetry.url}`,
   );
   try {
     // Resolves after SIGINT/SIGTERM (installed by the Temporal runtime) and the grace time.

@@ -1,4 +1,12 @@
-import { ActivityFailure, CancellationScope, condition, isCancellation, log, setHandler } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  log,
+  setHandler,
+  setWorkflowOptions,
+} from '@temporalio/workflow';
 import { foreignEventReason, isFinal, isPaid, paidBy, type PurchaseInput, type PurchaseState } from '../vocabulary';
 import type { OpenCheckoutInput, SessionState, TakeHoldOutput } from '../activities';
 import { cancelUpdate, holdAnsweredUpdate, paymentEventSignal, purchaseStateQuery } from './definitions';
@@ -44,6 +52,11 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
     throw err;
   }
 }
+
+// With Worker Versioning (WORKER_DEPLOYMENT_NAME), a saga runs to its end on the version it started on:
+// a deploy never meets a running saga's history, and the old version drains as its sagas end (most
+// within their hold; one waiting for a bank debit up to 7 days). Without it, `patched()` as before.
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, purchaseWorkflow);
 
 /** The query, the two updates and the payment events; registered before the first step, which they may overtake. */
 function listen(saga: PurchaseSaga): void {

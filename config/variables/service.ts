@@ -91,6 +91,20 @@ export const SERVICE_VARIABLES: readonly Variable[] = [
     example: 'purchases',
   },
   {
+    name: 'WORKER_DEPLOYMENT_NAME',
+    section: 'service',
+    readBy: ['worker'],
+    doc: "Worker Versioning on: the worker's Temporal Worker Deployment (say `flash-sale-checkout`), with `WORKER_BUILD_ID` naming its version. A purchase saga is pinned to the version it started on; the refund and notification workflows move to the current version (docs/operations.md#deploying-a-new-worker-version). Unset: no versioning, and a change to a running saga's commands goes behind `patched()`",
+    example: '',
+  },
+  {
+    name: 'WORKER_BUILD_ID',
+    section: 'service',
+    readBy: ['worker'],
+    doc: "this worker's version within `WORKER_DEPLOYMENT_NAME` (the image's tag or commit, say `1.3.0-9a16ab9`); each build of the workflow code gets its own",
+    example: '',
+  },
+  {
     name: 'STRIPE_SECRET_KEY',
     section: 'service',
     readBy: ['api', 'worker'],

@@ -30,6 +30,7 @@ import { RoomCache } from '../../store/room-cache';
 import { createStripe } from '../../config/clients';
 import { createLogger, type Logger } from '../../config/log';
 import { createPurchaseWorker, type PurchaseWorker } from '../../worker/create-worker';
+import type { WorkerDeploymentVersion } from '@temporalio/common';
 import { migrate } from '../../store/migrate';
 import { testDb, uniqueSku } from './db';
 
@@ -82,7 +83,10 @@ export interface System {
     maxConcurrentWorkflowTasks?: number;
     /** The Stripe budget (requests/s); default 20, a sandbox key's default. */
     stripeRequestsPerSecond?: number;
-  }): Promise<void>;
+    /** Worker Versioning: the version this worker polls as. Several workers may run at once (a deploy). */
+    deployment?: WorkerDeploymentVersion;
+  }): Promise<{ stop(): Promise<void> }>;
+  /** Stops every worker startWorker started. */
   stopWorker(): Promise<void>;
   /** An HTTP call to the API (`path` may be a full URL, for another API instance). */
   api(
@@ -236,8 +240,13 @@ export async function startSystem(
   const others: { server: Server; gate: Gate }[] = [];
   emulator.setWebhookUrl(`${apiUrl}/v1/webhooks/stripe`);
 
-  let worker: PurchaseWorker | undefined;
-  let running: Promise<void> | undefined;
+  const workers: Array<{ worker: PurchaseWorker; running: Promise<void> }> = [];
+  const stopOne = async (w: { worker: PurchaseWorker; running: Promise<void> }) => {
+    const i = workers.indexOf(w);
+    if (i >= 0) workers.splice(i, 1);
+    if (w.worker.getState() === 'RUNNING') w.worker.shutdown();
+    await w.running;
+  };
   let workerConnection: NativeConnection | undefined;
   let notifications: ReturnType<typeof notificationParts> | undefined;
 
@@ -272,7 +281,7 @@ export async function startSystem(
       workerConnection ??= await NativeConnection.connect({ address: temporalAddress() });
       notifications ??=
         opts.notify && notificationParts(db, new Client({ connection: workerConnection }), taskQueue, opts.notify);
-      worker = await createPurchaseWorker({
+      const worker = await createPurchaseWorker({
         stripeRequestsPerSecond: 20,
         ...limits,
         connection: workerConnection,
@@ -290,12 +299,12 @@ export async function startSystem(
         },
         ...(notifications ? { notificationActivities: notifications.activities } : {}),
       });
-      running = worker.run();
+      const started = { worker, running: worker.run() };
+      workers.push(started);
+      return { stop: () => stopOne(started) };
     },
     async stopWorker() {
-      if (worker && worker.getState() === 'RUNNING') worker.shutdown();
-      await running;
-      worker = undefined;
+      await Promise.all([...workers].map(stopOne));
     },
     async api(method, path, body, headers = {}) {
       const res = await fetch(path.startsWith('http') ? path : `${apiUrl}${path}`, {
