@@ -6,6 +6,7 @@ import {
   log,
   setHandler,
   setWorkflowOptions,
+  workflowInfo,
 } from '@temporalio/workflow';
 import { foreignEventReason, isFinal, isPaid, paidBy, type PurchaseInput, type PurchaseState } from '../vocabulary';
 import type { OpenCheckoutInput, SessionState, TakeHoldOutput } from '../activities';
@@ -55,8 +56,12 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
 
 // With Worker Versioning (WORKER_DEPLOYMENT_NAME), a saga runs to its end on the version it started on:
 // a deploy never meets a running saga's history, and the old version drains as its sagas end (most
-// within their hold; one waiting for a bank debit up to 7 days). Without it, `patched()` as before.
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, purchaseWorkflow);
+// within their hold; one waiting for a bank debit up to 7 days). Without it, `patched()` as before
+// (an unversioned worker may name no behaviour: the server refuses the task).
+setWorkflowOptions(
+  () => (workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior: 'PINNED' } : {}),
+  purchaseWorkflow,
+);
 
 /** The query, the two updates and the payment events; registered before the first step, which they may overtake. */
 function listen(saga: PurchaseSaga): void {
