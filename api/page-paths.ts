@@ -3,6 +3,6 @@
 // forms are read by the page routes, not as JSON bodies (api/app.ts).
 
 /** The paths of the buyer's HTML pages (GET and their forms). */
-const PAGE_PATH = /^\/(?:$|p\/|purchases\/|queue\/|checkout\/return\/|sign-in$|sign-out$)/;
+const PAGE_PATH = /^\/(?:$|p\/|purchases(?:\/|$)|queue\/|checkout\/return\/|sign-in$|sign-out$)/;
 
 export const isPagePath = (path: string): boolean => PAGE_PATH.test(path);

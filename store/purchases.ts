@@ -100,6 +100,15 @@ export function purchaseIdFor(idempotencyKey: string, buyerId: string): string {
   return `pur_${digest.slice(0, 24)}`;
 }
 
+/** A buyer's purchases, newest first (refusals that wrote nothing but a record are left out). */
+export async function buyerPurchases(db: Db, buyerId: string, limit: number): Promise<PurchaseRecord[]> {
+  const { rows } = await db.query<PurchaseRow>(
+    `SELECT * FROM purchases WHERE buyer_id = $1 AND status <> 'rejected' ORDER BY created_at DESC LIMIT $2`,
+    [buyerId, limit],
+  );
+  return rows.map(toRecord);
+}
+
 export async function getPurchase(db: Db, purchaseId: string): Promise<PurchaseRecord | null> {
   const { rows } = await db.query<PurchaseRow>('SELECT * FROM purchases WHERE purchase_id = $1', [purchaseId]);
   return rows[0] ? toRecord(rows[0]) : null;

@@ -8,11 +8,24 @@ import { html, type Html } from './html';
 const WIDGET_SCRIPT = '/assets/altcha.min.js';
 const CHALLENGE_URL = '/v1/bot-check/challenge';
 
+/**
+ * altcha 3.2's options that are not attributes go in its `configuration` attribute (JSON): no
+ * "Protected by ALTCHA" footer nor logo. `auto="onload"`: it solves when the page loads, so the
+ * check is done by the time Buy is pressed; a press that comes first waits for it (web/live.ts).
+ * (Not `onsubmit` with a solve started by hand: the widget then submits the form itself once solved.)
+ */
+const WIDGET_CONFIGURATION = JSON.stringify({ hideFooter: true, hideLogo: true });
+
 /** The widget inside a form whose submit is `action` ("Buy", "Join the queue"). */
 export function botCheckField(action: string): Html {
   return html`<div class="bot-check">
     <script type="module" src="${WIDGET_SCRIPT}"></script>
-    <altcha-widget challenge="${CHALLENGE_URL}" name="altcha" auto="onsubmit" hidefooter></altcha-widget>
+    <altcha-widget
+      challenge="${CHALLENGE_URL}"
+      name="altcha"
+      auto="onload"
+      configuration="${WIDGET_CONFIGURATION}"
+    ></altcha-widget>
     <noscript>
       <p class="notice bad" id="bot-check-noscript">
         This sale checks that every buyer is a person: when you press ${action}, your browser solves a small puzzle (a

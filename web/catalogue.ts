@@ -24,6 +24,8 @@ export interface ProductModel {
   botCheck?: boolean;
   /** The purchase rules that apply, in the buyer's words (store/rules/: where it ships, the limits per address, per card). */
   rules?: string[];
+  /** With a room: the viewer already has a ticket in its line. */
+  inQueue?: boolean;
   /** With a room: how long an admitted buyer has to buy. */
   turnSeconds?: number;
   /** The most one purchase may take: the smallest of maxPerBuyer and the rules' own caps. */
@@ -71,6 +73,7 @@ function offer(p: ProductModel, viewer: Viewer, idempotencyKey: string, now: Dat
     // A room's pre-queue is joined before the opening (places are drawn at random then), so joining early is fair.
     if (!p.hasRoom) return opening;
     if (!viewer.buyer) return html`${opening}${signInOffer(viewer)}`;
+    if (p.inQueue) return html`${opening}${yourPlace(p)}`;
     return html`${opening}
       <form method="post" action="${productHref(p.sku)}/queue" id="offer" data-state="prequeue">
         <p>Join the queue now: at the opening, everyone who joined before it is given a place at random.</p>
@@ -87,6 +90,7 @@ function offer(p: ProductModel, viewer: Viewer, idempotencyKey: string, now: Dat
   }
   if (!viewer.buyer) return signInOffer(viewer);
   const action = `${productHref(p.sku)}/${p.hasRoom ? 'queue' : 'buy'}`;
+  if (p.hasRoom && p.inQueue) return yourPlace(p);
   if (p.hasRoom) {
     return html`<form method="post" action="${action}" id="offer" data-state="queue">
       <p>This sale has a waiting room: join the queue and you are let in to buy in turn.</p>
@@ -95,6 +99,18 @@ function offer(p: ProductModel, viewer: Viewer, idempotencyKey: string, now: Dat
     </form>`;
   }
   return buyForm(p, idempotencyKey, action, p.botCheck ? botCheckField('Buy') : html``);
+}
+
+/**
+ * A buyer who already has a ticket: the way to their place, not a second "Join" (joining again is
+ * the same ticket: the form leads to it, whatever became of it).
+ */
+function yourPlace(p: ProductModel): Html {
+  return html`<form method="post" action="${productHref(p.sku)}/queue" id="offer" data-state="in_queue">
+    <p>You are already in the queue for this sale: your place is kept.</p>
+    ${p.botCheck ? botCheckField('See your place') : ''}
+    <button type="submit">See your place</button>
+  </form>`;
 }
 
 function signInOffer(viewer: Viewer): Html {

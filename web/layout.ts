@@ -48,7 +48,7 @@ a.button{display:inline-block;padding:.5rem 1.25rem;border-radius:6px;background
 export function layout(f: Frame): string {
   const who = f.buyer
     ? html`<div>
-        Signed in as <strong id="buyer">${f.buyer}</strong>
+        Signed in as <strong id="buyer">${f.buyer}</strong> · <a href="/purchases" id="my-purchases">My purchases</a>
         <form method="post" action="/sign-out"><button type="submit" id="sign-out">Sign out</button></form>
       </div>`
     : f.signInHref

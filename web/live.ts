@@ -12,6 +12,8 @@ import { formatWait, fromNow } from './money';
 //   place of this one: no reload, the text a screen reader is on stays, and the news is read out from
 //   one polite live region (#announce) that stays in the page. `data-go` on <main> sends the buyer on
 //   (to Stripe's page, once the checkout is ready).
+// - A form's button, once pressed, says the page is busy; a Buy pressed before the bot check's
+//   widget (solving since the page loaded) has its solution is sent once it has.
 // Without JavaScript the page reloads itself instead, with a <meta http-equiv="refresh"> inside
 // <noscript> (web/layout.ts).
 
@@ -82,6 +84,30 @@ const CLIENT = `(() => {
   paint();
   clocks();
   setInterval(paint, 1000);
+  // A form's button, once pressed, says the page is busy. A form whose bot check (web/bot-check.ts,
+  // solving since the page loaded) has no solution yet is sent once the widget has one.
+  document.addEventListener('submit', (e) => {
+    const form = e.target;
+    const b = form.querySelector('button[type="submit"]');
+    if (b && !b.hasAttribute('aria-busy')) {
+      b.setAttribute('aria-busy', 'true');
+      b.dataset.label = b.textContent;
+      b.textContent = 'One moment…';
+    }
+    const widget = form.querySelector('altcha-widget');
+    const solution = form.querySelector('input[name="altcha"]');
+    if (widget && !(solution && solution.value)) {
+      e.preventDefault();
+      widget.addEventListener('verified', () => setTimeout(() => form.requestSubmit(), 0), { once: true });
+    }
+  });
+  // Back to this page from the next one (the browser kept it): the buttons are themselves again.
+  addEventListener('pageshow', () => {
+    for (const b of document.querySelectorAll('button[aria-busy]')) {
+      b.removeAttribute('aria-busy');
+      b.textContent = b.dataset.label;
+    }
+  });
   if (goOn()) return;
 
   let main = document.querySelector('main');

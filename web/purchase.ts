@@ -2,7 +2,7 @@ import type { PurchaseStatus } from '../vocabulary';
 import { html, type Html } from './html';
 import { layout } from './layout';
 import type { Live } from './live';
-import { formatMoney } from './money';
+import { formatMoney, formatWait } from './money';
 import type { Viewer } from './catalogue';
 import { countdown, utcClock } from './time';
 
@@ -37,6 +37,8 @@ export const PENDING_REFRESH_SECONDS = 2;
 export const SETTLING_REFRESH_SECONDS = 300;
 /** The longest the script of a pending page waits between polls (a settling one: its own period). */
 const LONGEST_POLL_SECONDS = 30;
+/** The way from this page to Stripe's once the checkout opens: the page's fetch and the redirect, about a second. */
+const HOP_SECONDS = 1;
 /** How long a refund takes to reach the buyer's account, as card issuers and banks commonly take. */
 const REFUND_DAYS = '5 to 10 working days';
 
@@ -50,6 +52,8 @@ interface Outcome {
   words: Html;
   /** News may come: look again after this many seconds at first (absent: the outcome is final). */
   pollSeconds?: number;
+  /** The back-off stops here (default LONGEST_POLL_SECONDS). */
+  longestPollSeconds?: number;
   /** The way to pay, a button under the outcome. */
   pay?: string;
 }
@@ -117,8 +121,11 @@ function outcomeOf(p: PurchaseModel, left: boolean, now: Date): Outcome {
             : html`Your purchase is in line: your item is reserved when its turn comes.`
         }
         Checkouts open one after the other at the pace our payment provider allows: ${ahead}, about
-        ${q.estimatedWaitSeconds} s. This page updates by itself and takes you on to pay.`,
+        ${formatWait(q.estimatedWaitSeconds + PENDING_REFRESH_SECONDS + HOP_SECONDS)}. This page updates by itself and
+        takes you on to pay.`,
         pollSeconds: PENDING_REFRESH_SECONDS,
+        // The checkout opens within seconds: no back-off beyond a few.
+        longestPollSeconds: 2 * PENDING_REFRESH_SECONDS,
       };
     }
     case 'awaiting_payment':
@@ -127,7 +134,8 @@ function outcomeOf(p: PurchaseModel, left: boolean, now: Date): Outcome {
       return {
         heading: 'Your purchase is confirmed',
         tone: 'good',
-        words: html`Your purchase is confirmed. Thank you!`,
+        words: html`Your purchase is confirmed${amountOf(p) ? `: you paid ${amountOf(p)}` : ''}. Thank you! This page is
+        your receipt: you find it again under My purchases.`,
       };
     case 'late_confirmed':
       return {
@@ -178,8 +186,11 @@ function outcomeOf(p: PurchaseModel, left: boolean, now: Date): Outcome {
 }
 
 /** " of €89.00": the amount paid, when it is known. */
-const paid = (p: PurchaseModel) =>
-  p.amountCents !== null && p.currency ? ` of ${formatMoney(p.amountCents, p.currency)}` : '';
+/** What the buyer pays, "€89.00"; empty before the hold is taken. */
+const amountOf = (p: PurchaseModel) =>
+  p.amountCents !== null && p.currency ? formatMoney(p.amountCents, p.currency) : '';
+/** " of €89.00", or nothing when the amount is not known. */
+const paid = (p: PurchaseModel) => (amountOf(p) ? ` of ${amountOf(p)}` : '');
 
 function refundLine(p: PurchaseModel): Html {
   if (!p.refund || p.status === 'refunded') return html``;
@@ -212,7 +223,7 @@ export function purchasePage(
         pay: 'Go to the payment page',
       }
     : outcomeOf(p, o.left, now);
-  const amount = p.amountCents !== null && p.currency ? html`, ${formatMoney(p.amountCents, p.currency)}` : html``;
+  const amount = amountOf(p) ? `, ${amountOf(p)}` : '';
   const product = p.productName ?? p.sku;
   const pay =
     out.pay && p.checkoutUrl
@@ -232,7 +243,7 @@ export function purchasePage(
         pollUrl: `/purchases/${encodeURIComponent(p.purchaseId)}`,
         watch: watched(p),
         seconds: out.pollSeconds,
-        maxSeconds: Math.max(out.pollSeconds, LONGEST_POLL_SECONDS),
+        maxSeconds: Math.max(out.pollSeconds, out.longestPollSeconds ?? LONGEST_POLL_SECONDS),
       }
     : undefined;
   return layout({
@@ -242,6 +253,32 @@ export function purchasePage(
     now,
     ...(onToPay ? { refreshSeconds: 1, refreshTo: p.checkoutUrl } : live ? { live } : {}),
   });
+}
+
+/** The buyer's purchases (GET /purchases), newest first: each one's product, amount and where it stands. */
+export function purchasesPage(
+  list: (PurchaseModel & { createdAt: string })[],
+  viewer: Viewer,
+  now = new Date(),
+): string {
+  const rows = list.map((p) => {
+    const amount = amountOf(p) ? `, ${amountOf(p)}` : '';
+    return html`<li>
+      <h2><a href="/purchases/${encodeURIComponent(p.purchaseId)}">${p.quantity} × ${p.productName ?? p.sku}</a></h2>
+      <p>
+        <span data-status="${p.status}">${outcomeOf(p, false, now).heading}</span>${amount} · bought
+        ${utcClock(p.createdAt, now)}
+      </p>
+    </li>`;
+  });
+  const main = list.length
+    ? html`<h1>My purchases</h1>
+        <ul class="products" id="purchases">
+          ${rows}
+        </ul>`
+    : html`<h1>My purchases</h1>
+        <p id="purchases">You have no purchases yet. <a href="/">See what is on sale</a>.</p>`;
+  return layout({ title: 'My purchases', main, ...viewer, now });
 }
 
 /** What the page shows of the purchase's JSON: a change in any of these is news. */

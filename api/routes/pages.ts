@@ -4,7 +4,9 @@ import type Koa from 'koa';
 import { perPurchaseLimit, rulesInWords, splitRuleTerms } from '../../store/rules';
 import type { ProductTerms } from '../../vocabulary';
 import { homePage, productPage, type ProductModel, type Viewer } from '../../web/catalogue';
-import { purchasePage } from '../../web/purchase';
+import { purchasePage, purchasesPage } from '../../web/purchase';
+import { buyerPurchases } from '../../store/purchases';
+import { findTicket } from '../../store/room';
 import { queuePage } from '../../web/queue';
 import { pageBuyer } from '../buyer-session';
 import { productView, type ProductView } from '../catalogue-view';
@@ -15,6 +17,9 @@ import { checkoutQueueView, purchaseView, visiblePurchase } from '../purchase-fl
 // The buyer's pages (GET): what is on sale, a product, a purchase's outcome, a place in a queue.
 // Rendering is web/'s; here: who is looking, what to read, and the HTTP around it. Errors become
 // pages (api/page-errors.ts).
+
+/** The most purchases "My purchases" lists (the newest). */
+const MY_PURCHASES_LIMIT = 50;
 
 /** A product's public view (GET /v1/products/:sku) as the pages show it. */
 export async function productModel(deps: ApiDeps, sku: string): Promise<ProductModel> {
@@ -71,7 +76,23 @@ export function pageRoutes(deps: ApiDeps): Router {
 
   router.get('/p/:sku', async (ctx) => {
     const viewer = await viewerOf(ctx, deps);
-    send(ctx, productPage(await productModel(deps, ctx.params.sku), viewer, randomUUID(), new Date(deps.clock.now())));
+    const product = await productModel(deps, ctx.params.sku);
+    // A buyer already in the line is shown the way to their place, not a second Join.
+    const inQueue =
+      product.hasRoom && viewer.buyer !== undefined && (await findTicket(deps.db, product.sku, viewer.buyer));
+    send(ctx, productPage({ ...product, inQueue: Boolean(inQueue) }, viewer, randomUUID(), new Date(deps.clock.now())));
+  });
+
+  router.get('/purchases', async (ctx) => {
+    const buyer = await pageBuyer(ctx, deps);
+    if (!buyer) throw new Problem(401, 'unauthorized', 'sign in to see your purchases');
+    const records = await buyerPurchases(deps.db, buyer, MY_PURCHASES_LIMIT);
+    const names = new Map<string, string | undefined>();
+    for (const sku of new Set(records.map((r) => r.sku))) {
+      names.set(sku, (await productModel(deps, sku).catch(() => undefined))?.name);
+    }
+    const list = records.map((r) => ({ ...purchaseView(r), productName: names.get(r.sku), createdAt: r.createdAt }));
+    send(ctx, purchasesPage(list, { buyer }, new Date(deps.clock.now())));
   });
 
   router.get('/purchases/:id', async (ctx) => {

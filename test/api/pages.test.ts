@@ -160,6 +160,42 @@ test("the purchase page: 401 signed out, 404 for another buyer's or an unknown p
   t.is(own.headers.get('cache-control'), 'no-store');
 });
 
+test("the purchase page asked for JSON is the purchase's JSON view, for its buyer only (the page's script polls it)", async (t) => {
+  const sku = await sys.createProduct();
+  const { body } = await sys.buy(sku, 'forms-gus');
+  const json = { accept: 'application/json' };
+  const own = await fetch(`${sys.apiUrl}/purchases/${body.purchaseId}`, {
+    headers: { ...json, cookie: await cookieOf('forms-gus') },
+  });
+  t.is(own.status, 200);
+  t.like(await own.json(), { purchaseId: body.purchaseId, sku, status: 'awaiting_payment' });
+  t.is(own.headers.get('cache-control'), 'no-store');
+  const other = await fetch(`${sys.apiUrl}/purchases/${body.purchaseId}`, {
+    headers: { ...json, cookie: await cookieOf('forms-hal') },
+  });
+  t.is(other.status, 404);
+});
+
+test("My purchases lists the buyer's own purchases, newest first, and is a 401 page signed out", async (t) => {
+  const first = await sys.createProduct({ name: 'First tee' });
+  const second = await sys.createProduct({ name: 'Second cap' });
+  const a = await sys.buy(first, 'forms-ivy');
+  const b = await sys.buy(second, 'forms-ivy');
+  await sys.buy(first, 'forms-jo');
+  isPage(t, await get('/purchases'), 401);
+  const page = await get('/purchases', { cookie: await cookieOf('forms-ivy') });
+  isPage(t, page, 200);
+  const links = [...page.text.matchAll(/href="\/purchases\/(pur_[0-9a-f]+)">1 × ([^<]+)</g)].map((m) => [m[1], m[2]]);
+  t.deepEqual(links, [
+    [b.body.purchaseId, 'Second cap'],
+    [a.body.purchaseId, 'First tee'],
+  ]);
+  t.regex(page.text, /data-status="awaiting_payment">Confirming your payment</);
+  t.regex(page.text, /id="my-purchases"/, 'the header links it');
+  const none = await get('/purchases', { cookie: await cookieOf('forms-nobody') });
+  t.regex(none.text, /You have no purchases yet/);
+});
+
 test('the old Checkout return URL redirects to the purchase page, keeping the cancel', async (t) => {
   const done = await get('/checkout/return/pur_abc');
   t.is(done.status, 303);

@@ -134,8 +134,9 @@ test('while the last unit is held by another buyer, Buy answers "sold out for no
   t.regex((await page.locator('#retry').textContent()) ?? '', /^Try again in \d+/);
   t.is(await page.locator('#buyer').textContent(), 'pages-frank', 'the refusal keeps who is signed in');
   t.is(await page.getByRole('link', { name: 'Back to the product' }).getAttribute('href'), `/p/${sku}`);
-  // The wait ticks on the page (Retry-After is a second or so: it reaches "now").
-  await page.waitForFunction(() => /Try again now/.test(document.getElementById('retry')?.textContent ?? ''));
+  // The wait ticks on the page.
+  const retry = (await page.locator('#retry time').textContent()) ?? '';
+  await page.waitForFunction((was) => document.querySelector('#retry time')?.textContent !== was, retry);
   await shot(page, 'sold-out-for-now');
 
   await page.goto(`${sys.apiUrl}/p/${sku}`);
@@ -246,6 +247,15 @@ test('the widget solves the bot check when Buy is pressed, and the hosted page t
   await signInAs(page, 'widget-ann');
   t.is(await page.locator('altcha-widget').count(), 1);
   t.false(await page.locator('#bot-check-noscript').isVisible());
+  t.is(
+    await page.getByText('Protected by ALTCHA').count(),
+    0,
+    'no footer: the widget is configured as altcha 3.2 reads it',
+  );
+  // Solved when the page loaded, before Buy is pressed.
+  await page.waitForFunction(() =>
+    Boolean((document.querySelector('input[name="altcha"]') as HTMLInputElement)?.value),
+  );
   await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/checkout/cs_')), page.locator('#buy').click()]);
   t.is(await purchasesOf(sku), 1);
 

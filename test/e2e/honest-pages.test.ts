@@ -150,6 +150,17 @@ test('with JavaScript off, a paused room says so, the page reloads itself, and t
   const after = seconds((await page.locator('#wait').textContent()) ?? '');
   t.true(after >= before + 3, `${before} s, then ${after} s`);
 
+  // Back on the product page the buyer is offered their place, not a second Join.
+  const queueUrl = page.url();
+  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  t.is(await page.locator('#offer').getAttribute('data-state'), 'in_queue');
+  t.is(await page.getByRole('button', { name: 'Join the queue' }).count(), 0);
+  await Promise.all([
+    page.waitForURL((u) => u.pathname.startsWith('/queue/')),
+    page.getByRole('button', { name: 'See your place' }).click(),
+  ]);
+  t.is(new URL(page.url()).pathname, new URL(queueUrl).pathname, 'the same place');
+
   // Opened again: the line moves, and the reload brings the turn.
   t.is((await sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: 'open' }, admin)).status, 200);
   await page.waitForSelector('#queue[data-state="admitted"]', { timeout: 60_000 });

@@ -151,3 +151,20 @@ test('a purchase that ended unsold offers Buy again while the product is on sale
     purchasePage({ ...awaiting, status: 'confirmed' }, alice, { left: false, now, onSale: true }).includes('buy-again'),
   );
 });
+
+test('a buyer already in the line is offered their place, not a second Join', (t) => {
+  const page = productPage({ ...product, hasRoom: true, inQueue: true }, alice, 'k', now);
+  t.regex(page, /id="offer" data-state="in_queue"/);
+  t.regex(page, />\s*See your place\s*</);
+  t.false(page.includes('Join the queue'));
+});
+
+test("preparing the checkout counts the page's own look and the hop to Stripe in its estimate, and never backs off far", (t) => {
+  const preparing = purchasePage(
+    { ...awaiting, status: 'holding', checkoutUrl: undefined, checkoutQueue: { ahead: 3, estimatedWaitSeconds: 5 } },
+    alice,
+    { left: false, payNext: true, now },
+  );
+  t.regex(preparing, /3 buyers are ahead of you, about\s+8 s/);
+  t.regex(preparing, /data-poll-max="4"/);
+});
