@@ -6,6 +6,7 @@ import { JoinDesk } from '../store/join-desk';
 import { ticketOutcome } from '../store/room';
 import { stepFor, type RoomCache, type RoomSnapshot } from '../store/room-cache';
 import { DEFAULT_CHECKOUTS_PER_SECOND } from './checkout-pace';
+import { earliestTurn, nextPollSeconds } from './next-poll';
 import { estimateWait, type WaitEstimate } from './queue-wait';
 
 export type TicketState = 'prequeue' | 'waiting' | 'admitted' | 'sold_out' | 'expired';
@@ -23,6 +24,8 @@ export interface TicketView {
   roomState: 'open' | 'paused' | 'closed';
   /** While waiting: the room holds as many buyers as it takes, the next is let in as one finishes. */
   roomFull?: boolean;
+  /** While `prequeue` or `waiting`: when to ask again (api/next-poll.ts), also sent as `Retry-After`. */
+  nextPollSeconds?: number;
   opensAt?: string;
   /** Once admitted: the token POST /v1/purchases takes in `Admission-Token`, and when it ends. */
   admissionToken?: string;
@@ -108,13 +111,26 @@ export class WaitingRoom {
     };
     if (place === null) {
       const untilOpen = room.opensAt ? Math.max(0, Math.ceil((room.opensAt.getTime() - this.clock.now()) / 1000)) : 0;
-      const state = room.soldOut ? 'sold_out' : 'prequeue';
-      return { view: { ...base, position: null, state, estimatedWaitSeconds: untilOpen } };
+      if (room.soldOut)
+        return { view: { ...base, position: null, state: 'sold_out', estimatedWaitSeconds: untilOpen } };
+      // Nobody is let in before the opening: ask again then.
+      const nextPoll = nextPollSeconds(untilOpen, untilOpen);
+      return {
+        view: {
+          ...base,
+          position: null,
+          state: 'prequeue',
+          estimatedWaitSeconds: untilOpen,
+          nextPollSeconds: nextPoll,
+        },
+      };
     }
     if (place > room.serving) {
       const position = place - room.serving - 1;
       if (room.soldOut) return { view: { ...base, position, state: 'sold_out', estimatedWaitSeconds: 0 } };
-      return { view: { ...base, position, state: 'waiting', ...this.wait(s, position) } };
+      const wait = this.wait(s, position);
+      const nextPoll = nextPollSeconds(wait.estimatedWaitSeconds, earliestTurn(s, position, this.checkoutsPerSecond));
+      return { view: { ...base, position, state: 'waiting', ...wait, nextPollSeconds: nextPoll } };
     }
     const step = stepFor(s, place);
     const live = step !== undefined && step.expiresAt.getTime() > this.clock.now();

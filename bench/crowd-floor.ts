@@ -1,14 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { searchAttributes } from '../client/purchases';
-import type { Answer, Phase } from './crowd-report';
-
-type Drive = (
-  name: string,
-  count: number,
-  concurrency: number,
-  once: (n: number) => Promise<Omit<Answer, 'ms'>>,
-) => Promise<Phase>;
+import type { Drive, Phase } from './crowd-report';
 
 /** A workflow type no worker registers, on a task queue no worker polls: the start is all there is. */
 const PROBE_TYPE = 'crowdFloorProbe';

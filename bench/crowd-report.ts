@@ -16,6 +16,14 @@ export interface Phase {
   seconds: number;
 }
 
+/** Runs `count` calls of `once`, `concurrency` at a time, as one phase of a benchmark. */
+export type Drive = (
+  name: string,
+  count: number,
+  concurrency: number,
+  once: (n: number) => Promise<Omit<Answer, 'ms'>>,
+) => Promise<Phase>;
+
 export type Check = [what: string, ok: boolean];
 
 export interface CrowdResult {

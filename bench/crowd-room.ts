@@ -1,5 +1,9 @@
-import { countBy, fmt, latencies, type Answer, type Phase } from './crowd-report';
+import { cpuSeconds, linePhase } from './crowd-line';
+import { countBy, fmt, latencies, type Drive, type Phase } from './crowd-report';
 import { parseJson, type HttpClient } from './http-client';
+
+/** Buyers in each room of the line phase: at 50 a second, 30 s lets about half of them in. */
+const LINE_BUYERS = 3000;
 
 /**
  * `npm run bench:room` (bench/crowd.ts --room): the waiting room's two buyer routes under the crowd,
@@ -7,6 +11,7 @@ import { parseJson, type HttpClient } from './http-client';
  * /v1/products/:sku/queue, one ticket row each), then N polls of their tickets (GET /v1/queue/:ticket,
  * answered from the signed ticket and the API's cached serving counter). The room is paused, so every
  * poll is of a waiting ticket: the steady state of a drop. Target: polls at >= 0.5x the bare route.
+ * Then the line (bench/crowd-line.ts): how often buyers poll, and notice their turn, by either rule.
  */
 export async function roomBench(o: {
   client: HttpClient;
@@ -15,12 +20,9 @@ export async function roomBench(o: {
   tokens: string[];
   concurrency: number;
   healthz: Phase;
-  drive: (
-    name: string,
-    count: number,
-    concurrency: number,
-    once: (n: number) => Promise<Omit<Answer, 'ms'>>,
-  ) => Promise<Phase>;
+  /** The API's process, when the run started it: CPU per phase. */
+  apiPid?: number;
+  drive: Drive;
 }): Promise<number> {
   const { client, sku, tokens } = o;
   const created = await client.json('POST', '/v1/products', o.admin, {
@@ -38,6 +40,7 @@ export async function roomBench(o: {
 
   const tickets: string[] = tokens.map(() => '');
   console.error(`room: ${tokens.length} buyers join ${sku}, ${o.concurrency} in flight...`);
+  const cpu = [cpuSeconds(o.apiPid)];
   const joins = await o.drive('joins: POST /v1/products/:sku/queue', tokens.length, o.concurrency, async (n) => {
     const r = await client.send('POST', `/v1/products/${sku}/queue`, { authorization: `Bearer ${tokens[n]}` });
     const body = parseJson(r.body);
@@ -45,6 +48,7 @@ export async function roomBench(o: {
     tickets[n] = body.ticket;
     return { cls: 'ok' };
   });
+  cpu.push(cpuSeconds(o.apiPid));
   const known = tickets.filter(Boolean);
   if (known.length === 0) throw new Error('no buyer got a ticket');
   console.error(`room: ${tokens.length} polls of those tickets, ${o.concurrency} in flight...`);
@@ -53,6 +57,10 @@ export async function roomBench(o: {
     const state = parseJson(r.body).state;
     return { cls: r.status === 200 && state === 'waiting' ? 'ok' : `${r.status} ${String(state)}` };
   });
+  cpu.push(cpuSeconds(o.apiPid));
+  // API CPU per answer of a phase (ms), when this run started the API.
+  const cpuMs = (i: number, p: Phase) =>
+    cpu[i] !== undefined && cpu[i + 1] !== undefined ? ((cpu[i + 1]! - cpu[i]) * 1000) / p.answers.length : NaN;
 
   const rate = (p: Phase) => p.answers.length / p.seconds;
   const line = (p: Phase) => {
@@ -62,10 +70,11 @@ export async function roomBench(o: {
   };
   console.log(`\nwaiting room, ${tokens.length} buyers, ${o.concurrency} in flight (rate, and x the bare route)`);
   console.log(line({ ...o.healthz, name: 'baseline: GET /healthz' }));
-  console.log(line(joins));
-  console.log(line(polls));
+  console.log(`${line(joins)}  API CPU ${fmt(cpuMs(0, joins), 2)} ms each`);
+  console.log(`${line(polls)}  API CPU ${fmt(cpuMs(1, polls), 2)} ms each`);
   const ok = rate(polls) >= 0.5 * rate(o.healthz);
   console.log(`polls at >= 0.5x the bare route: ${ok ? 'yes' : 'NO'}`);
+  await linePhase({ ...o, tokens: o.tokens.slice(0, LINE_BUYERS) });
   const failed = [...joins.answers, ...polls.answers].filter((a) => a.cls !== 'ok').length;
   return failed === 0 ? 0 : 1;
 }

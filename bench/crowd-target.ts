@@ -21,6 +21,8 @@ export interface Target {
   describe: string;
   /** The payments emulator of the stack this run started (its rate limits are read from it). */
   emulatorUrl?: string;
+  /** The API's process, when this run started it (its CPU is read from /proc). */
+  apiPid?: number;
 }
 
 export async function startLocal(opts: { stripeRate?: number; stripeBudget?: number }): Promise<Target> {
@@ -57,6 +59,7 @@ export async function startLocal(opts: { stripeRate?: number; stripeBudget?: num
     temporalAddress: system.temporalAddress,
     temporalNamespace: system.temporalNamespace,
     emulatorUrl: system.emulatorUrl,
+    apiPid: system.apiPid,
     describe: `own stack: API (pid ${system.apiPid}), worker and emulator in child processes`,
   };
 }

@@ -229,6 +229,7 @@ async function main(): Promise<number> {
       tokens: tokens.crowd,
       concurrency: opts.concurrency,
       healthz: base,
+      apiPid: target.apiPid,
     };
     return roomBench({ ...args, drive });
   }

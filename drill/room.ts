@@ -13,9 +13,21 @@ const MIN_POLL_MS = 1000;
 const MAX_POLL_MS = 10_000;
 
 /**
- * Joins the room and polls the ticket until admitted or turned away, as the queue page does: the
- * next poll after half the estimated wait (1 to 10 s, jittered so a crowd does not poll in step).
+ * When to poll again after an answer: when the answer says (`nextPollSeconds`, by position: rarely far
+ * from the head, often near it), drawn from 80 to 100 % of it so a crowd does not poll in step and
+ * nobody polls later than told; from an API that does not say, after half the estimated wait (1 to
+ * 10 s, jittered by a quarter either way), as the queue page did.
  */
+export function pollDelayMs(body: Record<string, unknown>, rand: () => number): number {
+  const told = Number(body.nextPollSeconds);
+  if (Number.isFinite(told) && told > 0) return told * 1000 * (0.8 + rand() * 0.2);
+  // In the pre-queue the wait is the time to the opening (position is null until then).
+  const wait = Number(body.estimatedWaitSeconds);
+  const base = Number.isFinite(wait) ? (wait * 1000) / 2 : MIN_POLL_MS;
+  return Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, base)) * (0.75 + rand() * 0.5);
+}
+
+/** Joins the room and polls the ticket until admitted or turned away, as the queue page does (pollDelayMs). */
 export async function waitInRoom(
   http: DrillHttp,
   poll: DrillHttp,
@@ -71,10 +83,7 @@ export async function waitInRoom(
         return done;
       }
       if (o.now() > o.deadline()) return { state: 'gave_up', note: 'still queued at the end of the drill' };
-      // In the pre-queue the wait is the time to the opening (position is null until then).
-      const wait = Number(r.body.estimatedWaitSeconds);
-      const base = Number.isFinite(wait) ? (wait * 1000) / 2 : MIN_POLL_MS;
-      await pause(Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, base)) * (0.75 + o.rand() * 0.5));
+      await pause(pollDelayMs(r.body, o.rand));
     } else if (r.status === 0 || r.status >= 500 || r.status === 429) {
       if (o.now() > o.deadline()) return { state: 'gave_up', note: `poll: ${r.status} at the end of the drill` };
       await pause(2000 + o.rand() * 1000);

@@ -1,5 +1,5 @@
 import type { Db } from './db';
-import { findTicket, joinRoom, type TicketRecord } from './room';
+import { joinRoom, type TicketRecord } from './room';
 
 interface Waiting {
   buyerId: string;
@@ -11,9 +11,9 @@ interface Waiting {
  * Joins to a waiting room, batched per SKU in each API process: a join takes the next place from the
  * room's row, so one statement per join would queue on that row's lock for a commit each. While a
  * batch's statement runs, new joins wait, and the next statement places them all (one UPDATE of the
- * room row, one multi-row INSERT), in arrival order. A buyer already holding a ticket is answered
- * without entering a batch; a batch that meets a ticket another process wrote meanwhile (the primary
- * key) falls back to one statement per join, which finds that ticket.
+ * room row, one multi-row INSERT), in arrival order, and finds the tickets of buyers who joined
+ * before: one round trip per batch, none per join. A batch that meets a ticket another process wrote
+ * meanwhile (the primary key) falls back to one statement per join, which finds that ticket.
  */
 export class JoinDesk {
   private readonly queues = new Map<string, { waiting: Waiting[]; running: boolean }>();
@@ -22,8 +22,6 @@ export class JoinDesk {
 
   /** The buyer's ticket for `sku` (`created` when new, with `ticketId`); null when the SKU has no room. */
   async join(sku: string, buyerId: string, ticketId: string): Promise<TicketRecord | null> {
-    const existing = await findTicket(this.db, sku, buyerId);
-    if (existing) return existing;
     let q = this.queues.get(sku);
     if (!q) this.queues.set(sku, (q = { waiting: [], running: false }));
     const answer = new Promise<TicketRecord | null>((resolve, reject) =>
@@ -44,10 +42,10 @@ export class JoinDesk {
         const placed = this.place(sku, [...first.values()]);
         for (const w of batch) {
           w.done(
-            placed.then(async (rows) => {
+            placed.then((rows) => {
               const row = rows.get(w.buyerId);
-              if (row) return { ...row, created: row.ticketId === w.ticketId };
-              return findTicket(this.db, sku, w.buyerId);
+              // None: the SKU has no room (the statement placed nobody and found nobody).
+              return row ? { ...row, created: row.ticketId === w.ticketId } : null;
             }),
           );
         }
@@ -74,18 +72,27 @@ export class JoinDesk {
   }
 }
 
+/**
+ * Places the batch's new buyers and finds the tickets of those who joined before, in one statement.
+ * The room's row is locked (and `next_place` moved) only when someone is new: a crowd joining again
+ * (a page reloaded) writes nothing.
+ */
 async function placeBatch(db: Db, sku: string, joins: Waiting[]): Promise<Map<string, TicketRecord>> {
   const { rows } = await db.query<{ buyer_id: string; ticket_id: string; place: string | null }>(
     `WITH input AS (SELECT b, tk, ord FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS i(b, tk, ord)),
+          known AS (SELECT t.buyer_id, t.ticket_id, t.place FROM room_tickets t
+                     WHERE t.sku = $1 AND t.buyer_id = ANY($2::text[])),
           fresh AS (SELECT b, tk, row_number() OVER (ORDER BY ord) AS rn FROM input
-                     WHERE NOT EXISTS (SELECT 1 FROM room_tickets t WHERE t.sku = $1 AND t.buyer_id = input.b)),
+                     WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.buyer_id = input.b)),
           n AS (SELECT count(*)::bigint AS n FROM fresh),
           r AS (UPDATE rooms SET next_place = next_place + CASE WHEN shuffled THEN (SELECT n FROM n) ELSE 0 END
-                 WHERE sku = $1 RETURNING shuffled, next_place)
-     INSERT INTO room_tickets (sku, buyer_id, ticket_id, place)
-     SELECT $1, f.b, f.tk, CASE WHEN r.shuffled THEN r.next_place - (SELECT n FROM n) + f.rn END
-       FROM fresh f CROSS JOIN r
-     RETURNING buyer_id, ticket_id, place`,
+                 WHERE sku = $1 AND (SELECT n FROM n) > 0 RETURNING shuffled, next_place),
+          placed AS (INSERT INTO room_tickets (sku, buyer_id, ticket_id, place)
+                     SELECT $1, f.b, f.tk, CASE WHEN r.shuffled THEN r.next_place - (SELECT n FROM n) + f.rn END
+                       FROM fresh f CROSS JOIN r
+                     RETURNING buyer_id, ticket_id, place)
+     SELECT buyer_id, ticket_id, place FROM placed
+     UNION ALL SELECT buyer_id, ticket_id, place FROM known`,
     [sku, joins.map((j) => j.buyerId), joins.map((j) => j.ticketId)],
   );
   return new Map(

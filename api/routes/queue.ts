@@ -1,10 +1,12 @@
 import { Router } from '@koa/router';
+import type { Context } from 'koa';
 import { getProduct } from '../../store/products';
 import { patchRoom, roomStats, type RoomPatch } from '../../store/room';
 import { buyerOf, requireBearer } from '../auth';
 import { checkForBots, joinSpender } from '../bot-check';
 import type { ApiDeps } from '../deps';
 import { Problem } from '../problem';
+import type { TicketView } from '../waiting-room';
 import { validator } from '../validate';
 
 const roomPatch = validator<RoomPatch>({
@@ -37,10 +39,15 @@ async function operatorView(deps: ApiDeps, sku: string) {
   };
 }
 
+/** A buyer in line is told when to ask again: `Retry-After` is the view's `nextPollSeconds` (api/next-poll.ts). */
+function askAgainAfter(ctx: Context, view: TicketView): void {
+  if (view.nextPollSeconds !== undefined) ctx.set('Retry-After', String(view.nextPollSeconds));
+}
+
 /**
  * Waiting-room routes: a buyer joins (one ticket per buyer and SKU) and polls the ticket; polls are
- * answered from the signed ticket and this process's cached serving counter (api/waiting-room.ts).
- * The operator reads and changes a room live.
+ * answered from the signed ticket and this process's cached serving counter (api/waiting-room.ts),
+ * each saying when to ask again. The operator reads and changes a room live.
  */
 export function queueRoutes(deps: ApiDeps): Router {
   const router = new Router();
@@ -57,6 +64,7 @@ export function queueRoutes(deps: ApiDeps): Router {
     const joined = await deps.room.join(sku, buyerId);
     if (!joined) throw await noRoom(deps, ctx.params.sku);
     ctx.status = joined.created ? 201 : 200;
+    askAgainAfter(ctx, joined.view);
     ctx.body = joined.view;
   });
 
@@ -64,6 +72,7 @@ export function queueRoutes(deps: ApiDeps): Router {
     const view = await deps.room.view(ctx.params.ticket);
     if (!view) throw new Problem(404, 'ticket-not-found', 'no such ticket (it is not one this service signed)');
     ctx.set('Cache-Control', 'no-store');
+    askAgainAfter(ctx, view);
     ctx.body = view;
   });
 

@@ -311,3 +311,29 @@ test.serial(
     await assertInvariants(t, sys.db, sku);
   },
 );
+
+test.serial(
+  'a buyer in line is told when to ask again, in the body and Retry-After: rarely far back, often at the head',
+  async (t) => {
+    const sku = await sys.createProduct({ stock: 3, waitingRoom: { admitPerSecond: 2, maxActive: 5 } });
+    await sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: 'paused' }, AS_ADMIN);
+    const joined = [];
+    for (let i = 0; i < 60; i++) joined.push(await join(sku, `line-${i}`));
+    const [head, tail] = [joined[0], joined[59]];
+    for (const j of [head, tail])
+      t.is(j.headers.get('retry-after'), String(j.body.nextPollSeconds), 'the join says it too');
+    const poll = async (ticket: string) => sys.api('GET', `/v1/queue/${ticket}`);
+    const [atHead, atTail] = [await poll(head.body.ticket), await poll(tail.body.ticket)];
+    t.like(atHead.body, { state: 'waiting', position: 0 });
+    t.true(atHead.body.nextPollSeconds >= 1 && atHead.body.nextPollSeconds <= 10, `${atHead.body.nextPollSeconds} s`);
+    // 59 ahead at 2 a second: no turn for about 28 s, however fast the room resumes.
+    t.like(atTail.body, { state: 'waiting', position: 59 });
+    t.true(atTail.body.nextPollSeconds >= 20 && atTail.body.nextPollSeconds <= 30, `${atTail.body.nextPollSeconds} s`);
+    for (const p of [atHead, atTail]) t.is(p.headers.get('retry-after'), String(p.body.nextPollSeconds));
+
+    await sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: 'open' }, AS_ADMIN);
+    const admitted = await pollUntil(head.body.ticket, (b) => b.state === 'admitted');
+    t.is(admitted.nextPollSeconds, undefined, 'an admitted buyer buys; nothing to ask again');
+    t.is((await poll(head.body.ticket)).headers.get('retry-after'), null);
+  },
+);
