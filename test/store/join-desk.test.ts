@@ -1,0 +1,46 @@
+import test from 'ava';
+import { JoinDesk } from '../../store/join-desk';
+import { createProduct } from '../../store/products';
+import { countingPool, testDb, uniqueSku } from '../helpers/db';
+
+// The join desk (issue 35, item 1): a join costs no round trip of its own, a crowd joining again
+// writes nothing, and places still follow arrival order.
+
+const db = testDb(8);
+test.after.always(() => db.end());
+
+async function roomRowVersion(sku: string): Promise<string> {
+  const { rows } = await db.query<{ v: string }>('SELECT xmin::text AS v FROM rooms WHERE sku = $1', [sku]);
+  return rows[0].v;
+}
+
+test('100 joins at once, half of them buyers joining again, take at most two statements and keep their tickets', async (t) => {
+  const sku = uniqueSku('join');
+  await createProduct(db, {
+    sku,
+    name: 'Runner',
+    priceCents: 100,
+    currency: 'eur',
+    stock: 10,
+    waitingRoom: { admitPerSecond: 1, maxActive: 1 },
+  });
+  const first = await Promise.all(
+    Array.from({ length: 50 }, (_, i) => new JoinDesk(db).join(sku, `b${i}`, `first-${i}`)),
+  );
+  const counted = countingPool(db, 'room_tickets');
+  const desk = new JoinDesk(counted.pool);
+  const joins = await Promise.all(Array.from({ length: 100 }, (_, i) => desk.join(sku, `b${i}`, `second-${i}`)));
+  t.true(counted.count() <= 2, `${counted.count()} statements for 100 joins`);
+  for (let i = 0; i < 50; i++)
+    t.like(joins[i], { ticketId: first[i]!.ticketId, place: first[i]!.place, created: false });
+  t.deepEqual(
+    joins.slice(50).map((j) => [j!.created, j!.place]),
+    Array.from({ length: 50 }, (_, i) => [true, 51 + i]),
+    'the new buyers in arrival order, after the first 50',
+  );
+
+  const before = await roomRowVersion(sku);
+  const again = await Promise.all(Array.from({ length: 100 }, (_, i) => desk.join(sku, `b${i}`, `third-${i}`)));
+  t.true(again.every((j) => j && !j.created));
+  t.is(await roomRowVersion(sku), before, 'joining again wrote nothing to the room row');
+});
