@@ -15,6 +15,21 @@ function retryAfter(p: Problem): number | undefined {
   return Number.isFinite(s) && s > 0 ? s : undefined;
 }
 
+/** The Buy form's fields as the buyer knows them (the form's labels). */
+const FIELD_NAMES: Record<string, string> = {
+  quantity: 'The quantity',
+  idempotencyKey: 'The form itself (reload the product page and try again): its key',
+  'Idempotency-Key': 'The form itself (reload the product page and try again): its key',
+};
+
+/** A bad form's problems as sentences: "The quantity must be a whole number." */
+function formWords(errors: { field: string; message: string }[] | undefined): string | undefined {
+  if (!errors?.length || !errors.every((e) => FIELD_NAMES[e.field])) return undefined;
+  return errors
+    .map((e) => `${FIELD_NAMES[e.field]} ${e.message.replace(/\s*\(reload the product page\)$/, '')}.`)
+    .join(' ');
+}
+
 /** A problem in the buyer's words. */
 export function noticeOf(p: Problem, signInHref?: string): Notice {
   const extra = p.extra as { final?: boolean; heldBy?: string; errors?: { field: string }[] };
@@ -85,7 +100,7 @@ export function noticeOf(p: Problem, signInHref?: string): Notice {
       return {
         ...base,
         title: 'Something in the form is not right',
-        message: p.message,
+        message: formWords(extra.errors as { field: string; message: string }[] | undefined) ?? p.message,
         fields: extra.errors?.map((e) => e.field),
       };
     case 'unauthorized':

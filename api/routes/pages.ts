@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Router } from '@koa/router';
 import type Koa from 'koa';
-import { perPurchaseLimit, rulesInWords, splitRuleTerms } from '../../store/rules';
+import { perPurchaseLimit, refusalInWords, rulesInWords, splitRuleTerms } from '../../store/rules';
 import type { ProductTerms } from '../../vocabulary';
 import { homePage, productPage, type ProductModel, type Viewer } from '../../web/catalogue';
 import { purchasePage, purchasesPage } from '../../web/purchase';
@@ -26,12 +26,17 @@ export async function productModel(deps: ApiDeps, sku: string): Promise<ProductM
   return modelOf(await productView(deps, sku));
 }
 
-function modelOf(v: ProductView & { opensAt?: string | null }): ProductModel {
-  const terms: ProductTerms = {
+/** The terms the purchase rules read, from a product's public view (its rules' own terms among its fields). */
+function termsOfView(v: ProductView): ProductTerms {
+  return {
     ...v,
     ...(v.shippingCountries ? { shippingCountries: v.shippingCountries } : {}),
     rules: splitRuleTerms(v).ruleTerms,
   };
+}
+
+function modelOf(v: ProductView & { opensAt?: string | null }): ProductModel {
+  const terms = termsOfView(v);
   const cap = perPurchaseLimit(terms);
   return {
     sku: v.sku,
@@ -107,11 +112,20 @@ export function pageRoutes(deps: ApiDeps): Router {
       ctx.body = view;
       return;
     }
-    const product = await productModel(deps, view.sku).catch(() => undefined);
+    const pv = await productView(deps, view.sku).catch(() => undefined);
+    const product = pv && modelOf(pv);
+    // A rule's refusal in the buyer's words, naming the product (the record keeps the rule's own).
+    const plain = (reason: string) =>
+      (pv && refusalInWords(reason, { sku: pv.sku, name: pv.name, terms: termsOfView(pv) })) ?? reason;
     send(
       ctx,
       purchasePage(
-        { ...view, productName: product?.name },
+        {
+          ...view,
+          productName: product?.name,
+          ...(view.reason ? { reason: plain(view.reason) } : {}),
+          ...(view.refund ? { refund: { ...view.refund, reason: plain(view.refund.reason) } } : {}),
+        },
         { buyer },
         {
           left: ctx.query.result === 'cancel',

@@ -1,4 +1,4 @@
-import type { PurchaseRule } from './rule';
+import { REFUNDED, type PurchaseRule } from './rule';
 
 // The payment methods a product accepts (`acceptedPaymentMethods`: Stripe's type names, such as
 // `card` or `sepa_debit`): a payment by any other is refunded with the reason. Added through the
@@ -32,6 +32,12 @@ export const acceptedPaymentMethods: PurchaseRule = {
   appliesTo: (terms) => Array.isArray(terms.rules?.[TERM]),
   checkoutMethods: (terms) => terms.rules![TERM] as string[],
   inWords: (terms) => `Paid only by ${(terms.rules![TERM] as string[]).map(methodName).join(' or ')}.`,
+  refusalInWords: (reason, p) => {
+    const by = / only, not by ([a-z_]+)$/.exec(reason)?.[1];
+    const accepted = p.terms.rules?.[TERM] as string[] | undefined;
+    if (!by || !accepted || !reason.startsWith(`${p.sku} is sold for payment by `)) return null;
+    return `${p.name} can be paid only by ${accepted.map(methodName).join(' or ')}, not by ${methodName(by)}, ${REFUNDED}`;
+  },
   judge(_db, c) {
     const accepted = c.terms.rules![TERM] as string[];
     const type = c.evidence.method?.type;

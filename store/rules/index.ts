@@ -5,7 +5,7 @@ import type { Db } from '../db';
 import { acceptedPaymentMethods } from './accepted-payment-methods';
 import { perAddress } from './per-address';
 import { perPaymentMethod } from './per-payment-method';
-import type { PurchaseRule, RuleCase } from './rule';
+import type { PurchaseRule, RefusedProduct, RuleCase } from './rule';
 import { shippingCountry } from './shipping-country';
 
 // The purchase rules that judge a payment, in the order they are asked: one file per rule. The saga
@@ -39,6 +39,15 @@ export function checkoutPaymentMethods(terms: ProductTerms): string[] | undefine
 /** The rules that apply to a product, in the buyer's words (the product page shows them beside the price). */
 export function rulesInWords(terms: ProductTerms): string[] {
   return PAYMENT_RULES.filter((r) => r.appliesTo(terms)).map((r) => r.inWords(terms));
+}
+
+/** A rule's refusal of a payment in the buyer's words (null: no rule's, shown as it is kept). */
+export function refusalInWords(reason: string, product: RefusedProduct): string | null {
+  for (const rule of PAYMENT_RULES) {
+    const words = rule.refusalInWords(reason, product);
+    if (words) return words;
+  }
+  return null;
 }
 
 /** The most units one purchase may take under the applying rules; undefined when none caps it. */

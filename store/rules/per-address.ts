@@ -1,5 +1,7 @@
 import { claimWithinLimit } from '../claims';
-import type { PurchaseRule } from './rule';
+import { REFUNDED, type PurchaseRule } from './rule';
+
+const LEAD = 'limit per address:';
 
 // The limit per shipping address (`maxPerAddress`): units one address may buy of a SKU, counted by
 // the key of the address Checkout collected (store/addresses.ts). No address collected: nothing to
@@ -10,6 +12,10 @@ export const perAddress: PurchaseRule = {
   appliesTo: (terms) => Boolean(terms.maxPerAddress),
   inWords: (terms) => `At most ${terms.maxPerAddress} per shipping address, counting earlier orders.`,
   perPurchase: (terms) => terms.maxPerAddress!,
+  refusalInWords: (reason, p) =>
+    reason.startsWith(LEAD)
+      ? `${p.name} is limited to ${p.terms.maxPerAddress} per shipping address, and the address you gave had already bought that many, ${REFUNDED}`
+      : null,
   async judge(db, c) {
     const max = c.terms.maxPerAddress!;
     const key = c.evidence.addressKey;
@@ -18,7 +24,7 @@ export const perAddress: PurchaseRule = {
     return {
       rule: this.name,
       kind: 'refunded_address_limit',
-      reason: `limit per address: this shipping address already bought the most of ${c.sku} one address may (${max})`,
+      reason: `${LEAD} this shipping address already bought the most of ${c.sku} one address may (${max})`,
     };
   },
 };

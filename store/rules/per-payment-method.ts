@@ -1,5 +1,9 @@
 import { claimWithinLimit } from '../claims';
-import type { PurchaseRule } from './rule';
+import { REFUNDED, type PurchaseRule } from './rule';
+
+/** A refusal of a payment that carries no fingerprint to count: its lead, and the words that tell it from the others. */
+const UNCOUNTABLE_LEAD = 'limit per payment method:';
+const UNCOUNTABLE = 'payment cannot be counted against the limit';
 
 // The limit per payment method (`maxPerCard`, kept as the term's name): units one card, bank account
 // or other method may buy of a SKU, counted by the fingerprint Stripe gives whatever paid. A card
@@ -35,6 +39,14 @@ export const perPaymentMethod: PurchaseRule = {
     `At most ${terms.maxPerCard} per card or bank account, counting earlier orders; pay by card or bank debit.`,
   perPurchase: (terms) => terms.maxPerCard!,
   checkoutMethods: () => FINGERPRINTED_METHODS,
+  refusalInWords: (reason, p) => {
+    const max = p.terms.maxPerCard;
+    if (reason.startsWith(UNCOUNTABLE_LEAD) && reason.includes(UNCOUNTABLE)) {
+      return `${p.name} is limited to ${max} per card or bank account, and the way you paid cannot be counted against that (pay by card or bank debit), ${REFUNDED}`;
+    }
+    if (!/^limit per (card|payment method): /.test(reason)) return null;
+    return `${p.name} is limited to ${max} per card or bank account, and the one you paid with had already bought that many, ${REFUNDED}`;
+  },
   async judge(db, c) {
     const max = c.terms.maxPerCard!;
     const method = c.evidence.method;
@@ -44,7 +56,7 @@ export const perPaymentMethod: PurchaseRule = {
     const key = paymentMethodKey(method);
     if (!key) {
       return refusal(
-        `limit per payment method: a ${method.type} payment cannot be counted against the limit of ${c.sku} (${max} per card or bank account); pay by card or bank debit`,
+        `${UNCOUNTABLE_LEAD} a ${method.type} ${UNCOUNTABLE} of ${c.sku} (${max} per card or bank account); pay by card or bank debit`,
       );
     }
     const claim = await claimWithinLimit(db, 'card', { ...c, key, max });

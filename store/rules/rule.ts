@@ -2,6 +2,16 @@ import type { ProductTerms } from '../../vocabulary';
 import type { PaymentEvidence, RuleRefusal } from '../../vocabulary/rules';
 import type { Db } from '../db';
 
+/** The product of a refused payment, as its buyer's page names it. */
+export interface RefusedProduct {
+  sku: string;
+  name: string;
+  terms: ProductTerms;
+}
+
+/** The end of every refusal in the buyer's words. */
+export const REFUNDED = 'so your payment was refunded in full';
+
 /** One paid purchase, as every rule sees it. */
 export interface RuleCase {
   purchaseId: string;
@@ -33,6 +43,11 @@ export interface PurchaseRule {
    * to one address): the Buy form's quantity is capped by the smallest. Absent: no cap of its own.
    */
   perPurchase?(terms: ProductTerms): number;
+  /**
+   * A refusal's `reason` (as the purchase keeps it) in the buyer's words, naming the product and
+   * saying the money went back; null when the reason is not this rule's.
+   */
+  refusalInWords(reason: string, product: RefusedProduct): string | null;
   /**
    * The payment methods (Stripe's type names) Checkout may offer a product the rule applies to:
    * where Stripe can prevent a payment the rule would refuse, the session does not offer it.

@@ -1,4 +1,6 @@
-import type { PurchaseRule } from './rule';
+import { REFUNDED, type PurchaseRule } from './rule';
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** ISO country codes as names a buyer reads ("France, Germany"); a code Intl does not know stays as it is. */
 function countryNames(codes: string[]): string {
@@ -14,6 +16,11 @@ export const shippingCountry: PurchaseRule = {
   name: 'shipping_country',
   appliesTo: (terms) => (terms.shippingCountries?.length ?? 0) > 0,
   inWords: (terms) => `Ships only to ${countryNames(terms.shippingCountries!)}.`,
+  refusalInWords: (reason, p) => {
+    const to = new RegExp(`^${escape(p.sku)} ships only to .*, not to ([A-Z]+)$`).exec(reason)?.[1];
+    if (!to || !p.terms.shippingCountries) return null;
+    return `${p.name} ships only to ${countryNames(p.terms.shippingCountries)}, not to ${countryNames([to])}, ${REFUNDED}`;
+  },
   judge(_db, c) {
     const country = c.evidence.shippingCountry?.toUpperCase();
     const allowed = c.terms.shippingCountries!.map((x) => x.toUpperCase());

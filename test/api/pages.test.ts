@@ -80,6 +80,12 @@ test('the Buy form refuses a missing key, a bad quantity, a repeated field and a
     const text = await res.text();
     isPage(t, { status: res.status, headers: res.headers, text }, 400);
     t.true(text.includes(`<code>${field}</code>`), `${JSON.stringify(fields)} names ${field}: ${text}`);
+    if (fields === cases[1][0]) {
+      // In words, with the buyer still shown and the way back to the product.
+      t.regex(text, /The quantity must be a whole number\./);
+      t.regex(text, /<strong id="buyer">forms-alice<\/strong>/);
+      t.regex(text, new RegExp(`<a href="/p/${sku}">Back to the product</a>`));
+    }
   }
   const json = await fetch(`${sys.apiUrl}/p/${sku}/buy`, {
     method: 'POST',

@@ -250,3 +250,38 @@ test("a reservation's end reads as a count that ticks, and its clock in the buye
   t.regex((await off.locator('#hold-ends').textContent()) ?? '', /^in (9|10) min/);
   t.regex((await off.locator('#outcome [data-clock]').textContent()) ?? '', /^\(\d\d:\d\d UTC\)$/);
 });
+
+test("a refund by the address limit reads in plain words: the product's name, the amount, when the money comes back", async (t) => {
+  const sku = await sys.createProduct({
+    name: 'Address hoodie',
+    priceCents: 8900,
+    currency: 'eur',
+    stock: 3,
+    maxPerAddress: 1,
+    shippingCountries: ['FR'],
+  });
+  const address = { line1: '12 Rue de la Paix', city: 'Paris', postal_code: '75002', country: 'FR' };
+  const ids: string[] = [];
+  for (const [i, buyer] of ['hp-first-at-address', 'hp-second-at-address'].entries()) {
+    const bought = await sys.buy(sku, buyer);
+    t.is(bought.status, 201, JSON.stringify(bought.body));
+    const paid = await sys.pay(bought.body.checkoutUrl.split('/').pop(), 'succeeded', {
+      shipping: { name: buyer, address },
+      card: { fingerprint: `fp-hp-${i}` },
+    });
+    t.is(paid.status, 200, JSON.stringify(paid.body));
+    ids.push(bought.body.purchaseId);
+    await sys.waitForPurchase(bought.body.purchaseId, (r) => ['confirmed', 'refunded'].includes(r.status));
+  }
+  await sys.waitForPurchase(ids[1], (r) => r.status === 'refunded' && r.refund_status === 'succeeded');
+
+  const page = await signedIn(t, 'hp-second-at-address');
+  await page.goto(`${sys.apiUrl}/purchases/${ids[1]}`);
+  const words = ((await page.locator('#outcome').textContent()) ?? '').replace(/\s+/g, ' ');
+  t.regex(words, /Your payment of €89\.00 for Address hoodie was refunded in full/);
+  t.regex(words, /within 5 to 10 working days/);
+  t.regex(words, /Address hoodie is limited to 1 per shipping address, and the address you gave had already bought/);
+  t.false(((await page.locator('main').textContent()) ?? '').includes(sku), 'no SKU in the words');
+  await axeClean(t, page, 'refunded');
+  await shot(page, 'purchase-refunded');
+});
