@@ -189,6 +189,13 @@ function outcomeOf(p: PurchaseModel, left: boolean, now: Date): Outcome {
 /** What the buyer pays, "€89.00"; empty before the hold is taken. */
 const amountOf = (p: PurchaseModel) =>
   p.amountCents !== null && p.currency ? formatMoney(p.amountCents, p.currency) : '';
+/** The order's money: ", €89.00", or with more than one ", at €44.50 each: €89.00". */
+function breakdown(p: PurchaseModel): string {
+  if (!amountOf(p)) return '';
+  if (p.quantity <= 1) return `, ${amountOf(p)}`;
+  return `, at ${formatMoney(p.amountCents! / p.quantity, p.currency!)} each: ${amountOf(p)}`;
+}
+
 /** " of €89.00", or nothing when the amount is not known. */
 const paid = (p: PurchaseModel) => (amountOf(p) ? ` of ${amountOf(p)}` : '');
 
@@ -223,7 +230,6 @@ export function purchasePage(
         pay: 'Go to the payment page',
       }
     : outcomeOf(p, o.left, now);
-  const amount = amountOf(p) ? `, ${amountOf(p)}` : '';
   const product = p.productName ?? p.sku;
   const pay =
     out.pay && p.checkoutUrl
@@ -234,8 +240,8 @@ export function purchasePage(
   const main = html`<h1>${out.heading}</h1>
     <p class="notice ${out.tone}" id="outcome" data-status="${p.status}" role="status">${out.words}</p>
     ${pay}${refundLine(p)}
-    <p>
-      ${p.quantity} × <a href="/p/${encodeURIComponent(p.sku)}">${product}</a>${amount}. Purchase
+    <p id="order">
+      ${p.quantity} × <a href="/p/${encodeURIComponent(p.sku)}">${product}</a>${breakdown(p)}. Purchase
       <code id="purchase">${p.purchaseId}</code>.
     </p>`;
   const live: Live | undefined = out.pollSeconds
@@ -262,11 +268,10 @@ export function purchasesPage(
   now = new Date(),
 ): string {
   const rows = list.map((p) => {
-    const amount = amountOf(p) ? `, ${amountOf(p)}` : '';
     return html`<li>
       <h2><a href="/purchases/${encodeURIComponent(p.purchaseId)}">${p.quantity} × ${p.productName ?? p.sku}</a></h2>
       <p>
-        <span data-status="${p.status}">${outcomeOf(p, false, now).heading}</span>${amount} · bought
+        <span data-status="${p.status}">${outcomeOf(p, false, now).heading}</span>${breakdown(p)} · bought
         ${utcClock(p.createdAt, now)}
       </p>
     </li>`;

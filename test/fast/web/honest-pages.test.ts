@@ -168,3 +168,13 @@ test("preparing the checkout counts the page's own look and the hop to Stripe in
   t.regex(preparing, /3 buyers are ahead of you, about\s+8 s/);
   t.regex(preparing, /data-poll-max="4"/);
 });
+
+test('the order line breaks the amount down by unit, and the confirmed page says what was paid', (t) => {
+  const two = purchasePage({ ...awaiting, status: 'confirmed', quantity: 2, amountCents: 17_800 }, alice, {
+    left: false,
+    now,
+  });
+  t.regex(two, /2 × <a href="\/p\/hoodie-ship">Hoodie<\/a>, at €89\.00 each: €178\.00\./);
+  t.regex(two, /you paid €178\.00/);
+  t.regex(two, /This page is\s+your receipt/);
+});
