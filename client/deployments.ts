@@ -6,7 +6,7 @@ import type { WorkerDeploymentVersion } from '@temporalio/common';
 // `deploy` fault and the versioning tests roll a new version out with them.
 
 /** How long `setCurrentVersion` waits for the version's workers to be seen polling. */
-const VERSION_SEEN_WITHIN_MS = 30_000;
+const VERSION_SEEN_WITHIN_MS = 60_000;
 
 /**
  * Makes `version` the deployment's current one: new sagas start on it, while sagas pinned to an
@@ -27,11 +27,24 @@ export async function setCurrentVersion(client: Client, version: WorkerDeploymen
     } catch (err) {
       if (Date.now() > deadline) {
         throw new Error(
-          `version ${version.buildId} of Worker Deployment ${version.deploymentName} was not set current: ${(err as Error).message}`,
+          `version ${version.buildId} of Worker Deployment ${version.deploymentName} was not set current: ${(err as Error).message} (its workers poll ${await queuesOf(client, version)})`,
         );
       }
       await new Promise((r) => setTimeout(r, 500));
     }
+  }
+}
+
+/** The task queues a version's workers poll, as the server knows them (for an error message). */
+async function queuesOf(client: Client, version: WorkerDeploymentVersion): Promise<string> {
+  try {
+    const { versionTaskQueues } = await client.workflowService.describeWorkerDeploymentVersion({
+      namespace: client.options.namespace,
+      deploymentVersion: version,
+    });
+    return (versionTaskQueues ?? []).map((q) => `${q.name} (type ${q.type})`).join(', ') || 'no task queue';
+  } catch (err) {
+    return `unknown: ${(err as Error).message}`;
   }
 }
 

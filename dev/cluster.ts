@@ -6,7 +6,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { setCurrentVersion } from '../client/deployments';
 import { migrate } from '../store/migrate';
+import { bundleWorkflows, QUIET_BUNDLE_LOGGER } from '../worker/create-worker';
 import { findHaproxy, startBalancer, type Balancer } from './balancer';
 import {
   allReady,
@@ -37,6 +40,23 @@ export interface ClusterOptions extends LocalSystemOptions {
   workers?: number;
   /** Put HAProxy in front of the APIs when it is installed (default); false: callers spread over apiUrls. */
   balancer?: boolean;
+  /**
+   * Worker Versioning on: the workers are version `CLUSTER_FIRST_BUILD` of this Worker Deployment, set
+   * current once they poll, and `deploy()` rolls out the next version.
+   */
+  deploymentName?: string;
+}
+
+/** The build id of the cluster's first workers under Worker Versioning; a deploy's is `drill-2`, and so on. */
+export const CLUSTER_FIRST_BUILD = 'drill-1';
+
+/** What a rolling deploy did: the version now current, the workers it started and the old ones still draining. */
+export interface Deploy {
+  buildId: string;
+  /** The version that was current before. */
+  from: string;
+  started: string[];
+  draining: string[];
 }
 
 export interface Cluster extends LocalSystem {
@@ -51,6 +71,15 @@ export interface Cluster extends LocalSystem {
   kill(name: string): Promise<void>;
   /** Stops the Temporal server and starts it again on the same ports and databases. */
   restartTemporal(): Promise<void>;
+  /**
+   * A rolling deploy (with `deploymentName`): as many workers as run now start as the next version,
+   * which is set current once they poll; the old workers keep serving the sagas pinned to theirs.
+   */
+  deploy(): Promise<Deploy>;
+  /** Stops workers (SIGTERM: in-flight steps get the grace time), as a deploy retires a drained version. */
+  retire(names: string[]): Promise<void>;
+  /** The Temporal client the cluster's own steps use (set-current-version). */
+  temporalClient(): Client;
 }
 
 /** Each API and worker has its pool; Temporal its 30 connections; room to spare. */
@@ -66,6 +95,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   let postgres: PostgresServer | undefined;
   let temporal: RealTemporalServer | undefined;
   let balancer: Balancer | undefined;
+  let connection: Connection | undefined;
   let stopping = false;
   const stop = async (): Promise<void> => {
     stopping = true;
@@ -75,6 +105,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       for (const { child } of [...children.values()].filter((c) => c.kind === kind)) await child.stop().catch(() => {});
     }
     children.clear();
+    await connection?.close().catch(() => {});
     await temporal?.stop().catch(() => {});
     await postgres?.stop().catch(() => {});
     fs.rmSync(dir, { recursive: true, force: true });
@@ -137,17 +168,25 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     opts.say?.(
       `starting the payments emulator, ${workers} workers and ${apis} APIs${balancer ? ` behind ${balancer.describe}` : ' (no balancer installed)'}...`,
     );
+    // The workflows bundled once for every worker (a deploy's too): each would spend seconds of CPU
+    // bundling them at start, and a deploy's workers would be late to take the new sagas.
+    const bundlePath = path.join(dir, 'workflow-bundle.js');
+    fs.writeFileSync(bundlePath, await bundleWorkflows(QUIET_BUNDLE_LOGGER));
+    const versioned = (buildId: string) =>
+      opts.deploymentName ? { WORKER_DEPLOYMENT_NAME: opts.deploymentName, WORKER_BUILD_ID: buildId } : {};
+    const startWorker = (n: number, buildId: string): [string, ProcessKind, NodePart] => {
+      const name = `worker-${n}`;
+      // A free port each for /metrics: several workers share the host.
+      const env = { ...shared, WORKER_METRICS_PORT: '0', WORKFLOW_BUNDLE_PATH: bundlePath, ...versioned(buildId) };
+      return [name, 'worker', startWorkerProcess(name, env, opts.log)];
+    };
     const parts: Array<[string, ProcessKind, NodePart]> = [
       [
         'emulator',
         'emulator',
         startEmulatorProcess({ port: emulatorPort, webhookUrl: `${base}/v1/webhooks/stripe`, secrets, log: opts.log }),
       ],
-      ...Array.from({ length: workers }, (_, i): [string, ProcessKind, NodePart] => {
-        const name = `worker-${i + 1}`;
-        // A free port each for /metrics: several workers share the host.
-        return [name, 'worker', startWorkerProcess(name, { ...shared, WORKER_METRICS_PORT: '0' }, opts.log)];
-      }),
+      ...Array.from({ length: workers }, (_, i) => startWorker(i + 1, CLUSTER_FIRST_BUILD)),
       ...apiPorts.map((port, i): [string, ProcessKind, NodePart] => [
         apiNames[i],
         'api',
@@ -159,10 +198,17 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       parts.map(([, , part]) => part),
       opts.signal,
     );
-    for (const [name, { child }] of children) {
+    const watchExit = (name: string, child: ChildHandle) =>
       void child.exited.then((info) => {
         if (!stopping && !killed.has(name)) opts.onUnexpectedExit?.(name, info, child.output());
       });
+    for (const [name, { child }] of children) watchExit(name, child);
+    connection = await Connection.connect({ address: temporal.address });
+    const client = new Client({ connection, namespace: temporal.namespace });
+    let build = 1;
+    let workerCount = workers;
+    if (opts.deploymentName) {
+      await setCurrentVersion(client, { deploymentName: opts.deploymentName, buildId: CLUSTER_FIRST_BUILD });
     }
     let webhookTarget = 0;
     const temporalServer = temporal;
@@ -204,6 +250,30 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
         }
       },
       restartTemporal: () => temporalServer.restart(),
+      temporalClient: () => client,
+      deploy: async () => {
+        if (!opts.deploymentName) throw new Error('a deploy needs the cluster started with a deploymentName');
+        const running = [...children].filter(([n, c]) => c.kind === 'worker' && !killed.has(n) && !c.child.exitInfo());
+        const from = `drill-${build}`;
+        const buildId = `drill-${++build}`;
+        const fresh = running.map(() => startWorker(++workerCount, buildId));
+        for (const [name, kind, part] of fresh) children.set(name, { kind, child: part.child });
+        await allReady(
+          fresh.map(([, , part]) => part),
+          opts.signal,
+        );
+        for (const [name, , part] of fresh) watchExit(name, part.child);
+        await setCurrentVersion(client, { deploymentName: opts.deploymentName, buildId });
+        return { buildId, from, started: fresh.map(([name]) => name), draining: running.map(([name]) => name) };
+      },
+      retire: async (names) => {
+        for (const name of names) {
+          const entry = children.get(name);
+          if (entry?.kind !== 'worker') throw new Error(`no worker named ${name}`);
+          killed.add(name);
+          await entry.child.stop();
+        }
+      },
       stop,
     };
   } catch (err) {

@@ -35,6 +35,8 @@ export interface ActionCount {
   /** Actions per second of the drop (by the events' times, seconds since the opening). */
   perSecond: Array<{ second: number; actions: number }>;
   peakPerSecond: number;
+  /** Under Worker Versioning: each purchase saga's build ids (the workers that completed its workflow tasks). */
+  sagaBuilds: Record<string, string[]>;
   /** Workflow tasks that timed out (a worker gone with them), and when their workflow went on. */
   taskTimeouts: Array<{ workflowId: string; timedOutAt: number; resumedAt: number | null }>;
 }
@@ -62,6 +64,7 @@ export function countHistory(workflowId: string, events: JsonEvent[], t0: number
     seconds.set(s, (seconds.get(s) ?? 0) + n);
   };
   const markerTasks = new Set<string>();
+  const builds = new Set<string>();
   let pendingTimeout: number | undefined;
   events.forEach((e, i) => {
     const a = attrs(e);
@@ -90,6 +93,8 @@ export function countHistory(workflowId: string, events: JsonEvent[], t0: number
         }
         break;
       case 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED': {
+        const build = (a.deploymentVersion as { buildId?: string } | undefined)?.buildId;
+        if (build) builds.add(build);
         const metering = a.meteringMetadata as { nonfirstLocalActivityExecutionAttempts?: number } | undefined;
         add('local activity retry', e, Number(metering?.nonfirstLocalActivityExecutionAttempts ?? 0));
         if (pendingTimeout !== undefined) {
@@ -120,6 +125,8 @@ export function countHistory(workflowId: string, events: JsonEvent[], t0: number
   });
   if (pendingTimeout !== undefined) into.taskTimeouts.push({ workflowId, timedOutAt: pendingTimeout, resumedAt: null });
   into.workflows++;
+  if (builds.size && workflowId.startsWith(purchaseWorkflowId('')))
+    into.sagaBuilds[workflowId] = [...new Set([...(into.sagaBuilds[workflowId] ?? []), ...builds])];
   for (const [second, n] of seconds) into.perSecond.push({ second, actions: n });
 }
 
@@ -131,6 +138,7 @@ export function emptyCount(): ActionCount {
     byType: Object.fromEntries(ACTION_TYPES.map((t) => [t, 0])) as Record<ActionType, number>,
     perSecond: [],
     peakPerSecond: 0,
+    sagaBuilds: {},
     taskTimeouts: [],
   };
 }
@@ -157,4 +165,16 @@ export async function countActions(client: Client, sku: string, t0: number): Pro
   count.perSecond = [...bySecond].sort(([a], [b]) => a - b).map(([second, actions]) => ({ second, actions }));
   count.peakPerSecond = Math.max(0, ...bySecond.values());
   return count;
+}
+
+/** Under Worker Versioning: sagas per build id, and the sagas whose workflow tasks ran on more than one. */
+export function versionFigures(count: ActionCount): { byBuild: Record<string, number>; moved: string[] } | undefined {
+  const sagas = Object.entries(count.sagaBuilds);
+  if (!sagas.length) return undefined;
+  const byBuild: Record<string, number> = {};
+  for (const [, builds] of sagas) if (builds.length === 1) byBuild[builds[0]] = (byBuild[builds[0]] ?? 0) + 1;
+  return {
+    byBuild,
+    moved: sagas.filter(([, builds]) => builds.length > 1).map(([id, b]) => `${id} (${b.join(', ')})`),
+  };
 }

@@ -271,6 +271,7 @@ export async function runDrop(o: {
       temporal: target.temporal,
       abuse,
       crowdAnswers: recorder.latencyByAnswer().map((l) => ({ answer: l.answer, count: l.count })),
+      ...(measured.temporalActions?.versions ? { versions: measured.temporalActions.versions } : {}),
     });
     return {
       sku,

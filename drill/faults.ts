@@ -6,7 +6,7 @@
 import type { Cluster } from '../dev/cluster';
 import { sleep, type DrillHttp } from './http';
 
-export const FAULT_KINDS = ['api', 'worker', 'temporal', 'stripe'] as const;
+export const FAULT_KINDS = ['api', 'worker', 'temporal', 'stripe', 'deploy'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export const FAULT_MEANING: Record<FaultKind, string> = {
@@ -15,6 +15,8 @@ export const FAULT_MEANING: Record<FaultKind, string> = {
   temporal: 'the Temporal server stopped and started again',
   stripe:
     'Stripe failing for a while: 10 % of calls 500, 5 % 503, 5 % 429, 5 % answered 500 after the work was done; webhooks sent twice, shuffled',
+  deploy:
+    'a rolling deploy under Worker Versioning: new workers of the next version start and it is set current; the old workers finish the sagas pinned to theirs, then stop (SIGTERM)',
 };
 
 export interface FaultPlan {
@@ -93,6 +95,8 @@ export interface FaultContext {
   beforeKill: () => void;
   say: (line: string) => void;
   signal: AbortSignal;
+  /** The Worker Deployment's name when a deploy is planned (the cluster runs versioned workers). */
+  deployment?: string;
 }
 
 /** Runs the schedule; resolves with what happened once the last fault is over (never rejects). */
@@ -126,6 +130,21 @@ export async function runFaults(plans: FaultPlan[], ctx: FaultContext): Promise<
           return record(`stopped and answering again after ${((ctx.now() - startedAt) / 1000).toFixed(1)} s`);
         case 'stripe':
           return record(await stripeWindow(plan.seconds ?? STRIPE_SECONDS, ctx));
+        case 'deploy': {
+          const deploy = await ctx.cluster!.deploy();
+          const current = `${deploy.started.join(', ')} started as ${deploy.buildId}, set current after ${((ctx.now() - startedAt) / 1000).toFixed(1)} s`;
+          // Retired once no saga pinned to the old version is open (or when the drill stops).
+          void retireWhenDrained(ctx, deploy.from, deploy.draining).then(
+            (at) =>
+              ctx.say(
+                at === null
+                  ? `deploy: ${deploy.draining.join(', ')} still serving sagas at the drill's end`
+                  : `deploy: ${deploy.draining.join(', ')} drained and stopped at ${(at / 1000).toFixed(1)} s`,
+              ),
+            (err: Error) => ctx.say(`deploy: retiring ${deploy.draining.join(', ')} failed: ${err.message}`),
+          );
+          return record(`${current}; ${deploy.draining.join(', ')} draining`);
+        }
       }
     } catch (err) {
       return record('failed', (err as Error).message);
@@ -152,6 +171,27 @@ async function stripeWindow(seconds: number, ctx: FaultContext): Promise<string>
   await control('POST', '/_emulator/webhooks', { duplicate: 1, shuffle: false });
   const hits = armed.map((f) => `${f.hits} × ${f.status}${f.afterServing ? ' after serving' : ''}`).join(', ');
   return `${seconds} s of faults: ${hits || 'none hit'}; webhooks twice and shuffled meanwhile`;
+}
+
+/** The Worker Deployment of a cluster whose drill plans a deploy (its workers run versioned). */
+export const DRILL_DEPLOYMENT = 'flash-sale-drill';
+
+/** How often a deploy asks whether the old version's sagas have all ended. */
+const DRAIN_POLL_MS = 2_000;
+
+/** Stops the old version's workers once no purchase saga is pinned to it; the time (ms since the opening), or null. */
+async function retireWhenDrained(ctx: FaultContext, from: string, workers: string[]): Promise<number | null> {
+  const client = ctx.cluster!.temporalClient();
+  const query = `WorkflowType="purchaseWorkflow" AND ExecutionStatus="Running" AND TemporalWorkerDeploymentVersion="${ctx.deployment}:${from}"`;
+  while (!ctx.signal.aborted) {
+    const { count } = await client.workflow.count(query);
+    if (count === 0) {
+      await ctx.cluster!.retire(workers);
+      return ctx.now();
+    }
+    await sleep(DRAIN_POLL_MS);
+  }
+  return null;
 }
 
 /** How far one fault moved the drop. */

@@ -36,6 +36,8 @@ export interface CheckInputs {
   abuse?: AbuseFigures;
   /** Every answer the crowd had and how many (`POST /v1/purchases 429 rate-limited`: 3). */
   crowdAnswers?: Array<{ answer: string; count: number }>;
+  /** With a deploy: sagas per worker version, from their histories (drill/actions.ts). */
+  versions?: { byBuild: Record<string, number>; moved: string[] };
 }
 
 const PAID_OUTCOMES = new Set(['confirmed', 'late_confirmed', 'refunded']);
@@ -59,6 +61,7 @@ export const CHECK_NAMES = {
   stuck: 'no saga stuck or unsettled',
   bots: 'every bot stopped by a named rule, no human stopped by one',
   addressLimits: 'the abusive address limited, the crowd hardly ever',
+  versions: 'every saga ran on the worker version it started on',
 } as const;
 
 export async function checkInvariants(i: CheckInputs): Promise<Check[]> {
@@ -72,7 +75,19 @@ export async function checkInvariants(i: CheckInputs): Promise<Check[]> {
     await stuckSagas(i),
     ...(i.buyers.some((b) => b.behaviour === 'bot') ? [botsStopped(i.buyers)] : []),
     ...(i.abuse ? [addressLimits(i.abuse, i.crowdAnswers ?? [])] : []),
+    ...(i.versions ? [pinnedToVersions(i.versions)] : []),
   ];
+}
+
+/** With a deploy (Worker Versioning): no saga's workflow tasks ran on two versions. */
+function pinnedToVersions(v: { byBuild: Record<string, number>; moved: string[] }): Check {
+  const name = CHECK_NAMES.versions;
+  const per = Object.entries(v.byBuild)
+    .map(([build, n]) => `${build}: ${n}`)
+    .join(', ');
+  return v.moved.length
+    ? fail(name, `${v.moved.length} moved: ${some(v.moved)}`)
+    : pass(name, `sagas per version: ${per}`);
 }
 
 /**

@@ -125,6 +125,13 @@ export function measuredSections(s: Summary): Section[] {
       ],
       notes: [
         `${a.sagas} purchase sagas in ${a.workflows} workflow executions; peak ${a.peakPerSecond} actions in one second (Temporal Cloud's default limit: 500 a second per namespace)`,
+        ...(a.versions
+          ? [
+              `worker versions: ${Object.entries(a.versions.byBuild)
+                .map(([build, n]) => `${n} sagas ran on ${build} alone`)
+                .join(', ')}; ${a.versions.moved.length} ran on more than one`,
+            ]
+          : []),
       ],
     });
   }

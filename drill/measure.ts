@@ -2,9 +2,9 @@
 // each moved the drop, the CPU each kind of process spent (with --cluster) per sale and per refused
 // buyer, the Temporal actions of the drop's workflows, and Stripe's calls, 429s and floor.
 import type { ProcessKind } from '../dev/cluster';
-import { countActions, type ActionCount, type ActionType } from './actions';
+import { countActions, versionFigures, type ActionCount, type ActionType } from './actions';
 import { CpuMeter } from './cpu';
-import { faultEffects, runFaults, type FaultEffect, type FaultRecord } from './faults';
+import { DRILL_DEPLOYMENT, faultEffects, runFaults, type FaultEffect, type FaultRecord } from './faults';
 import { sleep, type DrillHttp } from './http';
 import type { DrillOptions } from './options';
 import type { Recorder } from './recorder';
@@ -69,6 +69,8 @@ export interface ActionFigures {
   perSale: number | null;
   peakPerSecond: number;
   perSecond: ActionCount['perSecond'];
+  /** Under Worker Versioning (a deploy fault): sagas per build, and those that ran on two. */
+  versions?: { byBuild: Record<string, number>; moved: string[] };
 }
 
 /** The same crowd's run without faults, before the faulted one (--baseline). */
@@ -166,6 +168,7 @@ export class DropMeasures {
       beforeKill: () => this.meter?.sample(),
       say: this.say,
       signal,
+      ...(this.opts.faults.some((f) => f.kind === 'deploy') ? { deployment: DRILL_DEPLOYMENT } : {}),
     });
   }
 
@@ -206,6 +209,7 @@ export class DropMeasures {
         perSale: o.sales ? round(actions.total / o.sales) : null,
         peakPerSecond: actions.peakPerSecond,
         perSecond: actions.perSecond,
+        ...(versionFigures(actions) ? { versions: versionFigures(actions) } : {}),
       };
     }
     const effects = faultEffects(faults, checkoutTimes, this.errorTimes);

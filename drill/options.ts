@@ -114,7 +114,8 @@ nothing was oversold or lost, and writes report.html and summary.json.
                           second per address and API process (default 100, production's)
   --faults LIST           faults mid-drop, kind@seconds after the opening (stripe@S:D lasts D s):
                           api (kill -9 of one API), worker (kill -9 of one worker), temporal (restart),
-                          stripe (the emulator failing calls and shuffling webhooks); none for none
+                          stripe (the emulator failing calls and shuffling webhooks), deploy (a
+                          rolling deploy of a new worker version, Worker Versioning); none for none
                           (default with --cluster: all four, e.g. stripe@4:3,api@8,worker@12,temporal@16
                           for a 10 s arrival; without --cluster: none, and only stripe is possible)
   --no-baseline           with faults: skip the same drop without them that runs first (the faults'
@@ -192,7 +193,9 @@ function readTopology(
   }
   const killed = (kind: string) => opts.faults.filter((f) => f.kind === kind).length;
   if (!opts.cluster && opts.faults.some((f) => f.kind !== 'stripe'))
-    throw new UsageError('--faults: api, worker and temporal faults need --cluster (the local stack has one of each)');
+    throw new UsageError(
+      '--faults: api, worker, temporal and deploy faults need --cluster (the local stack has one of each)',
+    );
   if (opts.cluster && killed('api') >= opts.cluster.apis)
     throw new UsageError(`--faults: ${killed('api')} API kill(s) would leave none of the ${opts.cluster.apis} APIs`);
   if (opts.cluster && killed('worker') >= opts.cluster.workers)

@@ -5,6 +5,7 @@ import { Client } from '@temporalio/client';
 import type Stripe from 'stripe';
 import { connectTemporal, createPool, createStripe } from '../config/clients';
 import { startCluster, type Cluster } from '../dev/cluster';
+import { DRILL_DEPLOYMENT } from './faults';
 import { startLocalSystem } from '../dev/local-system';
 import type { Db } from '../store/db';
 import { crowdAddresses, loopbackAddressesWork } from './addresses';
@@ -97,7 +98,14 @@ export async function openTarget(
         if (!spread && opts.abuser)
           throw new Error('--abuser: this machine does not route 127.0.0.0/8 to loopback (only 127.0.0.1)');
         const apiEnv = spread ? withAddressLimits(launch.apiEnv, opts.addressLimit) : launch.apiEnv;
-        const cluster = await startCluster({ ...launch, apiEnv, ...opts.cluster });
+        const deploys = opts.faults.some((f) => f.kind === 'deploy');
+        const cluster = await startCluster({
+          ...launch,
+          apiEnv,
+          ...opts.cluster,
+          // A planned deploy needs versioned workers from the start (Worker Versioning).
+          ...(deploys ? { deploymentName: DRILL_DEPLOYMENT } : {}),
+        });
         closers.push(() => cluster.stop());
         where = {
           ...cluster,

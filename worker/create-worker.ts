@@ -98,6 +98,16 @@ export function deploymentOptions(version: WorkerDeploymentVersion): WorkerOptio
  */
 export const WORKFLOW_BUNDLE_FILE = path.join(__dirname, '..', 'workflow-bundle.js');
 
+/** A bundle logger that keeps webpack's report to itself and says only warnings and errors. */
+export const QUIET_BUNDLE_LOGGER: NonNullable<BundleOptions['logger']> = {
+  log() {},
+  trace() {},
+  debug() {},
+  info() {},
+  warn: (message) => console.warn(message),
+  error: (message) => console.error(message),
+};
+
 /**
  * The workflows and their interceptors bundled for the worker's sandbox (webpack: seconds of CPU).
  * The image's build writes it once (worker/bundle-workflows.ts), and so does `npm test` for its files.

@@ -127,14 +127,14 @@ function abusiveLimitedCrowdServed(t: ExecutionContext, summary: any): void {
 }
 
 test.serial(
-  'without a balancer, after an API is killed the drill goes on and checks through the API alive, limits on',
+  'without a balancer, after an API is killed and a new worker version rolled out the drill goes on and checks through the API alive, limits on',
   async (t) => {
     t.timeout(10 * 60_000);
     const out = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-test-cluster-direct-'));
     const buyers = 200;
     const started = Date.now();
     const run = await runDrill([
-      ...['--cluster', '--no-balancer', '--faults', 'api@1.5', '--no-baseline', ...ABUSE],
+      ...['--cluster', '--no-balancer', '--faults', 'deploy@1,api@1.5', '--no-baseline', ...ABUSE],
       ...['--buyers', String(buyers), '--units', '20', '--hold', '6', '--arrival', '2', '--settle', '45'],
       ...['--seed', '11', '--out', out],
     ]);
@@ -144,12 +144,21 @@ test.serial(
     t.regex(summary.target, /2 APIs without a balancer/);
     t.deepEqual(
       summary.faults.map((f: any) => [f.kind, f.target, f.error ?? null]),
-      [['api', 'api-1', null]],
+      [
+        ['deploy', 'deploy', null],
+        ['api', 'api-1', null],
+      ],
     );
+    t.regex(summary.faults[0].detail, /worker-3, worker-4 started as drill-2, set current/);
     t.deepEqual(
       summary.invariants.filter((c: any) => c.result !== 'pass'),
       [],
       'every invariant passes: the product was read from the API still alive',
+    );
+    // The rolling deploy: the workers were versioned, and no saga's tasks ran on two versions.
+    t.true(
+      summary.invariants.some((c: any) => c.name === 'every saga ran on the worker version it started on'),
+      summary.invariants.map((c: any) => c.name).join(', '),
     );
     t.is(
       Object.values<number>(summary.outcomes).reduce((a, b) => a + b, 0),

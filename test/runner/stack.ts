@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startStack, type Stack } from '../../dev/stack';
-import { bundleWorkflows } from '../../worker/create-worker';
+import { bundleWorkflows, QUIET_BUNDLE_LOGGER } from '../../worker/create-worker';
 import { isAlive, seconds } from '../../dev/proc';
 import { log, type Interrupts } from './ava';
 
@@ -28,8 +28,7 @@ export async function runStackTier(interrupts: Interrupts, avaArgs: string[]): P
     // The workflows are bundled once for every test file and every worker process they start, while
     // the stack starts (each would otherwise run webpack for seconds of CPU).
     const bundleFile = path.join(dataDir, 'workflow-bundle.js');
-    const quiet = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} };
-    const bundled = bundleWorkflows(quiet).then((code) => fs.writeFileSync(bundleFile, code));
+    const bundled = bundleWorkflows(QUIET_BUNDLE_LOGGER).then((code) => fs.writeFileSync(bundleFile, code));
     try {
       const { signal } = interrupts.aborter;
       [stack] = await Promise.all([startStack({ dataDir, persistent: false, log, signal }), bundled]);
