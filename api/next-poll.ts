@@ -37,3 +37,40 @@ export function earliestTurn(s: RoomSnapshot, ahead: number, fallbackRate: numbe
   const stale = Math.max(0, nowMs - s.readAt) / 1000;
   return Math.max(0, (ahead + 1 - burst) / rate - stale - 1);
 }
+
+/** Every unit that can still be had is spoken for by buyers inside (store/admitter.ts writes it on the room row). */
+export interface SoldOutForNow {
+  /** Units that could still come back to the line: held by buyers inside, or free and theirs to take. */
+  unitsMayComeBack: number;
+  /** When the next of them may (a hold's end, or its grace's); absent when none is held. */
+  nextMayComeBackAt?: string;
+  /** Fewer buyers ahead than units that may come back: a unit that comes back may reach this buyer. */
+  withinReach: boolean;
+}
+
+/**
+ * What a buyer in line is told besides the estimate: when to ask again, and whether the room is sold
+ * out for now. A buyer beyond reach of every unit that may come back keeps their place but has
+ * nothing to wait for until a restock or a sale that fails: they ask at the longest interval.
+ */
+export function inLine(
+  s: RoomSnapshot,
+  position: number,
+  etaSeconds: number,
+  fallbackRate: number,
+): { nextPollSeconds: number; soldOutForNow?: SoldOutForNow } {
+  const units = s.room.unitsMayReturn;
+  const forNow =
+    units === null || units === undefined
+      ? undefined
+      : {
+          unitsMayComeBack: units,
+          ...(s.room.nextReturnAt ? { nextMayComeBackAt: s.room.nextReturnAt.toISOString() } : {}),
+          withinReach: position < units,
+        };
+  const next =
+    forNow && !forNow.withinReach
+      ? MAX_POLL_SECONDS
+      : nextPollSeconds(etaSeconds, earliestTurn(s, position, fallbackRate));
+  return { nextPollSeconds: next, ...(forNow ? { soldOutForNow: forNow } : {}) };
+}

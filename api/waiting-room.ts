@@ -6,7 +6,7 @@ import { JoinDesk } from '../store/join-desk';
 import { ticketOutcome } from '../store/room';
 import { stepFor, type RoomCache, type RoomSnapshot } from '../store/room-cache';
 import { DEFAULT_CHECKOUTS_PER_SECOND } from './checkout-pace';
-import { earliestTurn, nextPollSeconds } from './next-poll';
+import { inLine, nextPollSeconds, type SoldOutForNow } from './next-poll';
 import { estimateWait, type WaitEstimate } from './queue-wait';
 
 export type TicketState = 'prequeue' | 'waiting' | 'admitted' | 'sold_out' | 'expired';
@@ -26,6 +26,8 @@ export interface TicketView {
   roomFull?: boolean;
   /** While `prequeue` or `waiting`: when to ask again (api/next-poll.ts), also sent as `Retry-After`. */
   nextPollSeconds?: number;
+  /** While waiting: every unit that can still be had is spoken for by buyers inside; the place is kept. */
+  soldOutForNow?: SoldOutForNow;
   opensAt?: string;
   /** Once admitted: the token POST /v1/purchases takes in `Admission-Token`, and when it ends. */
   admissionToken?: string;
@@ -129,8 +131,8 @@ export class WaitingRoom {
       const position = place - room.serving - 1;
       if (room.soldOut) return { view: { ...base, position, state: 'sold_out', estimatedWaitSeconds: 0 } };
       const wait = this.wait(s, position);
-      const nextPoll = nextPollSeconds(wait.estimatedWaitSeconds, earliestTurn(s, position, this.checkoutsPerSecond));
-      return { view: { ...base, position, state: 'waiting', ...wait, nextPollSeconds: nextPoll } };
+      const line = inLine(s, position, wait.estimatedWaitSeconds, this.checkoutsPerSecond);
+      return { view: { ...base, position, state: 'waiting', ...wait, ...line } };
     }
     const step = stepFor(s, place);
     const live = step !== undefined && step.expiresAt.getTime() > this.clock.now();

@@ -230,13 +230,21 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
   if (obtainable === 0 && !r.sold_out) {
     // Sold out for good: the room closes, and every waiting ticket reads sold_out at its next poll.
     await client.query(
-      `UPDATE rooms SET sold_out = true, state = 'closed', credit = 0, credit_at = now() WHERE sku = $1`,
+      `UPDATE rooms SET sold_out = true, state = 'closed', credit = 0, credit_at = now(),
+                        units_may_return = NULL, next_return_at = NULL WHERE sku = $1`,
       [sku],
     );
     return;
   }
+  // Sold out for now: every unit that can still be had is spoken for by buyers inside. The line is
+  // told how many could come back, and when the next may (the polls read it from the room row).
+  const forNow = !r.sold_out && obtainable - contending - settling <= 0;
+  const outlook = [forNow ? obtainable : null, forNow ? (stock?.nextLapseAt ?? null) : null];
   if (r.state !== 'open' || r.sold_out) {
-    await client.query('UPDATE rooms SET credit = 0, credit_at = now() WHERE sku = $1', [sku]);
+    await client.query(
+      'UPDATE rooms SET credit = 0, credit_at = now(), units_may_return = $2, next_return_at = $3 WHERE sku = $1',
+      [sku, ...outlook],
+    );
     return;
   }
   // The rate is a credit that grows with time, at most one second's worth (a burst after a pause).
@@ -268,11 +276,11 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
       [sku, serving, k, r.session_seconds],
     );
   }
-  await client.query('UPDATE rooms SET serving = serving + $2, credit = $3, credit_at = now() WHERE sku = $1', [
-    sku,
-    k,
-    credit - k,
-  ]);
+  await client.query(
+    `UPDATE rooms SET serving = serving + $2, credit = $3, credit_at = now(), units_may_return = $4, next_return_at = $5
+      WHERE sku = $1`,
+    [sku, k, credit - k, ...outlook],
+  );
 }
 
 /**

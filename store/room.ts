@@ -45,6 +45,13 @@ export interface RoomRow {
   prequeueSize: number;
   nextPlace: number;
   serving: number;
+  /**
+   * Sold out for now (the admitter's last step): every unit that can still be had is spoken for by
+   * buyers inside; this many could still come back to the line. Null (or absent) otherwise.
+   */
+  unitsMayReturn?: number | null;
+  /** While sold out for now: when the next of those units may come back (a hold's end, or its grace's). */
+  nextReturnAt?: Date | null;
 }
 
 /** One step of the serving counter: places first..last were admitted at `admittedAt`, their sessions end at `expiresAt`. */
@@ -84,6 +91,8 @@ interface RoomDbRow {
   prequeue_size: number;
   next_place: string;
   serving: string;
+  units_may_return: number | null;
+  next_return_at: Date | null;
 }
 
 // bigint counters come back as strings; a room never holds 2^53 tickets.
@@ -99,6 +108,8 @@ const toRoom = (r: RoomDbRow): RoomRow => ({
   prequeueSize: r.prequeue_size,
   nextPlace: Number(r.next_place),
   serving: Number(r.serving),
+  unitsMayReturn: r.units_may_return,
+  nextReturnAt: r.next_return_at,
 });
 
 /** Creates the room of a new product, in the product's transaction. A room without opensAt has no pre-queue. */

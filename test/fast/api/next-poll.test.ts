@@ -1,6 +1,6 @@
 import { fc, testProp } from '@fast-check/ava';
 import test from 'ava';
-import { earliestTurn, MAX_POLL_SECONDS, MIN_POLL_SECONDS, nextPollSeconds } from '../../../api/next-poll';
+import { earliestTurn, inLine, MAX_POLL_SECONDS, MIN_POLL_SECONDS, nextPollSeconds } from '../../../api/next-poll';
 import type { RoomRow } from '../../../store/room';
 import type { RoomSnapshot } from '../../../store/room-cache';
 
@@ -90,4 +90,15 @@ test('a buyer 5,000 places back who follows the answers asks at most 4 times bef
   const before = count((_, eta) => halfTheEstimate(eta));
   t.true(now <= 4, `${now} polls`);
   t.true(before >= 2 * now, `${before} polls before, ${now} now`);
+});
+
+test('sold out for now: a buyer within reach of the units that may come back asks as before, one beyond reach every 60 s', (t) => {
+  const s = snapshot(100);
+  const soldOut = { ...s, room: { ...s.room, unitsMayReturn: 3, nextReturnAt: new Date(T0 + 600_000) } };
+  t.deepEqual(inLine(soldOut, 2, 400, 20), {
+    nextPollSeconds: 10,
+    soldOutForNow: { unitsMayComeBack: 3, nextMayComeBackAt: new Date(T0 + 600_000).toISOString(), withinReach: true },
+  });
+  t.like(inLine(soldOut, 3, 400, 20), { nextPollSeconds: MAX_POLL_SECONDS, soldOutForNow: { withinReach: false } });
+  t.deepEqual(inLine(s, 3, 400, 20), { nextPollSeconds: 10 }, 'not sold out: nothing said');
 });

@@ -1,0 +1,58 @@
+import test from 'ava';
+import { asBuyer, startSystem, type System } from '../helpers/system';
+import { roomBuyers } from '../helpers/room';
+
+// Sold out for now (issue 35, item 3): when every unit is held by buyers inside, the line is told so,
+// with how many units could come back and when the next may, without losing a place; a buyer beyond
+// reach of them asks again only at the longest interval.
+
+let sys: System;
+test.before(async () => {
+  sys = await startSystem({ roomTickMs: 50, roomRefreshMs: 100, ownDatabase: true });
+});
+test.after.always(async () => {
+  await sys?.close();
+});
+
+const { join, pollUntil, buyWith } = roomBuyers(() => sys, { pollTimeoutMs: 20_000 });
+
+test.serial(
+  'with both units held by buyers inside, the line is told sold out for now and keeps its places',
+  async (t) => {
+    const sku = await sys.createProduct({ stock: 2, waitingRoom: { admitPerSecond: 50, maxActive: 10 } });
+    const inside: string[] = [];
+    for (const buyer of ['ann', 'ben']) {
+      const { body } = await join(sku, buyer);
+      const admitted = await pollUntil(body.ticket, (b) => b.state === 'admitted');
+      const bought = await buyWith(sku, buyer, admitted.admissionToken);
+      t.is(bought.status, 201, JSON.stringify(bought.body));
+      inside.push(bought.body.purchaseId);
+    }
+    const line = [];
+    for (const buyer of ['cat', 'dan', 'eve']) line.push((await join(sku, buyer)).body.ticket as string);
+
+    const [cat, dan, eve] = await Promise.all(line.map((tk) => pollUntil(tk, (b) => b.soldOutForNow !== undefined)));
+    t.like(cat, { state: 'waiting', position: 0, soldOutForNow: { unitsMayComeBack: 2, withinReach: true } });
+    t.like(dan, { state: 'waiting', position: 1, soldOutForNow: { unitsMayComeBack: 2, withinReach: true } });
+    t.like(eve, { state: 'waiting', position: 2, soldOutForNow: { unitsMayComeBack: 2, withinReach: false } });
+    // The holds end in 10 minutes (the product's default), plus their grace: that is when the next may come back.
+    const next = Date.parse(cat.soldOutForNow.nextMayComeBackAt);
+    t.true(next > Date.now() + 8 * 60_000 && next < Date.now() + 12 * 60_000, cat.soldOutForNow.nextMayComeBackAt);
+    t.true(cat.nextPollSeconds <= 10, `the head asks again within 10 s, not ${cat.nextPollSeconds}`);
+    t.is(eve.nextPollSeconds, 60, 'beyond reach of every unit that may come back: the longest interval');
+
+    // Ann gives hers back: the head of the line is let in, and the rest keep their places.
+    const cancelled = await sys.api('POST', `/v1/purchases/${inside[0]}/cancel`, undefined, await asBuyer('ann'));
+    t.is(cancelled.status, 200);
+    await pollUntil(line[0], (b) => b.state === 'admitted');
+    t.like(await pollUntil(line[2], (b) => b.position === 1), { state: 'waiting', position: 1 });
+  },
+);
+
+test.serial('a room with units free says nothing of the kind', async (t) => {
+  const sku = await sys.createProduct({ stock: 5, waitingRoom: { admitPerSecond: 50, maxActive: 1 } });
+  const first = (await join(sku, 'fay')).body.ticket as string;
+  await pollUntil(first, (b) => b.state === 'admitted');
+  const second = await pollUntil((await join(sku, 'gus')).body.ticket as string, (b) => b.state === 'waiting');
+  t.is(second.soldOutForNow, undefined, 'the room is full, not sold out');
+});
