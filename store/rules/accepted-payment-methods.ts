@@ -1,4 +1,4 @@
-import { REFUNDED, type PurchaseRule } from './rule';
+import type { PurchaseRule } from './rule';
 
 // The payment methods a product accepts (`acceptedPaymentMethods`: Stripe's type names, such as
 // `card` or `sepa_debit`): a payment by any other is refunded with the reason. Added through the
@@ -36,7 +36,7 @@ export const acceptedPaymentMethods: PurchaseRule = {
     const by = / only, not by ([a-z_]+)$/.exec(reason)?.[1];
     const accepted = p.terms.rules?.[TERM] as string[] | undefined;
     if (!by || !accepted || !reason.startsWith(`${p.sku} is sold for payment by `)) return null;
-    return `${p.name} can be paid only by ${accepted.map(methodName).join(' or ')}, not by ${methodName(by)}, ${REFUNDED}`;
+    return `${p.name} can be paid only by ${accepted.map(methodName).join(' or ')}, not by ${methodName(by)}`;
   },
   judge(_db, c) {
     const accepted = c.terms.rules![TERM] as string[];

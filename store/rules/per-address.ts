@@ -1,5 +1,5 @@
 import { claimWithinLimit } from '../claims';
-import { REFUNDED, type PurchaseRule } from './rule';
+import type { PurchaseRule } from './rule';
 
 const LEAD = 'limit per address:';
 
@@ -14,7 +14,7 @@ export const perAddress: PurchaseRule = {
   perPurchase: (terms) => terms.maxPerAddress!,
   refusalInWords: (reason, p) =>
     reason.startsWith(LEAD)
-      ? `${p.name} is limited to ${p.terms.maxPerAddress} per shipping address, and the address you gave had already bought that many, ${REFUNDED}`
+      ? `${p.name} is limited to ${p.terms.maxPerAddress} per shipping address, and the address you gave had already bought that many`
       : null,
   async judge(db, c) {
     const max = c.terms.maxPerAddress!;

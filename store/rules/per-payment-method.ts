@@ -1,5 +1,5 @@
 import { claimWithinLimit } from '../claims';
-import { REFUNDED, type PurchaseRule } from './rule';
+import type { PurchaseRule } from './rule';
 
 /** A refusal of a payment that carries no fingerprint to count: its lead, and the words that tell it from the others. */
 const UNCOUNTABLE_LEAD = 'limit per payment method:';
@@ -42,10 +42,10 @@ export const perPaymentMethod: PurchaseRule = {
   refusalInWords: (reason, p) => {
     const max = p.terms.maxPerCard;
     if (reason.startsWith(UNCOUNTABLE_LEAD) && reason.includes(UNCOUNTABLE)) {
-      return `${p.name} is limited to ${max} per card or bank account, and the way you paid cannot be counted against that (pay by card or bank debit), ${REFUNDED}`;
+      return `${p.name} is limited to ${max} per card or bank account, and the way you paid cannot be counted against that (pay by card or bank debit)`;
     }
     if (!/^limit per (card|payment method): /.test(reason)) return null;
-    return `${p.name} is limited to ${max} per card or bank account, and the one you paid with had already bought that many, ${REFUNDED}`;
+    return `${p.name} is limited to ${max} per card or bank account, and the one you paid with had already bought that many`;
   },
   async judge(db, c) {
     const max = c.terms.maxPerCard!;

@@ -9,9 +9,6 @@ export interface RefusedProduct {
   terms: ProductTerms;
 }
 
-/** The end of every refusal in the buyer's words. */
-export const REFUNDED = 'so your payment was refunded in full';
-
 /** One paid purchase, as every rule sees it. */
 export interface RuleCase {
   purchaseId: string;
@@ -44,8 +41,8 @@ export interface PurchaseRule {
    */
   perPurchase?(terms: ProductTerms): number;
   /**
-   * A refusal's `reason` (as the purchase keeps it) in the buyer's words, naming the product and
-   * saying the money went back; null when the reason is not this rule's.
+   * A refusal's `reason` (as the purchase keeps it) in the buyer's words, naming the product (the
+   * page around it says the money went back); null when the reason is not this rule's.
    */
   refusalInWords(reason: string, product: RefusedProduct): string | null;
   /**

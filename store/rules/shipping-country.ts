@@ -1,4 +1,4 @@
-import { REFUNDED, type PurchaseRule } from './rule';
+import type { PurchaseRule } from './rule';
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -19,7 +19,7 @@ export const shippingCountry: PurchaseRule = {
   refusalInWords: (reason, p) => {
     const to = new RegExp(`^${escape(p.sku)} ships only to .*, not to ([A-Z]+)$`).exec(reason)?.[1];
     if (!to || !p.terms.shippingCountries) return null;
-    return `${p.name} ships only to ${countryNames(p.terms.shippingCountries)}, not to ${countryNames([to])}, ${REFUNDED}`;
+    return `${p.name} ships only to ${countryNames(p.terms.shippingCountries)}, not to ${countryNames([to])}`;
   },
   judge(_db, c) {
     const country = c.evidence.shippingCountry?.toUpperCase();
