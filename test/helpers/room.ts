@@ -8,36 +8,47 @@ import { asBuyer, type System } from './system';
  */
 export function roomBuyers(system: () => System, opts: { pollTimeoutMs?: number } = {}) {
   const pollTimeoutMs = opts.pollTimeoutMs ?? 30_000;
+  const join = async (sku: string, buyer: string) => {
+    return system().api('POST', `/v1/products/${sku}/queue`, undefined, await asBuyer(buyer));
+  };
+  /** Polls a ticket until `pred` holds (or fails with the last answer). */
+  const pollUntil = async (
+    ticket: string,
+    pred: (b: any) => boolean,
+    timeoutMs = pollTimeoutMs,
+    everyMs = 50,
+  ): Promise<any> => {
+    const deadline = Date.now() + timeoutMs;
+    let last: any;
+    for (;;) {
+      last = await system().api('GET', `/v1/queue/${ticket}`);
+      if (last.status === 200 && pred(last.body)) return last.body;
+      if (Date.now() > deadline) throw new Error(`ticket never matched: ${JSON.stringify(last.body)}`);
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  };
+  const buyWith = async (sku: string, buyer: string, token?: string, key = randomUUID()) => {
+    const headers = {
+      'idempotency-key': key,
+      ...(await asBuyer(buyer)),
+      ...(token ? { 'admission-token': token } : {}),
+    };
+    return system().api('POST', '/v1/purchases', { sku }, headers);
+  };
   return {
-    join: async (sku: string, buyer: string) => {
-      return system().api('POST', `/v1/products/${sku}/queue`, undefined, await asBuyer(buyer));
-    },
+    join,
 
     /** Polls a ticket until `pred` holds (or fails with the last answer). */
-    pollUntil: async (
-      ticket: string,
-      pred: (b: any) => boolean,
-      timeoutMs = pollTimeoutMs,
-      everyMs = 50,
-    ): Promise<any> => {
-      const deadline = Date.now() + timeoutMs;
-      let last: any;
-      for (;;) {
-        last = await system().api('GET', `/v1/queue/${ticket}`);
-        if (last.status === 200 && pred(last.body)) return last.body;
-        if (Date.now() > deadline) throw new Error(`ticket never matched: ${JSON.stringify(last.body)}`);
-        await new Promise((r) => setTimeout(r, everyMs));
-      }
-    },
+    pollUntil,
 
     /** POST /v1/purchases as `buyer`, with the admission token if given. */
-    buyWith: async (sku: string, buyer: string, token?: string, key = randomUUID()) => {
-      const headers = {
-        'idempotency-key': key,
-        ...(await asBuyer(buyer)),
-        ...(token ? { 'admission-token': token } : {}),
-      };
-      return system().api('POST', '/v1/purchases', { sku }, headers);
+    buyWith,
+
+    /** `buyer` joins the line of `sku`, waits for their turn and buys with it (the purchase's answer). */
+    admitAndBuy: async (sku: string, buyer: string) => {
+      const { body } = await join(sku, buyer);
+      const admitted = await pollUntil(body.ticket, (b) => b.state === 'admitted');
+      return buyWith(sku, buyer, admitted.admissionToken);
     },
   };
 }

@@ -15,7 +15,7 @@ test.after.always(async () => {
   await sys?.close();
 });
 
-const { join, pollUntil, buyWith } = roomBuyers(() => sys, { pollTimeoutMs: 20_000 });
+const { join, pollUntil, buyWith, admitAndBuy } = roomBuyers(() => sys, { pollTimeoutMs: 20_000 });
 
 /** Purchase workflows on this file's task queue. */
 async function workflows(): Promise<number> {
@@ -279,9 +279,7 @@ test.serial(
     // Two buyers take the two places and pay by bank debit: pending for days.
     const settling: string[] = [];
     for (const buyer of ['debit-ann', 'debit-ben']) {
-      const { body } = await join(sku, buyer);
-      const admitted = await pollUntil(body.ticket, (b) => b.state === 'admitted');
-      const bought = await buyWith(sku, buyer, admitted.admissionToken);
+      const bought = await admitAndBuy(sku, buyer);
       t.is(bought.status, 201, JSON.stringify(bought.body));
       await sys.pay(await sessionOf(sys.db, bought.body.purchaseId), 'async_pending');
       settling.push(bought.body.purchaseId);

@@ -14,7 +14,7 @@ test.after.always(async () => {
   await sys?.close();
 });
 
-const { join, pollUntil, buyWith } = roomBuyers(() => sys, { pollTimeoutMs: 20_000 });
+const { join, pollUntil, admitAndBuy } = roomBuyers(() => sys, { pollTimeoutMs: 20_000 });
 
 test.serial(
   'with both units held by buyers inside, the line is told sold out for now and keeps its places',
@@ -22,9 +22,7 @@ test.serial(
     const sku = await sys.createProduct({ stock: 2, waitingRoom: { admitPerSecond: 50, maxActive: 10 } });
     const inside: string[] = [];
     for (const buyer of ['ann', 'ben']) {
-      const { body } = await join(sku, buyer);
-      const admitted = await pollUntil(body.ticket, (b) => b.state === 'admitted');
-      const bought = await buyWith(sku, buyer, admitted.admissionToken);
+      const bought = await admitAndBuy(sku, buyer);
       t.is(bought.status, 201, JSON.stringify(bought.body));
       inside.push(bought.body.purchaseId);
     }
