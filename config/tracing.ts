@@ -36,7 +36,8 @@ export const DEFAULT_SERVICE_NAMES = { api: 'flash-sale-api', worker: 'flash-sal
 /**
  * Whether tracing is on: never with OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none; on with
  * OTEL_TRACES_EXPORTER=otlp, or, that one unset, with an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT
- * or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT). Any other exporter is refused: OTLP is the only one here.
+ * or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT). Any other exporter is refused: OTLP is the only one here,
+ * over HTTP with JSON (another OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL is refused too).
  */
 export function tracingWanted(env: Env): boolean {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return false;
@@ -44,13 +45,34 @@ export function tracingWanted(env: Env): boolean {
     .split(',')
     .map((e) => e.trim().toLowerCase())
     .filter(Boolean);
-  if (exporters.length === 0) return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  if (exporters.length === 0) {
+    const on = Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+    if (on) checkOtlpProtocol(env);
+    return on;
+  }
   if (exporters.includes('none')) return false;
   const other = exporters.filter((e) => e !== 'otlp');
   if (other.length > 0) {
     throw new Error(`OTEL_TRACES_EXPORTER: only otlp (or none) is supported, got "${env.OTEL_TRACES_EXPORTER}"`);
   }
+  checkOtlpProtocol(env);
   return true;
+}
+
+/** The one OTLP transport this service's exporter speaks. */
+const OTLP_PROTOCOL = 'http/json';
+
+/**
+ * Refuses an OTLP protocol other than http/json (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
+ * OTEL_EXPORTER_OTLP_PROTOCOL): the exporter would post JSON to a collector expecting gRPC or protobuf.
+ */
+function checkOtlpProtocol(env: Env): void {
+  const name = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim()
+    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+    : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = env[name]?.trim().toLowerCase();
+  if (protocol && protocol !== OTLP_PROTOCOL)
+    throw new Error(`${name}: only ${OTLP_PROTOCOL} is supported, got "${env[name]}"`);
 }
 
 /** OTEL_SERVICE_NAME, or this process's default. */

@@ -148,6 +148,13 @@ export const TOOL_VARIABLES: readonly Variable[] = [
   { name: 'BENCH_UNITS', section: 'rehearsal', readBy: BENCH, default: 600, doc: '`bench:crowd --units`' },
   { name: 'BENCH_RESPOND_ASYNC', section: 'rehearsal', readBy: BENCH, doc: '`1`: `bench:crowd --respond-async`' },
   { name: 'BENCH_ROOM', section: 'rehearsal', readBy: BENCH, doc: '`1`: `bench:crowd --room`' },
+  {
+    name: 'BENCH_LINE_SECONDS',
+    section: 'rehearsal',
+    readBy: BENCH,
+    default: 30,
+    doc: "how long `bench:room`'s line phase lets its two rooms admit (polls as told against the old rule)",
+  },
   { name: 'BENCH_STRIPE_RATE', section: 'rehearsal', readBy: BENCH, doc: '`bench:crowd --stripe-rate`' },
   { name: 'BENCH_STRIPE_BUDGET', section: 'rehearsal', readBy: BENCH, doc: '`bench:crowd --stripe-budget`' },
   { name: 'BENCH_BASE_URL', section: 'rehearsal', readBy: BENCH, doc: '`bench:crowd --base`: an API already up' },

@@ -36,6 +36,20 @@ export const TRACING_VARIABLES: readonly Variable[] = [
     doc: '`true`: tracing off, whatever the other OTEL_* variables say',
   },
   {
+    name: 'OTEL_EXPORTER_OTLP_PROTOCOL',
+    section: 'service',
+    readBy: ['api', 'worker'],
+    defaultText: '`http/json`',
+    doc: 'the OTLP transport: only `http/json` is offered (`OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` alike); a process told `grpc` or `http/protobuf` exits 1 naming it, rather than send JSON to a collector that expects another encoding',
+  },
+  {
+    name: 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+    section: 'service',
+    readBy: ['api', 'worker'],
+    defaultText: '`OTEL_EXPORTER_OTLP_PROTOCOL`',
+    doc: `the protocol for traces alone, in place of \`OTEL_EXPORTER_OTLP_PROTOCOL\`; ${SDK}`,
+  },
+  {
     name: 'OTEL_SERVICE_NAME',
     section: 'service',
     readBy: ['api', 'worker'],

@@ -35,6 +35,33 @@ test.serial(
   },
 );
 
+test.serial('OTLP goes over HTTP with JSON: another protocol is refused by name, and only when tracing is on', (t) => {
+  t.true(tracingWanted({ ...ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }));
+  t.throws(() => tracingWanted({ ...ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), {
+    message: 'OTEL_EXPORTER_OTLP_PROTOCOL: only http/json is supported, got "grpc"',
+  });
+  t.throws(
+    () =>
+      tracingWanted({
+        OTEL_TRACES_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf',
+      }),
+    { message: /^OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: .*"http\/protobuf"/ },
+  );
+  // The traces' own setting wins over the general one.
+  t.true(
+    tracingWanted({
+      ...ENDPOINT,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+    }),
+  );
+  // Tracing off: the protocol is not read at all.
+  t.false(tracingWanted({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }));
+  t.false(tracingWanted({ ...ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_SDK_DISABLED: 'true' }));
+});
+
 test.serial('the service name defaults to flash-sale-api and flash-sale-worker; OTEL_SERVICE_NAME wins', (t) => {
   t.is(serviceName({}, 'api'), 'flash-sale-api');
   t.is(serviceName({}, 'worker'), 'flash-sale-worker');
