@@ -25,6 +25,8 @@ export interface TicketModel {
   roomState?: 'open' | 'paused' | 'closed';
   /** While waiting: as many buyers are inside as the room takes. */
   roomFull?: boolean;
+  /** While waiting: every unit that can still be had is spoken for by buyers inside (GET /v1/queue/:ticket). */
+  soldOutForNow?: { unitsMayComeBack: number; nextMayComeBackAt?: string; withinReach: boolean };
   admissionToken?: string;
   admissionExpiresAt?: string;
   opensAt?: string;
@@ -43,8 +45,23 @@ export function queueRefreshSeconds(t: TicketModel): number {
 const LONGEST_POLL_SECONDS = 30;
 
 /** Why the line is not moving, or how fast it moves, in words. */
-function lineWords(t: TicketModel): Html {
+function lineWords(t: TicketModel, now: Date): Html {
   const wait = html`<strong id="wait">${formatWait(t.estimatedWaitSeconds)}</strong>`;
+  const forNow = t.soldOutForNow;
+  if (forNow) {
+    const units = forNow.unitsMayComeBack === 1 ? 'one' : String(forNow.unitsMayComeBack);
+    const next = forNow.nextMayComeBackAt
+      ? html`, the first at the latest ${countdown(forNow.nextMayComeBackAt, now)}`
+      : html``;
+    return html`<strong id="sold-out-for-now">Sold out for now:</strong> every one is held by buyers let in before you.
+      ${forNow.unitsMayComeBack > 0 ? html`${units} may come back if their buyers do not pay${next}.` : html``}
+      ${
+        forNow.withinReach
+          ? html`You are near enough the front to get one if it does: your place is kept.`
+          : html`More buyers are ahead of you than could get one, so you are unlikely to, unless more are put on sale:
+            your place is kept all the same.`
+      }`;
+  }
   if (t.roomState === 'paused' || t.roomState === 'closed') {
     return html`<strong id="paused"
         >The shop has ${t.roomState === 'paused' ? 'paused' : 'stopped'} letting buyers in for now.</strong
@@ -90,7 +107,7 @@ export function queuePage(
       title = `${t.position ?? 0} ahead · Queue · ${name}`;
       main = html`<h1>You are in the queue for ${name}</h1>
         <p class="notice wait" id="queue" data-state="waiting" role="status">
-          Buyers ahead of you: <strong id="position">${t.position ?? 0}</strong>. ${lineWords(t)}
+          Buyers ahead of you: <strong id="position">${t.position ?? 0}</strong>. ${lineWords(t, now)}
         </p>
         ${comeBack}${updatedAt(now)}`;
       break;
@@ -133,7 +150,13 @@ export function queuePage(
 function liveOf(t: TicketModel): Live {
   return {
     pollUrl: `/v1/queue/${encodeURIComponent(t.ticket)}`,
-    watch: { state: t.state, position: t.position, roomState: t.roomState ?? 'open', roomFull: t.roomFull ?? false },
+    watch: {
+      state: t.state,
+      position: t.position,
+      roomState: t.roomState ?? 'open',
+      roomFull: t.roomFull ?? false,
+      soldOutForNow: t.soldOutForNow,
+    },
     seconds: queueRefreshSeconds(t),
     maxSeconds: LONGEST_POLL_SECONDS,
   };

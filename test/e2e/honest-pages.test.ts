@@ -295,3 +295,26 @@ test("a refund by the address limit reads in plain words: the product's name, th
   await axeClean(t, page, 'refunded');
   await shot(page, 'purchase-refunded');
 });
+
+test('a line whose every unit is held by buyers inside reads "sold out for now", and whether one may reach this buyer', async (t) => {
+  const sku = await sys.createProduct({
+    name: 'Last held jacket',
+    stock: 1,
+    waitingRoom: { admitPerSecond: 2, maxActive: 5, sessionSeconds: 60 },
+  });
+  const inside = await pollTicket(await joinOverApi(sku, 'hp-holder'), (b) => b.state === 'admitted');
+  const headers = { 'idempotency-key': randomUUID(), 'admission-token': inside.admissionToken };
+  const held = await sys.api('POST', '/v1/purchases', { sku }, { ...headers, ...(await asBuyer('hp-holder')) });
+  t.is(held.status, 201, JSON.stringify(held.body));
+
+  // The product page offers no Join now (every unit is held): this buyer joined just before, over the API.
+  const behind = await joinOverApi(sku, 'hp-behind');
+  const page = await signedIn(t, 'hp-behind');
+  await page.goto(`${sys.apiUrl}/queue/${encodeURIComponent(behind)}`);
+  await page.waitForSelector('#queue[data-state="waiting"] #sold-out-for-now', { timeout: 30_000 });
+  const words = ((await page.locator('#queue').textContent()) ?? '').replace(/\s+/g, ' ');
+  t.regex(words, /every one is held by buyers let in before you/);
+  t.regex(words, /one may come back if their buyers do not pay/);
+  t.regex(words, /near enough the front to get one/);
+  await axeClean(t, page, 'sold out for now');
+});

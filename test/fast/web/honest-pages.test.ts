@@ -178,3 +178,30 @@ test('the order line breaks the amount down by unit, and the confirmed page says
   t.regex(two, /you paid €178\.00/);
   t.regex(two, /This page is\s+your receipt/);
 });
+
+test('a line sold out for now says so, when a unit may come back, and whether it may reach this buyer', (t) => {
+  const near = queuePage(
+    {
+      ...ticket,
+      position: 0,
+      soldOutForNow: { unitsMayComeBack: 1, nextMayComeBackAt: '2026-12-03T05:23:18Z', withinReach: true },
+    },
+    product,
+    alice,
+    'k',
+    now,
+  );
+  t.regex(near, /<strong id="sold-out-for-now">Sold out for now:<\/strong>/);
+  t.regex(near, /one may come back if their buyers do not pay, the first at the latest\s*<time[^>]*>in 10 min<\/time>/);
+  t.regex(near, /near enough the front to get one/);
+  t.regex(near, /&quot;soldOutForNow&quot;:\{&quot;unitsMayComeBack&quot;:1/, 'the script watches it');
+  const far = queuePage(
+    { ...ticket, position: 9, soldOutForNow: { unitsMayComeBack: 2, withinReach: false } },
+    product,
+    alice,
+    'k',
+    now,
+  );
+  t.regex(far, /2 may come back if their buyers do not pay\./);
+  t.regex(far, /you are unlikely to/);
+});
