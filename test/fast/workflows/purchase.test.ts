@@ -77,8 +77,16 @@ test('a Checkout Session Stripe refuses fails the purchase, gives the unit back 
 
 test('a session whose turn comes after the hold ended is given up: the purchase fails, the unit goes back', async (t) => {
   const { world } = temporal();
+  // The session's turn never comes before the saga gives up: the answer waits for that, not for a
+  // length of time (under load the saga's clock may lag the hold's, and a 4 s wait once came back in
+  // time and the purchase expired instead).
   const c = world.open({
-    openCheckout: () => sleep(4_000).then(() => ({ sessionId: 'cs_never', url: '', sessionExpiresAt: '' })),
+    openCheckout: () =>
+      until(() => c.record?.status === 'failed', 'the saga giving the session up').then(() => ({
+        sessionId: 'cs_never',
+        url: '',
+        sessionExpiresAt: '',
+      })),
   });
   c.holdMs = 1_000;
   const state = await (await startPurchase(temporal(), c)).result();
