@@ -161,6 +161,8 @@ export function pageErrors(deps: Pick<ApiDeps, 'pages' | 'buyers'>): Koa.Middlew
       // A refused form leads back to its product (a fresh form, the rules, what is left).
       const product = ctx.method === 'POST' ? productPath(ctx.path) : undefined;
       if (product) notice.links = [{ href: product, text: 'Back to the product' }, ...(notice.links ?? [])];
+      // Worth trying again later (sold out for now): the page goes back to the product by itself then.
+      if (product && notice.retryAfterSeconds !== undefined) notice.thenGoTo = product;
       // The header keeps who is signed in (a refusal of the sign-in itself has no buyer to show).
       const buyer = p.type === 'unauthorized' ? undefined : await pageBuyer(ctx, deps).catch(() => undefined);
       ctx.body = noticePage({ ...notice, reload }, buyer ? { buyer } : {});

@@ -16,6 +16,8 @@ export interface Frame {
   refreshSeconds?: number;
   /** Go to this URL (on to the checkout once it is ready): at once with JavaScript, after refreshSeconds without. */
   refreshTo?: string;
+  /** false: with JavaScript, not at once (a deadline on the page goes there when it comes). */
+  goOnAtOnce?: boolean;
   /** A page waiting for news: what its script polls (web/live.ts). */
   live?: Live;
   /** The server's clock, which the page's deadlines count on. */
@@ -76,7 +78,7 @@ export function layout(f: Frame): string {
           <p><a href="/">Flash sale</a></p>
           ${who}
         </header>
-        <main${liveAttributes(f.live, f.refreshTo)}>${f.main}</main>
+        <main${liveAttributes(f.live, f.goOnAtOnce === false ? undefined : f.refreshTo)}>${f.main}</main>
         <div id="announce" class="visually-hidden" aria-live="polite"></div>
         ${LIVE_SCRIPT}
       </body>

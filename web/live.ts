@@ -4,7 +4,8 @@ import { formatWait, fromNow } from './money';
 // The pages' one script, for what only JavaScript can do better; every page works without it.
 // - Deadlines (`time[data-deadline]`, web/time.ts) tick every second, on the server's clock (the page
 //   carries it: a wrong clock in the browser does not move a deadline); one marked `data-reload`
-//   loads the page again when it comes (the opening). Clock times (`data-clock`) read in the
+//   loads the page again when it comes (the opening), or the address it names (a refused Buy's
+//   product page, once it is worth trying again). Clock times (`data-clock`) read in the
 //   buyer's own time zone.
 // - A page still waiting for news (`main[data-poll]`) polls the JSON of its state, backing off while
 //   nothing changes (and following `nextPollSeconds` when the answer has one). When a field the page
@@ -66,7 +67,8 @@ const CLIENT = `(() => {
       if (el.textContent !== text) el.textContent = text;
       if (s < 1 && el.hasAttribute('data-reload') && !reloading) {
         reloading = true;
-        setTimeout(() => location.reload(), 1000 + Math.random() * 1000);
+        const to = el.getAttribute('data-reload');
+        setTimeout(() => (to ? location.assign(to) : location.reload()), 1000 + Math.random() * 1000);
       }
     }
   };
@@ -130,9 +132,17 @@ const CLIENT = `(() => {
     main = next;
     document.title = doc.title;
     fetchedAt = Date.now();
-    if (news && (!before || before.textContent !== news.textContent)) announce.textContent = news.textContent.replace(/\\s+/g, ' ').trim();
+    // News is what the status says, not its ticking counts and clocks.
+    const words = (el) => {
+      const c = el.cloneNode(true);
+      for (const t of c.querySelectorAll('time, [data-clock]')) t.remove();
+      return c.textContent.replace(/\\s+/g, ' ').trim();
+    };
+    const changedNews = news && (!before || words(before) !== words(news));
     paint();
     clocks();
+    // Read out in the buyer's own time, as the page now shows it.
+    if (changedNews) announce.textContent = news.textContent.replace(/\\s+/g, ' ').trim();
   };
   const poll = async () => {
     const max = Number(main.dataset.pollMax) * 1000;

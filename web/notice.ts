@@ -18,11 +18,15 @@ export interface Notice {
   kind: string;
   /** Load the page again by itself once retryAfterSeconds have passed (a page read that was refused). */
   reload?: boolean;
+  /** Once retryAfterSeconds have passed, go here by itself (a refused form: its product page, a fresh form). */
+  thenGoTo?: string;
 }
 
 export function noticePage(n: Notice, viewer: Viewer, now = new Date()): string {
   const retryAt = n.retryAfterSeconds !== undefined ? new Date(now.getTime() + n.retryAfterSeconds * 1000) : null;
-  const retry = retryAt ? html`<p id="retry">Try again ${countdown(retryAt.toISOString(), now)}.</p>` : html``;
+  const retry = retryAt
+    ? html`<p id="retry">Try again ${countdown(retryAt.toISOString(), now, { reload: n.thenGoTo ?? false })}.</p>`
+    : html``;
   const fields = n.fields?.length
     ? html`<p>About: ${n.fields.map((f, i) => html`${i ? ', ' : ''}<code>${f}</code>`)}</p>`
     : html``;
@@ -34,7 +38,14 @@ export function noticePage(n: Notice, viewer: Viewer, now = new Date()): string 
   const main = html`<h1>${n.title}</h1>
     <p class="notice bad" id="notice" data-kind="${n.kind}" role="alert">${n.message}</p>
     ${fields}${retry}${links}`;
-  const refresh = n.reload && n.retryAfterSeconds !== undefined ? { refreshSeconds: n.retryAfterSeconds } : {};
+  const refresh =
+    n.retryAfterSeconds === undefined
+      ? {}
+      : n.thenGoTo
+        ? { refreshSeconds: n.retryAfterSeconds, refreshTo: n.thenGoTo, goOnAtOnce: false }
+        : n.reload
+          ? { refreshSeconds: n.retryAfterSeconds }
+          : {};
   return layout({ title: n.title, main, ...refresh, ...viewer, now });
 }
 

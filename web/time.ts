@@ -16,12 +16,15 @@ export function utcClock(iso: string, now: Date): string {
 
 /**
  * A deadline or an expected moment: "in 9 min (05:23 UTC)". The count is a `<time data-deadline>`
- * the script ticks; the clock a `data-clock` the script puts in the buyer's time.
+ * the script ticks; the clock a `data-clock` the script puts in the buyer's time. `reload`: when it
+ * comes, the script loads the page again (true) or goes to that address.
  */
-export function countdown(iso: string, now: Date, o: { id?: string; reload?: boolean } = {}): Html {
+export function countdown(iso: string, now: Date, o: { id?: string; reload?: boolean | string } = {}): Html {
   const left = (Date.parse(iso) - now.getTime()) / 1000;
   const id = o.id ? html` id="${o.id}"` : html``;
-  return html`<time${id} datetime="${iso}" data-deadline${o.reload ? html` data-reload` : html``}>${fromNow(left)}</time>
+  return html`<time${id} datetime="${iso}" data-deadline${
+    typeof o.reload === 'string' ? html` data-reload="${o.reload}"` : o.reload ? html` data-reload` : html``
+  }>${fromNow(left)}</time>
     <span data-clock="${iso}">(${utcClock(iso, now)})</span>`;
 }
 

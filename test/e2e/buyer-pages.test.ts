@@ -134,6 +134,11 @@ test('while the last unit is held by another buyer, Buy answers "sold out for no
   t.regex((await page.locator('#retry').textContent()) ?? '', /^Try again in \d+/);
   t.is(await page.locator('#buyer').textContent(), 'pages-frank', 'the refusal keeps who is signed in');
   t.is(await page.getByRole('link', { name: 'Back to the product' }).getAttribute('href'), `/p/${sku}`);
+  t.is(
+    await page.locator('#retry time').getAttribute('data-reload'),
+    `/p/${sku}`,
+    'back to the product when it is time',
+  );
   // The wait ticks on the page.
   const retry = (await page.locator('#retry time').textContent()) ?? '';
   await page.waitForFunction((was) => document.querySelector('#retry time')?.textContent !== was, retry);

@@ -43,14 +43,29 @@ async function joinFromPage(page: Page): Promise<string> {
   return decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
 }
 
-/** Waits (the page refreshes itself) until the queue page reads `state`, and `position` when given. */
+/**
+ * Waits until the queue page reads `state`, and `position` when given, loading it again every 3 s:
+ * the page keeps itself up to date, but a line sold out for now (one unit, held by the buyer let in)
+ * asks a buyer beyond its reach to poll every 60 s (nextPollSeconds), longer than the buyers ahead's
+ * 15 s turns (test/e2e/honest-pages.test.ts proves the update in place).
+ */
 async function waitForQueue(page: Page, state: string, position?: number): Promise<void> {
-  await page.waitForSelector(`#queue[data-state="${state}"]`, { timeout: 60_000 });
-  if (position !== undefined) {
-    await page
-      .locator('#position')
-      .filter({ hasText: new RegExp(`^${position}$`) })
-      .waitFor({ timeout: 60_000 });
+  const shows = async (timeout: number) => {
+    await page.waitForSelector(`#queue[data-state="${state}"]`, { timeout });
+    if (position !== undefined) {
+      await page
+        .locator('#position')
+        .filter({ hasText: new RegExp(`^${position}$`) })
+        .waitFor({ timeout });
+    }
+  };
+  for (const deadline = Date.now() + 60_000; ;) {
+    try {
+      return await shows(3_000);
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await page.reload();
+    }
   }
 }
 
@@ -115,7 +130,8 @@ test('a buyer joins the queue, watches the line move, buys when admitted, and th
   const ticket = await joinFromPage(page);
   t.regex(await page.title(), /^\d+ ahead · Queue · Queue runner$/);
   await waitForQueue(page, 'waiting', 2);
-  t.regex((await page.locator('#wait').textContent()) ?? '', /\d+ s/);
+  // The wait, or why there is none: with one unit, held by the buyer let in, the line is sold out for now.
+  t.regex((await page.locator('#queue').textContent()) ?? '', /Estimated wait: about \d+ s|Sold out for now/);
   t.is(await page.locator('main[data-poll]').count(), 1, 'the queue page keeps itself up to date');
   t.is(await page.locator('meta[http-equiv="refresh"]').count(), 0, 'in place: no reload under JavaScript');
   await shot(page, 'queue-waiting');

@@ -3,6 +3,7 @@ import test from 'ava';
 import { productPage, type ProductModel } from '../../../web/catalogue';
 import { LIVE_SCRIPT } from '../../../web/live';
 import { formatWait, fromNow } from '../../../web/money';
+import { noticePage } from '../../../web/notice';
 import { purchasePage, type PurchaseModel } from '../../../web/purchase';
 import { queuePage, type TicketModel } from '../../../web/queue';
 import { countdown, utcClock } from '../../../web/time';
@@ -204,4 +205,25 @@ test('a line sold out for now says so, when a unit may come back, and whether it
   );
   t.regex(far, /2 may come back if their buyers do not pay\./);
   t.regex(far, /you are unlikely to/);
+});
+
+test('a refusal worth trying again later goes back to the product by itself when the wait is over', (t) => {
+  const page = noticePage(
+    {
+      title: 'Sold out for now',
+      message: 'Held by another buyer.',
+      kind: 'sold-out',
+      retryAfterSeconds: 51,
+      thenGoTo: '/p/hoodie-ship',
+    },
+    alice,
+    now,
+  );
+  t.regex(
+    page,
+    /<time datetime="2026-12-03T05:14:09.000Z" data-deadline data-reload="\/p\/hoodie-ship">in 51 s<\/time>/,
+  );
+  t.regex(page, /<noscript><meta http-equiv="refresh" content="51; url=\/p\/hoodie-ship" \/><\/noscript>/);
+  t.regex(page, /<main>/, 'not at once with JavaScript: when the count comes');
+  t.regex(page, /<strong id="buyer">alice<\/strong>/);
 });
