@@ -58,10 +58,12 @@ export async function purchaseWorkflow(input: PurchaseInput): Promise<PurchaseSt
 // a deploy never meets a running saga's history, and the old version drains as its sagas end (most
 // within their hold; one waiting for a bank debit up to 7 days). Without it, `patched()` as before
 // (an unversioned worker may name no behaviour: the server refuses the task).
-setWorkflowOptions(
-  () => (workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior: 'PINNED' } : {}),
-  purchaseWorkflow,
-);
+setWorkflowOptions(() => {
+  const versioned = workflowInfo().currentDeploymentVersion?.deploymentName;
+  /* istanbul ignore if -- the fast tier's workers are unversioned; a versioned one: test/worker/versioning.test.ts */
+  if (versioned) return { versioningBehavior: 'PINNED' };
+  return {};
+}, purchaseWorkflow);
 
 /** The query, the two updates and the payment events; registered before the first step, which they may overtake. */
 function listen(saga: PurchaseSaga): void {
