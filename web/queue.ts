@@ -49,12 +49,12 @@ function lineWords(t: TicketModel, now: Date): Html {
   const wait = html`<strong id="wait">${formatWait(t.estimatedWaitSeconds)}</strong>`;
   const forNow = t.soldOutForNow;
   if (forNow) {
-    const units = forNow.unitsMayComeBack === 1 ? 'one' : String(forNow.unitsMayComeBack);
+    const units = forNow.unitsMayComeBack === 1 ? 'One' : String(forNow.unitsMayComeBack);
     const next = forNow.nextMayComeBackAt
       ? html`, the first at the latest ${countdown(forNow.nextMayComeBackAt, now)}`
       : html``;
-    return html`<strong id="sold-out-for-now">Sold out for now:</strong> every one is held by buyers let in before you.
-      ${forNow.unitsMayComeBack > 0 ? html`${units} may come back if their buyers do not pay${next}.` : html``}
+    return html`<strong id="sold-out-for-now">Sold out for now:</strong> every one is spoken for by buyers let in before
+      you. ${forNow.unitsMayComeBack > 0 ? html`${units} may come back if their buyers do not pay${next}.` : html``}
       ${
         forNow.withinReach
           ? html`You are near enough the front to get one if it does: your place is kept.`

@@ -313,8 +313,8 @@ test('a line whose every unit is held by buyers inside reads "sold out for now",
   await page.goto(`${sys.apiUrl}/queue/${encodeURIComponent(behind)}`);
   await page.waitForSelector('#queue[data-state="waiting"] #sold-out-for-now', { timeout: 30_000 });
   const words = ((await page.locator('#queue').textContent()) ?? '').replace(/\s+/g, ' ');
-  t.regex(words, /every one is held by buyers let in before you/);
-  t.regex(words, /one may come back if their buyers do not pay/);
+  t.regex(words, /every one is spoken for by buyers let in before you/);
+  t.regex(words, /One may come back if their buyers do not pay/);
   t.regex(words, /near enough the front to get one/);
   await axeClean(t, page, 'sold out for now');
 });

@@ -193,7 +193,7 @@ test('a line sold out for now says so, when a unit may come back, and whether it
     now,
   );
   t.regex(near, /<strong id="sold-out-for-now">Sold out for now:<\/strong>/);
-  t.regex(near, /one may come back if their buyers do not pay, the first at the latest\s*<time[^>]*>in 10 min<\/time>/);
+  t.regex(near, /One may come back if their buyers do not pay, the first at the latest\s*<time[^>]*>in 10 min<\/time>/);
   t.regex(near, /near enough the front to get one/);
   t.regex(near, /&quot;soldOutForNow&quot;:\{&quot;unitsMayComeBack&quot;:1/, 'the script watches it');
   const far = queuePage(
