@@ -85,7 +85,7 @@ export class Admitter {
   private async run(): Promise<void> {
     try {
       if (!this.leader) await this.campaign();
-      if (this.leader && this.client) await stepAllRooms(this.client, this.checkoutsPerSecond);
+      if (this.leader && this.client) await stepAllRooms(this.client, this.checkoutsPerSecond, this.log);
     } catch (err) {
       if (!this.closed) this.log(`room admitter: ${(err as Error).message}; trying again`);
       this.drop();
@@ -114,13 +114,32 @@ export class Admitter {
   }
 }
 
-/** One step of every room that may have work: not closed, or closed with buyers still inside. */
-export async function stepAllRooms(client: pg.Client, checkoutsPerSecond: number): Promise<void> {
+/**
+ * One step of every room that may have work: not closed, or closed with buyers still inside. A room
+ * whose step fails (a statement past its timeout, a row it cannot write) is logged and skipped until
+ * the next tick: the rooms after it are stepped all the same. Only a connection that no longer
+ * answers ends the round (and the lock with it).
+ */
+export async function stepAllRooms(
+  client: pg.Client,
+  checkoutsPerSecond: number,
+  log: (line: string) => void = () => {},
+): Promise<void> {
   const { rows } = await client.query<{ sku: string }>(
     `SELECT sku FROM rooms r WHERE state <> 'closed'
         OR EXISTS (SELECT 1 FROM room_tickets t WHERE t.sku = r.sku AND t.admitted_at IS NOT NULL AND t.left_at IS NULL)`,
   );
-  for (const { sku } of rows) await stepRoom(client, sku, checkoutsPerSecond);
+  for (const { sku } of rows) {
+    try {
+      await stepRoom(client, sku, checkoutsPerSecond);
+    } catch (err) {
+      // The session itself gone: nothing more can be stepped on it.
+      await client.query('SELECT 1').catch(() => {
+        throw err;
+      });
+      log(`room admitter: the step of ${sku} failed (${(err as Error).message}); the other rooms go on`);
+    }
+  }
 }
 
 interface LockedRoom {

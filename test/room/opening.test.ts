@@ -75,3 +75,41 @@ test.serial(
     }
   },
 );
+
+test.serial('a room whose step fails is skipped and logged: the rooms after it are still stepped', async (t) => {
+  const broken = await sys.createProduct({ stock: 2, waitingRoom: { admitPerSecond: 10, maxActive: 2 } });
+  const fine = await sys.createProduct({ stock: 2, waitingRoom: { admitPerSecond: 10, maxActive: 2 } });
+  t.is((await join(broken, 'in-the-broken-room')).status, 201);
+  t.is((await join(fine, 'in-the-fine-room')).status, 201);
+  const client = new pg.Client({ connectionString: sys.databaseUrl });
+  await client.connect();
+  // Every write to the first room's row fails, as a statement past its timeout would.
+  await client.query(`CREATE FUNCTION refuse_room() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'room % refused by the test', NEW.sku; END $$`);
+  await client.query(
+    `CREATE TRIGGER refuse_room BEFORE UPDATE ON rooms FOR EACH ROW WHEN (NEW.sku = '${broken}') EXECUTE FUNCTION refuse_room()`,
+  );
+  t.teardown(async () => {
+    await client.query('DROP TRIGGER IF EXISTS refuse_room ON rooms; DROP FUNCTION IF EXISTS refuse_room()');
+    await client.end();
+  });
+  // The broken room was made first, so it is stepped first: a round that stopped at it would leave
+  // every later room waiting. A moment's rate credit first (10 a second).
+  const lines: string[] = [];
+  await new Promise((r) => setTimeout(r, 500));
+  await stepAllRooms(client, 20, (line) => lines.push(line));
+
+  const admitted = async (sku: string) =>
+    (
+      await client.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM room_tickets WHERE sku = $1 AND admitted_at IS NOT NULL',
+        [sku],
+      )
+    ).rows[0].n;
+  t.is(await admitted(fine), 1, 'the room after the broken one let its buyer in');
+  t.is(await admitted(broken), 0);
+  t.true(
+    lines.some((l) => l.includes(`the step of ${broken} failed`) && l.includes('refused by the test')),
+    lines.join('\n'),
+  );
+});
