@@ -29,6 +29,8 @@ export interface BuyerPlan {
 
 /** Sold-out answers that say units may come back before the buyer gives up. */
 const MAX_SOLD_OUT_TRIES = 3;
+/** How long a buyer let in by the room keeps trying to buy, even past the end of the sale. */
+const ADMITTED_TURN_MS = 10_000;
 const PAID_FINAL = new Set(['confirmed', 'late_confirmed', 'refunded', 'needs_attention', 'failed']);
 
 export function planBuyers(opts: DrillOptions): BuyerPlan[] {
@@ -109,7 +111,9 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
   let soldOutTries = 0;
   let checkout: { holdExpiresAt?: unknown; checkoutUrl?: unknown; status?: unknown } | undefined;
   while (!checkout) {
-    if (recorder.now() > ctx.saleDeadline) return finish(b, 'gave_up', b.note ?? 'no unit before the end of the sale');
+    // A buyer let in just before the end still has its turn to use.
+    const until = Math.max(ctx.saleDeadline, (b.admittedAt ?? 0) + ADMITTED_TURN_MS);
+    if (recorder.now() > until) return finish(b, 'gave_up', b.note ?? 'no unit before the end of the sale');
     b.phase = 'buying';
     b.posts++;
     let a;

@@ -5,7 +5,7 @@ import type { BuyerRecord } from './recorder';
 
 export type RoomResult =
   | { state: 'admitted'; admissionToken: string }
-  | { state: 'sold_out' | 'expired' | 'gave_up'; note?: string }
+  | { state: 'sold_out' | 'expired' | 'gave_up' | 'sold_out_for_now'; note?: string }
   /** The join was refused by the product's bot check (403 `bot-check-failed`): `note` is its reason. */
   | { state: 'bot_check'; note: string };
 
@@ -82,7 +82,12 @@ export async function waitInRoom(
         if (done.state === 'admitted') o.onAdmitted();
         return done;
       }
-      if (o.now() > o.deadline()) return { state: 'gave_up', note: 'still queued at the end of the drill' };
+      if (o.now() > o.deadline()) {
+        // Told that every unit is spoken for by buyers inside, and none may reach this place: it leaves as told.
+        const forNow = r.body.soldOutForNow as { withinReach?: unknown } | undefined;
+        if (forNow && forNow.withinReach !== true) return { state: 'sold_out_for_now' };
+        return { state: 'gave_up', note: 'still queued at the end of the drill' };
+      }
       await pause(pollDelayMs(r.body, o.rand));
     } else if (r.status === 0 || r.status >= 500 || r.status === 429) {
       if (o.now() > o.deadline()) return { state: 'gave_up', note: `poll: ${r.status} at the end of the drill` };

@@ -16,7 +16,7 @@ let sys: System;
 let browser: Browser;
 test.before(async () => {
   [sys, browser] = await Promise.all([
-    startSystem({ roomTickMs: 50, roomRefreshMs: 100, devSignIn: true }),
+    startSystem({ roomTickMs: 50, roomRefreshMs: 100, ownDatabase: true, devSignIn: true }),
     launchBrowser(),
   ]);
 });

@@ -11,11 +11,16 @@ export interface DrillRun {
   stderr: string;
 }
 
-export function runDrill(args: string[], onStderr?: (text: string) => void): Promise<DrillRun> {
+/** `env`: more environment for the drill (a database of the test's own, say). */
+export function runDrill(
+  args: string[],
+  onStderr?: (text: string) => void,
+  env: NodeJS.ProcessEnv = {},
+): Promise<DrillRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'drill/main.ts'), ...args], {
       cwd: root,
-      env: process.env,
+      env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
