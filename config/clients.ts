@@ -44,6 +44,12 @@ export function createPool(
     }),
   });
   pool.on('error', (err) => log(`postgres connection error: ${err.message}`));
+  // A connection Postgres ends while it is checked out (between a query's answer and its release)
+  // emits 'error' with none of the pool's listeners on it, which would take the process down: seen
+  // when Postgres stopped under load. Logged instead; its next query fails and the pool drops it.
+  pool.on('connect', (client) =>
+    client.on('error', (err) => log(`postgres connection error (in use): ${err.message}`)),
+  );
   return pool;
 }
 
