@@ -54,7 +54,7 @@ const attrs = (e: JsonEvent): Record<string, unknown> =>
   (Object.entries(e).find(([k]) => k.endsWith('Attributes'))?.[1] as Record<string, unknown>) ?? {};
 
 /** One history's actions, added to `into`; `t0` turns event times into ms since the opening. */
-export function countHistory(workflowId: string, events: JsonEvent[], t0: number, into: ActionCount): void {
+export function countHistory(workflowId: string, events: JsonEvent[], t0: number, into: ActionCount, runId = ''): void {
   const seconds = new Map<number, number>();
   const add = (type: ActionType, e: JsonEvent, n = 1) => {
     if (n <= 0) return;
@@ -125,8 +125,9 @@ export function countHistory(workflowId: string, events: JsonEvent[], t0: number
   });
   if (pendingTimeout !== undefined) into.taskTimeouts.push({ workflowId, timedOutAt: pendingTimeout, resumedAt: null });
   into.workflows++;
-  if (builds.size && workflowId.startsWith(purchaseWorkflowId('')))
-    into.sagaBuilds[workflowId] = [...new Set([...(into.sagaBuilds[workflowId] ?? []), ...builds])];
+  // Per run: a follow-up run after a deploy starts on the new version, as it should.
+  const run = runId ? `${workflowId} (run ${runId})` : workflowId;
+  if (builds.size && workflowId.startsWith(purchaseWorkflowId(''))) into.sagaBuilds[run] = [...builds];
   for (const [second, n] of seconds) into.perSecond.push({ second, actions: n });
 }
 
@@ -155,7 +156,7 @@ export async function countActions(client: Client, sku: string, t0: number): Pro
       const { workflowId, runId } = executions[next++];
       const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
       const events = (JSON.parse(historyToJSON(history)) as { events: JsonEvent[] }).events;
-      countHistory(workflowId, events, t0, count);
+      countHistory(workflowId, events, t0, count, runId);
     }
   };
   await Promise.all(Array.from({ length: HISTORY_FETCHES_AT_ONCE }, fetchOne));

@@ -94,6 +94,7 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
       buyer: b,
       now: () => recorder.now(),
       deadline: () => ctx.saleDeadline,
+      lastChance: () => ctx.settleDeadline(),
       rand: plan.rand,
       onAdmitted: () => (b.admittedAt = recorder.now()),
     });

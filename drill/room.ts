@@ -37,6 +37,8 @@ export async function waitInRoom(
     buyer: BuyerRecord;
     now: () => number;
     deadline: () => number;
+    /** How long a buyer told a unit may still reach it keeps waiting past `deadline` (the drill's settling). */
+    lastChance: () => number;
     rand: () => number;
     onAdmitted: () => void;
     /** The bot check's solution for the join (header `Altcha`), when the product has one. */
@@ -83,10 +85,14 @@ export async function waitInRoom(
         return done;
       }
       if (o.now() > o.deadline()) {
-        // Told that every unit is spoken for by buyers inside, and none may reach this place: it leaves as told.
+        // Told that every unit is spoken for by buyers inside: one none may reach leaves as told; one
+        // a returning unit may reach waits for it while the drill settles.
         const forNow = r.body.soldOutForNow as { withinReach?: unknown } | undefined;
         if (forNow && forNow.withinReach !== true) return { state: 'sold_out_for_now' };
-        return { state: 'gave_up', note: 'still queued at the end of the drill' };
+        if (!forNow || o.now() > o.lastChance())
+          return { state: 'gave_up', note: 'still queued at the end of the drill' };
+        await sleep(Math.min(pollDelayMs(r.body, o.rand), 5_000));
+        continue;
       }
       await pause(pollDelayMs(r.body, o.rand));
     } else if (r.status === 0 || r.status >= 500 || r.status === 429) {
