@@ -1,5 +1,27 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { asBuyer, type System } from './system';
+
+/**
+ * Moves the opening of `sku`'s room to now, by Postgres's clock, and returns that moment. A test
+ * makes its room open far ahead, lets its pre-queue join for as long as the machine takes, then
+ * opens it: whether a buyer joined before the opening no longer depends on how fast it joined.
+ */
+export async function openNow(databaseUrl: string, sku: string): Promise<Date> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ at: Date }>(
+      `WITH room AS (UPDATE rooms SET opens_at = now() WHERE sku = $1 RETURNING opens_at)
+       UPDATE products SET opens_at = (SELECT opens_at FROM room) WHERE sku = $1 RETURNING opens_at AS at`,
+      [sku],
+    );
+    if (rows.length !== 1) throw new Error(`no product ${sku} to open`);
+    return rows[0].at;
+  } finally {
+    await client.end();
+  }
+}
 
 /**
  * A buyer's side of a waiting room, for the room tests: join, poll a ticket until it reads what
