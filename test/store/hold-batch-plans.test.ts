@@ -25,7 +25,7 @@ async function readsOfOneBatch(client: pg.Client, sku: string, ids: string[], bu
   // sent to the shared statistics (sent at most once a second): send them first.
   await client.query('SELECT pg_stat_force_next_flush()');
   const plans: string[] = [];
-  const onNotice = (notice: pg.NoticeMessage) => {
+  const onNotice = (notice: { message?: string }) => {
     if (notice.message?.includes('holds')) plans.push(notice.message);
   };
   client.on('notice', onNotice);
