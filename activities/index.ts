@@ -31,6 +31,11 @@ export interface ActivityDeps extends StripeStepDeps {
   desk: HoldDesk;
   /** Postgres's clock (store/clock.ts): a hold lapses by it, so whether one has lapsed is asked of it. */
   clock: Clock;
+  /**
+   * Told once per Checkout Session opened for a purchase, with the seconds since the purchase was
+   * placed (its wait in the checkout line included): the worker counts them, whatever the buyer was answered.
+   */
+  onSessionOpened?: (secondsSincePlaced: number) => void;
   /** Told once per stray refund refused (stray-guard.ts): the worker counts them. */
   onStrayRefundRefused?: () => void;
   /** Hands buyer notifications to their delivery workflows; without one they wait in the table. */
@@ -120,19 +125,18 @@ export function createStripeActivities(deps: ActivityDeps) {
         throw err;
       });
       // Only over a purchase still opening (or this step's own earlier write): an attempt that
-      // outlived its timeout must not reopen one the saga has already failed and compensated.
-      await purchases.recordPurchase(
-        db,
-        input.purchaseId,
-        {
-          ...input.record,
-          status: 'awaiting_payment',
-          sessionId: session.sessionId,
-          checkoutUrl: session.url,
-          holdExpiresAt: input.holdExpiresAt,
-        },
-        ['holding', 'awaiting_payment'],
-      );
+      // outlived its timeout must not reopen one the saga has already failed and compensated. The
+      // write over `holding` is the session's opening, told once; a retry's rewrite is not.
+      const patch = {
+        ...input.record,
+        status: 'awaiting_payment',
+        sessionId: session.sessionId,
+        checkoutUrl: session.url,
+        holdExpiresAt: input.holdExpiresAt,
+      } as const;
+      const opened = await purchases.recordPurchase(db, input.purchaseId, patch, ['holding']);
+      if (opened) deps.onSessionOpened?.(Math.max(0, deps.clock.now() - opened.createdAt.getTime()) / 1000);
+      else await purchases.recordPurchase(db, input.purchaseId, patch, ['awaiting_payment']);
       return session;
     },
 
@@ -210,7 +214,9 @@ export function createStoreActivities(deps: ActivityDeps) {
       sale: purchases.PurchasePatch,
     ): Promise<'sold' | 'lapsed' | 'limit_exceeded'> {
       // The sale's record in the same transaction: one activity task for a paid buyer, not two.
-      const r = await holds.convertHold(db, purchaseId, (tx) => purchases.recordPurchase(tx, purchaseId, sale));
+      const r = await holds.convertHold(db, purchaseId, async (tx) => {
+        await purchases.recordPurchase(tx, purchaseId, sale);
+      });
       if (r.outcome === 'not_found') throw holdOf(r.outcome, purchaseId);
       return r.outcome;
     },

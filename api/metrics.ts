@@ -5,12 +5,13 @@ import type { Gate } from '../store/gate';
 import type { Admitter } from '../store/admitter';
 import { countByStatus } from '../store/purchases';
 import { roomStats, type RoomStats } from '../store/room';
+import { lineStats, type LineStats } from '../store/checkout-line';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
 /** How old the purchases-by-status counts may get before a scrape has them counted again. */
 export const STATUS_COUNT_MAX_AGE_MS = 15_000;
-/** The gauges of one scrape share one read of the rooms' counts. */
+/** The gauges of one scrape share one read of the rooms' counts, and one of the checkout line. */
 const ROOM_STATS_MAX_AGE_MS = 1_000;
 
 /**
@@ -30,6 +31,7 @@ export function createMetrics(
   // not on each scrape of each replica; the rooms' counts once per scrape for all their gauges.
   const statusCounts = sharedRead(() => countByStatus(db), opts.statusMaxAgeMs ?? STATUS_COUNT_MAX_AGE_MS, true);
   const rooms = sharedRead(() => roomStats(db), ROOM_STATS_MAX_AGE_MS, false);
+  const line = sharedRead(() => lineStats(db), ROOM_STATS_MAX_AGE_MS, false);
   const counter = (name: MetricName) => new client.Counter({ ...metricOptions(name), registers: [registry] });
   const gateView = (name: MetricName, pick: (v: ReturnType<Gate['views']>[number]) => number) =>
     new client.Gauge({
@@ -50,8 +52,21 @@ export function createMetrics(
         for (const r of value) this.set({ sku: r.sku }, pick(r));
       },
     });
+  const lineGauge = (name: MetricName, pick: (l: LineStats) => number) =>
+    new client.Gauge({
+      ...metricOptions(name),
+      registers: [registry],
+      async collect() {
+        this.set(pick((await line()).value));
+      },
+    });
   return {
     registry,
+    // The line for Checkout Sessions, from its record (store/checkout-line.ts): the same on every API process.
+    lineWaiting: lineGauge('flashsale_checkout_line_waiting', (l) => l.waiting),
+    lineSeconds: lineGauge('flashsale_checkout_line_seconds', (l) => l.untilLastSlotSeconds),
+    lineOldestSlot: lineGauge('flashsale_checkout_line_oldest_slot_seconds', (l) => l.oldestSlotSeconds),
+    lineShortestHold: lineGauge('flashsale_checkout_line_shortest_hold_seconds', (l) => l.shortestHoldSeconds ?? 0),
     // The waiting room, from its record: the same figures on every API process.
     roomWaiting: roomGauge('flashsale_room_waiting', (r) => r.waiting),
     roomAdmitted: roomGauge('flashsale_room_admitted', (r) => r.admitted),
@@ -72,20 +87,14 @@ export function createMetrics(
         this.set(admitter?.isLeader() ? 1 : 0);
       },
     }),
-    // The funnel, in order: gate answers, sagas started, holds taken or refused, sessions opened, paid, lapsed.
+    // The funnel, in order: gate answers, sagas started, holds refused, paid (sessions opened: the worker's).
     gateAnswers: counter('flashsale_gate_answers_total'),
     sagasStarted: counter('flashsale_sagas_started_total'),
     holdsRefused: counter('flashsale_holds_refused_total'),
-    sessionsOpened: counter('flashsale_sessions_opened_total'),
     paymentEvents: counter('flashsale_payment_events_total'),
     // Paid: a completed session paid at once, or a delayed payment that succeeded (vocabulary `bringsMoney`).
     paymentsReceived: counter('flashsale_payments_received_total'),
     webhookEvents: counter('flashsale_webhook_events_total'),
-    checkoutSeconds: new client.Histogram({
-      ...metricOptions('flashsale_purchase_checkout_seconds'),
-      buckets: [0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4],
-      registers: [registry],
-    }),
     gateRemaining: gateView('flashsale_gate_remaining_units', (v) => v.remaining),
     gateHeld: gateView('flashsale_gate_held_units', (v) => v.held),
     gateInFlight: gateView('flashsale_gate_in_flight_units', (v) => v.inFlight),

@@ -177,10 +177,9 @@ function gateOutcome(a: Admission): string {
   return a.outcome === 'known' ? 'known_key' : a.outcome;
 }
 
-/** A new saga's hold step answered: count the hold and the session it opened. */
-function countHold(deps: ApiDeps, state: PurchaseState): void {
+/** A new saga's hold step refused: counted. (Its session, once open, is counted by the worker that opened it.) */
+function countRefusal(deps: ApiDeps, state: PurchaseState): void {
   if (state.status === 'rejected') deps.metrics.holdsRefused.inc({ rejection: state.rejection ?? 'unknown' });
-  else if (state.checkoutUrl) deps.metrics.sessionsOpened.inc();
 }
 
 export function deadline<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
@@ -237,7 +236,6 @@ export interface PlacedPurchase {
  * for every refusal (sold out, limit, hold exists, bad input, busy), with the contract's `type`.
  */
 export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promise<PlacedPurchase> {
-  const started = process.hrtime.bigint();
   const sagas = { temporal: deps.temporal, taskQueue: deps.taskQueue };
   const { buyerId, respondAsync } = order;
   await deps.rateLimits?.take(buyerId, order.ip);
@@ -343,11 +341,9 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
       }
       state = answered;
     }
-    if (created) countHold(deps, state);
+    if (created) countRefusal(deps, state);
   }
-  const answer = sagaAnswer(state, created, deps.clock.now());
-  if (created) deps.metrics.checkoutSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
-  return answer;
+  return sagaAnswer(state, created, deps.clock.now());
 }
 
 /**

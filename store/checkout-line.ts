@@ -102,3 +102,39 @@ export async function checkoutQueueOf(db: Db, purchaseId: string): Promise<Check
     ...(r.expires_at ? { holdExpiresAt: r.expires_at.toISOString() } : {}),
   };
 }
+
+/** The line for Checkout Sessions as a whole, for the API's gauges (the same on every process: it is the record's). */
+export interface LineStats {
+  /** Purchases waiting in it (its length). */
+  waiting: number;
+  /** Seconds until the last slot handed out: about how long a purchase placed now waits for its session. */
+  untilLastSlotSeconds: number;
+  /** Seconds since the slot of the oldest purchase still waiting came (0 for none, or none overdue). */
+  oldestSlotSeconds: number;
+  /** The shortest hold of the products with purchases waiting (null for an empty line): the line must stay shorter. */
+  shortestHoldSeconds: number | null;
+}
+
+/** One read of the line: its length, its wait, how late the oldest is, and the shortest hold in it. */
+export async function lineStats(db: Queryable): Promise<LineStats> {
+  const { rows } = await db.query<{
+    waiting: number;
+    until_last: number;
+    oldest: number;
+    shortest_hold: number | null;
+  }>(
+    `SELECT count(*)::int AS waiting,
+            coalesce(greatest(0, extract(epoch FROM now() - min(coalesce(p.checkout_at, p.created_at)))), 0)::float8 AS oldest,
+            min(prod.hold_seconds)::int AS shortest_hold,
+            (SELECT greatest(0, extract(epoch FROM next_at - now()))::float8 FROM checkout_pace WHERE pace_id = 1) AS until_last
+       FROM purchases p JOIN products prod ON prod.sku = p.sku
+      WHERE ${waitingInLine('p')}`,
+  );
+  const r = rows[0];
+  return {
+    waiting: r.waiting,
+    untilLastSlotSeconds: r.until_last ?? 0,
+    oldestSlotSeconds: r.oldest,
+    shortestHoldSeconds: r.shortest_hold,
+  };
+}

@@ -116,14 +116,17 @@ export async function getPurchase(db: Db, purchaseId: string): Promise<PurchaseR
 
 export type PurchasePatch = Partial<Omit<PurchaseState, 'purchaseId' | 'sku' | 'buyerId' | 'quantity'>>;
 
-/** Writes the saga's view of a purchase to its record. Idempotent: the same patch twice is the same row. */
+/**
+ * Writes the saga's view of a purchase to its record. Idempotent: the same patch twice is the same
+ * row. Returns when the purchase was created, or null when no row was written (none over `onlyFrom`).
+ */
 export async function recordPurchase(
   db: Db | Tx,
   purchaseId: string,
   patch: PurchasePatch,
   /** Write only over these statuses (a step that must not reopen a purchase already past it). */
   onlyFrom?: readonly PurchaseStatus[],
-): Promise<void> {
+): Promise<{ createdAt: Date } | null> {
   const cols: Record<string, unknown> = {
     status: patch.status,
     amount_cents: patch.amountCents,
@@ -153,16 +156,17 @@ export async function recordPurchase(
       `refund_failure_reason = CASE WHEN ${newer} THEN ${failure} ELSE refund_failure_reason END`,
     );
   }
-  if (assignments.length === 0) return;
+  if (assignments.length === 0) return null;
   let where = 'purchase_id = $1';
   if (onlyFrom) {
     values.push(onlyFrom);
     where += ` AND status = ANY($${values.length + 1}::text[])`;
   }
-  await db.query(`UPDATE purchases SET ${assignments.join(', ')}, updated_at = now() WHERE ${where}`, [
-    purchaseId,
-    ...values,
-  ]);
+  const { rows } = await db.query<{ created_at: Date }>(
+    `UPDATE purchases SET ${assignments.join(', ')}, updated_at = now() WHERE ${where} RETURNING created_at`,
+    [purchaseId, ...values],
+  );
+  return rows[0] ? { createdAt: rows[0].created_at } : null;
 }
 
 /** Purchases still holding or awaiting payment whose record has not changed since `before`, oldest first. */

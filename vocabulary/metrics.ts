@@ -41,9 +41,10 @@ export const METRICS = {
   },
   flashsale_sessions_opened_total: {
     type: 'counter',
-    exportedBy: 'api',
+    exportedBy: 'worker',
     labels: [],
-    help: 'New sagas that took a hold and opened a Checkout Session',
+    help: 'Checkout Sessions opened for purchases, counted when they open (buyers answered 201 and 202 alike)',
+    note: 'one per purchase (a retried step is not counted twice); sum it over workers',
   },
   flashsale_payment_events_total: {
     type: 'counter',
@@ -68,9 +69,10 @@ export const METRICS = {
   },
   flashsale_purchase_checkout_seconds: {
     type: 'histogram',
-    exportedBy: 'api',
+    exportedBy: 'worker',
     labels: [],
-    help: 'Time from POST /v1/purchases to an open Checkout Session (hold taken, session created)',
+    help: 'Time from a purchase placed to its Checkout Session open, the wait in the checkout line included',
+    note: 'observed when the session opens, whatever the buyer was answered (201, or 202 and a wait in the line)',
   },
   flashsale_gate_remaining_units: {
     type: 'gauge',
@@ -144,6 +146,34 @@ export const METRICS = {
     labels: [],
     help: "1 while this API process is the waiting rooms' admitter (one process of all holds the lock)",
     note: 'the sum over processes is 1',
+  },
+  flashsale_checkout_line_waiting: {
+    type: 'gauge',
+    exportedBy: 'api',
+    labels: [],
+    help: 'Purchases waiting in the line for their Checkout Session (the Stripe budget lets them in at its pace)',
+    note: SAME_ON_EVERY,
+  },
+  flashsale_checkout_line_seconds: {
+    type: 'gauge',
+    exportedBy: 'api',
+    labels: [],
+    help: 'Seconds until the last checkout slot handed out: about how long a purchase placed now waits for its session',
+    note: SAME_ON_EVERY,
+  },
+  flashsale_checkout_line_oldest_slot_seconds: {
+    type: 'gauge',
+    exportedBy: 'api',
+    labels: [],
+    help: 'Seconds since the slot of the oldest purchase still waiting in the line came (0: none overdue)',
+    note: `a purchase a minute past its slot leaves the line (\`sagas stuck\` lists it): at most 60; ${SAME_ON_EVERY}`,
+  },
+  flashsale_checkout_line_shortest_hold_seconds: {
+    type: 'gauge',
+    exportedBy: 'api',
+    labels: [],
+    help: 'The shortest hold of the products with purchases in the line (0 while the line is empty)',
+    note: `a line longer than this lets holds lapse before their sessions open; ${SAME_ON_EVERY}`,
   },
   flashsale_sweeper_returned_holds_total: {
     type: 'counter',

@@ -73,6 +73,10 @@ async function main(): Promise<void> {
       cancelUrl: config.checkoutCancelUrl,
       onStripeCall: (endpoint, outcome) => metrics.stripeRequests.inc({ endpoint, outcome }),
       onStrayRefundRefused: () => metrics.strayRefundsRefused.inc(),
+      onSessionOpened: (seconds) => {
+        metrics.sessionsOpened.inc();
+        metrics.checkoutSeconds.observe(seconds);
+      },
       notifier,
     },
     notificationActivities: createNotificationActivities({

@@ -51,6 +51,10 @@ export interface WorkerMetrics {
   stripeBudget: client.Gauge;
   /** Stray refunds refused: a signed event that Stripe's session or our records did not bear out. */
   strayRefundsRefused: client.Counter;
+  /** Checkout Sessions opened for purchases, when they open (whatever the buyer was answered: 201 or 202). */
+  sessionsOpened: client.Counter;
+  /** From a purchase placed to its session open, the checkout line's wait included. */
+  checkoutSeconds: client.Histogram;
 }
 
 export function createWorkerMetrics(): WorkerMetrics {
@@ -73,6 +77,16 @@ export function createWorkerMetrics(): WorkerMetrics {
     // Without labels, exported at 0 from the start: the first refusal is an increase an alert sees.
     strayRefundsRefused: new client.Counter({
       ...metricOptions('flashsale_stray_refunds_refused_total'),
+      registers: [registry],
+    }),
+    sessionsOpened: new client.Counter({
+      ...metricOptions('flashsale_sessions_opened_total'),
+      registers: [registry],
+    }),
+    // Up to minutes: a buyer in the checkout line waits for the Stripe budget's turn (202, then the URL).
+    checkoutSeconds: new client.Histogram({
+      ...metricOptions('flashsale_purchase_checkout_seconds'),
+      buckets: [0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 60, 120, 300],
       registers: [registry],
     }),
   };
