@@ -4,6 +4,7 @@ import type { Db } from './db';
 import type { Gate, Permit } from './gate';
 import { getProduct, termsOf } from './products';
 import { Batcher } from './batcher';
+import { perPurchaseLimit } from './rules';
 import { lookupForAdmission, NotAdmittedError, openPurchase, type AdmissionLookup } from './open-purchase';
 import { purchaseIdFor, type PurchaseRecord } from './purchases';
 
@@ -13,8 +14,16 @@ export type Admission =
   | { outcome: 'known'; record: PurchaseRecord }
   /** A new purchase, recorded in `holding`: its saga starts with these terms; settle the permit once its hold step answered. */
   | { outcome: 'new'; record: PurchaseRecord; terms: ProductTerms; permit: Permit }
-  /** Refused before any hold, and nothing written: a retry of the same key is judged afresh. */
-  | { outcome: 'refused'; reason: 'product_not_found' | 'limit_exceeded'; detail: string }
+  /**
+   * Refused before any hold, and nothing written: a retry of the same key is judged afresh. `limit`:
+   * the product term a `limit_exceeded` is about, and its most.
+   */
+  | {
+      outcome: 'refused';
+      reason: 'product_not_found' | 'limit_exceeded';
+      detail: string;
+      limit?: { term: string; max: number };
+    }
   /** Before the product's opening: nothing written. */
   | { outcome: 'not_open'; detail: string; opensAt: Date }
   /** This buyer already holds the SKU, or waits in the checkout line for it (the purchase `heldBy`): nothing written. */
@@ -110,12 +119,24 @@ export class Admissions {
     if (heldBy) return holdExists(req, heldBy);
     const product = await this.rulesOf(req.sku);
     if (!product) return { outcome: 'refused', reason: 'product_not_found', detail: `no product with SKU ${req.sku}` };
+    // One purchase pays with one method and ships to one address: more units than a rule allows
+    // either would be paid for and refunded. Refused before anything is written.
+    const cap = perPurchaseLimit(product.terms);
+    if (cap && req.quantity > cap.max) {
+      const detail = `quantity ${req.quantity} is more than one purchase of ${req.sku} may take: at most ${cap.max} (${cap.term})`;
+      return { outcome: 'refused', reason: 'limit_exceeded', detail, limit: cap };
+    }
     // The per-buyer limit, counting what the buyer bought: one who bought the most gets no permit or
     // place in the line (the hold step still decides, under the buyer's lock, for one racing a sale).
     if (bought + req.quantity > product.maxPerBuyer) {
       const already = bought ? `; buyer ${req.buyerId} already bought ${bought}` : '';
-      const detail = `at most ${product.maxPerBuyer} of ${req.sku} per buyer${already}`;
-      return { outcome: 'refused', reason: 'limit_exceeded', detail };
+      const detail = `at most ${product.maxPerBuyer} of ${req.sku} per buyer (maxPerBuyer)${already}`;
+      return {
+        outcome: 'refused',
+        reason: 'limit_exceeded',
+        detail,
+        limit: { term: 'maxPerBuyer', max: product.maxPerBuyer },
+      };
     }
     if (product.opensAt && this.clock.now() < product.opensAt.getTime()) {
       const detail = `${req.sku} opens at ${product.opensAt.toISOString()}`;

@@ -4,7 +4,7 @@ import { layout } from './layout';
 import type { Live } from './live';
 import { formatMoney, formatWait } from './money';
 import type { Viewer } from './catalogue';
-import { countdown, utcClock } from './time';
+import { countdown, receiptTime, utcClock } from './time';
 
 // GET /purchases/:id: where Checkout sends the buyer back, and where they look later. The outcome
 // in words; a purchase still under way (the webhook races the buyer's return) keeps itself up to
@@ -29,6 +29,10 @@ export interface PurchaseModel {
   checkoutQueue?: { ahead: number; estimatedWaitSeconds: number };
   /** A delayed payment (a bank debit) was made at this time and is settling (GET's `settlingSince`). */
   settlingSince?: string;
+  /** When it was confirmed (GET's `confirmedAt`). */
+  confirmedAt?: string;
+  /** Where it ships, line by line as a label reads (GET's `shipping`, store/confirmation.ts). */
+  shippingLines?: string[];
 }
 
 /** How often a page still waiting for news looks again at first, in seconds (the script then backs off). */
@@ -134,8 +138,7 @@ function outcomeOf(p: PurchaseModel, left: boolean, now: Date): Outcome {
       return {
         heading: 'Your purchase is confirmed',
         tone: 'good',
-        words: html`Your purchase is confirmed${amountOf(p) ? `: you paid ${amountOf(p)}` : ''}. Thank you! This page is
-        your receipt: you find it again under My purchases.`,
+        words: html`Your purchase is confirmed${amountOf(p) ? `: you paid ${amountOf(p)}` : ''}. Thank you!`,
       };
     case 'late_confirmed':
       return {
@@ -185,7 +188,6 @@ function outcomeOf(p: PurchaseModel, left: boolean, now: Date): Outcome {
   }
 }
 
-/** " of €89.00": the amount paid, when it is known. */
 /** What the buyer pays, "€89.00"; empty before the hold is taken. */
 const amountOf = (p: PurchaseModel) =>
   p.amountCents !== null && p.currency ? formatMoney(p.amountCents, p.currency) : '';
@@ -209,6 +211,27 @@ function refundLine(p: PurchaseModel): Html {
         : 'is on its way';
   const back = p.refund.status === 'failed' ? '' : ` The money reaches your account within ${REFUND_DAYS}.`;
   return html`<p id="refund">A refund${paid(p)} ${state}.${back} Why: ${p.refund.reason}.</p>`;
+}
+
+/** A confirmed purchase's receipt: when it was confirmed, where it ships, and what happens next. */
+function receipt(p: PurchaseModel): Html {
+  if (p.status !== 'confirmed' && p.status !== 'late_confirmed') return html``;
+  const lines = p.shippingLines ?? [];
+  const when = p.confirmedAt
+    ? html`<dt>Confirmed</dt>
+        <dd><time datetime="${p.confirmedAt}" id="confirmed-at">${receiptTime(p.confirmedAt)}</time></dd>`
+    : html``;
+  const where = lines.length
+    ? html`<dt>Ships to</dt>
+        <dd>
+          <address id="ships-to">${lines.map((l, i) => (i ? html`<br />${l}` : html`${l}`))}</address>
+        </dd>`
+    : html``;
+  const next = lines.length
+    ? 'What happens next: your order is sent to this address. '
+    : 'What happens next: nothing more for you to do. ';
+  return html`${p.confirmedAt || lines.length ? html`<dl id="receipt">${when}${where}</dl>` : html``}
+    <p id="next">${next}This page is your receipt: you find it again under My purchases.</p>`;
 }
 
 /**
@@ -243,7 +266,8 @@ export function purchasePage(
     <p id="order">
       ${p.quantity} × <a href="/p/${encodeURIComponent(p.sku)}">${product}</a>${breakdown(p)}. Purchase
       <code id="purchase">${p.purchaseId}</code>.
-    </p>`;
+    </p>
+    ${receipt(p)}`;
   const live: Live | undefined = out.pollSeconds
     ? {
         pollUrl: `/purchases/${encodeURIComponent(p.purchaseId)}`,

@@ -14,6 +14,13 @@ export function utcClock(iso: string, now: Date): string {
   return `${day.replace(',', '')}, ${time} UTC`;
 }
 
+/** A moment as a receipt gives it, whatever day it is now: "3 Dec 2026, 17:40 UTC". */
+export function receiptTime(iso: string): string {
+  const at = new Date(iso);
+  const day = at.toLocaleDateString('en-GB', { day: 'numeric', month: 'short', year: 'numeric', timeZone: 'UTC' });
+  return `${day}, ${at.toISOString().slice(11, 16)} UTC`;
+}
+
 /**
  * A deadline or an expected moment: "in 9 min (05:23 UTC)". The count is a `<time data-deadline>`
  * the script ticks; the clock a `data-clock` the script puts in the buyer's time. `reload`: when it

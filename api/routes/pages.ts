@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { Router } from '@koa/router';
 import type Koa from 'koa';
 import { perPurchaseLimit, refusalInWords, rulesInWords, splitRuleTerms } from '../../store/rules';
-import type { ProductTerms } from '../../vocabulary';
+import { isPaid, type ProductTerms } from '../../vocabulary';
 import { homePage, productPage, type ProductModel, type Viewer } from '../../web/catalogue';
 import { purchasePage, purchasesPage } from '../../web/purchase';
 import { buyerPurchases } from '../../store/purchases';
+import { confirmationOf, shippingLines } from '../../store/confirmation';
 import { findTicket } from '../../store/room';
 import { queuePage } from '../../web/queue';
 import { pageBuyer } from '../buyer-session';
@@ -52,7 +53,7 @@ function modelOf(v: ProductView & { opensAt?: string | null }): ProductModel {
     ...(v.waitingRoom ? { turnSeconds: v.waitingRoom.sessionSeconds } : {}),
     botCheck: v.botCheck,
     rules: rulesInWords(terms),
-    ...(cap !== undefined ? { maxPerPurchase: cap } : {}),
+    ...(cap ? { maxPerPurchase: cap.max } : {}),
   };
 }
 
@@ -113,6 +114,7 @@ export function pageRoutes(deps: ApiDeps): Router {
       return;
     }
     const pv = await productView(deps, view.sku).catch(() => undefined);
+    const { confirmedAt, shipping } = isPaid(record.status) ? await confirmationOf(deps.db, record.purchaseId) : {};
     const product = pv && modelOf(pv);
     // A rule's refusal in the buyer's words, naming the product (the record keeps the rule's own).
     const plain = (reason: string) =>
@@ -125,6 +127,8 @@ export function pageRoutes(deps: ApiDeps): Router {
           productName: product?.name,
           ...(view.reason ? { reason: plain(view.reason) } : {}),
           ...(view.refund ? { refund: { ...view.refund, reason: plain(view.refund.reason) } } : {}),
+          ...(confirmedAt ? { confirmedAt } : {}),
+          ...(shipping ? { shippingLines: shippingLines(shipping) } : {}),
         },
         { buyer },
         {

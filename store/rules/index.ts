@@ -5,7 +5,7 @@ import type { Db } from '../db';
 import { acceptedPaymentMethods } from './accepted-payment-methods';
 import { perAddress } from './per-address';
 import { perPaymentMethod } from './per-payment-method';
-import type { PurchaseRule, RefusedProduct, RuleCase } from './rule';
+import type { PerPurchaseCap, PurchaseRule, RefusedProduct, RuleCase } from './rule';
 import { shippingCountry } from './shipping-country';
 
 // The purchase rules that judge a payment, in the order they are asked: one file per rule. The saga
@@ -50,10 +50,13 @@ export function refusalInWords(reason: string, product: RefusedProduct): string 
   return null;
 }
 
-/** The most units one purchase may take under the applying rules; undefined when none caps it. */
-export function perPurchaseLimit(terms: ProductTerms): number | undefined {
+/**
+ * The most units one purchase may take under the applying rules, and the term that sets it (the
+ * first rule's, of equal ones); undefined when none caps it.
+ */
+export function perPurchaseLimit(terms: ProductTerms): PerPurchaseCap | undefined {
   const caps = PAYMENT_RULES.flatMap((r) => (r.perPurchase && r.appliesTo(terms) ? [r.perPurchase(terms)] : []));
-  return caps.length ? Math.min(...caps) : undefined;
+  return caps.reduce<PerPurchaseCap | undefined>((least, c) => (least && least.max <= c.max ? least : c), undefined);
 }
 
 /** The JSON schema of every rule's own product term, by its name (the API's product body takes them). */
@@ -89,4 +92,4 @@ export async function judgePayment(db: Db, c: RuleCase): Promise<RuleRefusal | n
   return null;
 }
 
-export type { PurchaseRule, RuleCase } from './rule';
+export type { PerPurchaseCap, PurchaseRule, RuleCase } from './rule';

@@ -11,7 +11,7 @@ export const perAddress: PurchaseRule = {
   name: 'per_address',
   appliesTo: (terms) => Boolean(terms.maxPerAddress),
   inWords: (terms) => `At most ${terms.maxPerAddress} per shipping address, counting earlier orders.`,
-  perPurchase: (terms) => terms.maxPerAddress!,
+  perPurchase: (terms) => ({ max: terms.maxPerAddress!, term: 'maxPerAddress' }),
   refusalInWords: (reason, p) =>
     reason.startsWith(LEAD)
       ? `${p.name} is limited to ${p.terms.maxPerAddress} per shipping address, and the address you gave had already bought that many`

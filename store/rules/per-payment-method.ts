@@ -37,7 +37,7 @@ export const perPaymentMethod: PurchaseRule = {
   appliesTo: (terms) => Boolean(terms.maxPerCard),
   inWords: (terms) =>
     `At most ${terms.maxPerCard} per card or bank account, counting earlier orders; pay by card or bank debit.`,
-  perPurchase: (terms) => terms.maxPerCard!,
+  perPurchase: (terms) => ({ max: terms.maxPerCard!, term: 'maxPerCard' }),
   checkoutMethods: () => FINGERPRINTED_METHODS,
   refusalInWords: (reason, p) => {
     const max = p.terms.maxPerCard;

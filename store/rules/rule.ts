@@ -9,6 +9,12 @@ export interface RefusedProduct {
   terms: ProductTerms;
 }
 
+/** The most units one purchase may take, and the product term that says so (`maxPerAddress`). */
+export interface PerPurchaseCap {
+  max: number;
+  term: string;
+}
+
 /** One paid purchase, as every rule sees it. */
 export interface RuleCase {
   purchaseId: string;
@@ -37,9 +43,10 @@ export interface PurchaseRule {
   inWords(terms: ProductTerms): string;
   /**
    * The most units one purchase may take under the rule (one purchase pays with one method and ships
-   * to one address): the Buy form's quantity is capped by the smallest. Absent: no cap of its own.
+   * to one address), and the product term that sets it: the Buy form's quantity is capped by the
+   * smallest, and the API refuses a purchase of more. Absent: no cap of its own.
    */
-  perPurchase?(terms: ProductTerms): number;
+  perPurchase?(terms: ProductTerms): PerPurchaseCap;
   /**
    * A refusal's `reason` (as the purchase keeps it) in the buyer's words, naming the product (the
    * page around it says the money went back); null when the reason is not this rule's.

@@ -28,7 +28,7 @@ test('the rules of a product in words, and the smallest of their caps on one pur
     'At most 2 per card or bank account, counting earlier orders; pay by card or bank debit.',
     'At most 1 per shipping address, counting earlier orders.',
   ]);
-  t.is(perPurchaseLimit(terms), 1);
+  t.deepEqual(perPurchaseLimit(terms), { max: 1, term: 'maxPerAddress' });
   t.is(perPurchaseLimit({ ...terms, maxPerCard: undefined, maxPerAddress: undefined }), undefined);
 });
 

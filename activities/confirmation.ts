@@ -1,0 +1,56 @@
+import type { Db } from '../store/db';
+import { noteConfirmation, recordShipping } from '../store/confirmation';
+import { formatMoney } from '../web/money';
+import { receiptTime } from '../web/time';
+import { dispatchNotification, type Notifier } from './notifications';
+import { stripeCaller, type StripeStepDeps } from './stripe';
+
+// The steps of a purchase's confirmation (issue 32): where it ships, read from Stripe once and kept
+// on the record (never in the saga's history), and the buyer's confirmation notice, written once per
+// purchase and handed to its delivery workflows like every buyer notification.
+
+type ConfirmationDeps = Pick<StripeStepDeps, 'stripe' | 'onStripeCall' | 'successUrl'> & {
+  db: Db;
+  notifier?: Notifier;
+};
+
+/** The Stripe step, on the Stripe queue within the budget: a read, no idempotency key needed. */
+export function createShippingSteps({ db, stripe, onStripeCall }: ConfirmationDeps) {
+  const { guarded } = stripeCaller(onStripeCall);
+  return {
+    /**
+     * Keeps on the purchase the name and address Checkout collected on its session (the purchase
+     * page and the confirmation notice show them); false when the session collected none. Writes the
+     * same row on a retry; nothing to compensate.
+     */
+    async recordShippingAddress(purchaseId: string, sessionId: string): Promise<boolean> {
+      const session = await guarded('checkout.sessions.retrieve', 'reading the shipping address', () =>
+        stripe.checkout.sessions.retrieve(sessionId),
+      );
+      const details = session.collected_information?.shipping_details;
+      if (!details?.address) return false;
+      await recordShipping(db, purchaseId, {
+        ...(details.name ? { name: details.name } : {}),
+        address: details.address,
+      });
+      return true;
+    },
+  };
+}
+
+/** The store step, on the saga's own queue. */
+export function createConfirmationSteps({ db, notifier, successUrl }: ConfirmationDeps) {
+  return {
+    /**
+     * Tells the buyer their purchase is confirmed: notification `confirmed`, one per purchase (the
+     * table's key: a retried step, a replayed saga or a second confirming path finds the first and
+     * sends nothing more), with the order, its amount, when and where it ships, and the receipt's
+     * address (the purchase page, Checkout's success URL). Nothing for a purchase not confirmed.
+     */
+    async notifyConfirmed(purchaseId: string): Promise<void> {
+      const receiptUrl = successUrl.replaceAll('{purchaseId}', encodeURIComponent(purchaseId));
+      const id = await noteConfirmation(db, purchaseId, receiptUrl, { money: formatMoney, time: receiptTime });
+      if (id && notifier) await dispatchNotification(db, notifier, id);
+    },
+  };
+}
