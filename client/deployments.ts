@@ -28,6 +28,7 @@ export async function setCurrentVersion(client: Client, version: WorkerDeploymen
       if (Date.now() > deadline) {
         throw new Error(
           `version ${version.buildId} of Worker Deployment ${version.deploymentName} was not set current: ${(err as Error).message} (its workers poll ${await queuesOf(client, version)})`,
+          { cause: err },
         );
       }
       await new Promise((r) => setTimeout(r, 500));

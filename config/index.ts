@@ -160,7 +160,7 @@ export const PURCHASE_ID_PLACEHOLDER = '{purchaseId}';
 /** CHECKOUT_SUCCESS_URL / CHECKOUT_CANCEL_URL: an absolute http(s) URL once `{purchaseId}` is filled in. */
 function checkoutUrl(r: Reader, name: string, dflt: string): string {
   const url = r.text(name, dflt);
-  let ok = false;
+  let ok: boolean;
   try {
     const parsed = new URL(url.replaceAll(PURCHASE_ID_PLACEHOLDER, 'pur_0'));
     ok = parsed.protocol === 'https:' || parsed.protocol === 'http:';

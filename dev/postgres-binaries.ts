@@ -93,7 +93,9 @@ export function linkSharedLibraries(packageDir: string): number {
       made++;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-        throw new Error(`cannot make the shared-library link ${link} of ${packageDir}: ${(err as Error).message}`);
+        throw new Error(`cannot make the shared-library link ${link} of ${packageDir}: ${(err as Error).message}`, {
+          cause: err,
+        });
       }
     }
   }

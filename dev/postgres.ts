@@ -338,6 +338,7 @@ async function waitUntilReady(server: ChildHandle, port: number, signal?: AbortS
       if (Date.now() > deadline) {
         throw new Error(
           `postgres did not accept connections on port ${port} within ${READY_TIMEOUT_MS / 1000}s: ${(err as Error).message}`,
+          { cause: err },
         );
       }
     } finally {

@@ -210,13 +210,13 @@ async function download(url: string, signal?: AbortSignal): Promise<Buffer> {
     res = await fetch(url, { signal: AbortSignal.any(signals) });
   } catch (err) {
     const cause = (err as Error & { cause?: Error }).cause;
-    throw new Error(`${url}: ${cause?.message ?? (err as Error).message}`);
+    throw new Error(`${url}: ${cause?.message ?? (err as Error).message}`, { cause: err });
   }
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
   try {
     return Buffer.from(await res.arrayBuffer());
   } catch (err) {
-    throw new Error(`${url}: the download broke off (${(err as Error).message})`);
+    throw new Error(`${url}: the download broke off (${(err as Error).message})`, { cause: err });
   }
 }
 

@@ -282,7 +282,7 @@ dynamicConfigClient:
 /** Until the frontend answers a health check (the server exiting first is an error with its log). */
 async function waitForFrontend(address: string, server: ChildHandle, signal?: AbortSignal): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
-  let last = 'no answer yet';
+  let last: string;
   for (;;) {
     if (signal?.aborted) throw new Error('aborted while starting the Temporal server');
     const exit = server.exitInfo();

@@ -79,7 +79,7 @@ export async function startTemporal(opts: StartTemporalOptions): Promise<Tempora
         continue;
       }
       const where = opts.logFile ? ` (full log: ${opts.logFile})` : '';
-      throw new Error(`${(err as Error).message}${where}${output ? `\n${output}` : ''}`);
+      throw new Error(`${(err as Error).message}${where}${output ? `\n${output}` : ''}`, { cause: err });
     }
     const uiUrl = `http://127.0.0.1:${uiPort}`;
     opts.log(
@@ -143,7 +143,7 @@ export async function waitForTemporal(opts: {
   signal?: AbortSignal;
 }): Promise<void> {
   const deadline = Date.now() + opts.timeoutMs;
-  let lastProblem = 'no answer yet';
+  let lastProblem: string;
   let connection: Connection | undefined;
   try {
     for (;;) {

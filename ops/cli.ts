@@ -76,6 +76,7 @@ export async function openCliClients(
     } catch (err) {
       throw new Error(
         `cannot reach Temporal at ${config.temporalAddress} (TEMPORAL_ADDRESS): ${(err as Error).message}`,
+        { cause: err },
       );
     }
   }

@@ -211,7 +211,7 @@ export async function migrate(
           await client.query('COMMIT');
         } catch (err) {
           await client.query('ROLLBACK');
-          throw new Error(`migration ${f.file} failed: ${(err as Error).message}`);
+          throw new Error(`migration ${f.file} failed: ${(err as Error).message}`, { cause: err });
         }
         applied.push(f.version);
         log(`applied migration ${f.version}`);

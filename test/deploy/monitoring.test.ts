@@ -17,7 +17,8 @@ async function promtool(...args: string[]): Promise<{ ok: boolean; output: strin
     return { ok: true, output: stdout + stderr };
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stdout?: string; stderr?: string };
-    if (e.code === 'ENOENT') throw new Error('promtool is not installed (apt-get install prometheus; .ci/run does)');
+    if (e.code === 'ENOENT')
+      throw new Error('promtool is not installed (apt-get install prometheus; .ci/run does)', { cause: err });
     return { ok: false, output: `${e.stdout ?? ''}${e.stderr ?? ''}` };
   }
 }
@@ -27,7 +28,7 @@ test('promtool accepts the alert rules', async (t) => {
   t.true(ok, output);
 });
 
-test('the alert rules pass their unit tests (alerts.test.yml): the first workflow task failure pages, so does a trickle of failed Stripe calls', async (t) => {
+test('the alert rules pass their unit tests (alerts.test.yml): the first workflow task failure pages, so does a trickle of failed Stripe calls, a checkout line longer than its holds or growing, sessions without Stripe events, a worker that lost Temporal; each quiet when healthy', async (t) => {
   const { ok, output } = await promtool('test', 'rules', 'alerts.test.yml');
   t.true(ok, output);
   t.regex(output, /SUCCESS/);

@@ -249,6 +249,6 @@ export async function startChaosStack(log: Log): Promise<ChaosStack> {
     };
   } catch (err) {
     await stop({ keepDir: true });
-    throw new Error(`the chaos stack did not start (logs in ${dir}): ${(err as Error).message}`);
+    throw new Error(`the chaos stack did not start (logs in ${dir}): ${(err as Error).message}`, { cause: err });
   }
 }

@@ -30,7 +30,7 @@ export function readStateFile(file: string): PersistedState | null {
     text = fs.readFileSync(file, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw new Error(`cannot read the emulator state file ${file}: ${(error as Error).message}`);
+    throw new Error(`cannot read the emulator state file ${file}: ${(error as Error).message}`, { cause: error });
   }
   let parsed: Partial<PersistedState>;
   try {

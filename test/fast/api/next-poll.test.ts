@@ -77,9 +77,9 @@ test('a buyer 5,000 places back who follows the answers asks at most 4 times bef
   const count = (rule: (ahead: number, eta: number) => number) => {
     let now = 0;
     let polls = 0;
-    let served = 0; // the admitter at full pace: a second's credit, then `rate` a second
     for (;;) {
-      served = Math.min(5001, Math.floor(rate + rate * now));
+      // The admitter at full pace: a second's credit, then `rate` a second.
+      const served = Math.min(5001, Math.floor(rate + rate * now));
       polls++;
       if (served >= 5001) return polls;
       const ahead = 5000 - served;
