@@ -6,6 +6,7 @@ import type { Admitter } from '../store/admitter';
 import { countByStatus } from '../store/purchases';
 import { roomStats, type RoomStats } from '../store/room';
 import { lineStats, type LineStats } from '../store/checkout-line';
+import { PURCHASE_STATUSES } from '../vocabulary';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
@@ -109,6 +110,8 @@ export function createMetrics(
       async collect() {
         const counts = await statusCounts();
         this.reset();
+        // Every status, 0 where none: a healthy "needs attention" reads 0, not no data.
+        for (const status of PURCHASE_STATUSES) this.set({ status }, 0);
         for (const r of counts.value) this.set({ status: r.status }, r.n);
       },
     }),

@@ -30,6 +30,9 @@ test.serial(
     t.regex(text, /^flashsale_checkout_line_seconds [\d.]+$/m);
     t.regex(text, /flashsale_webhook_events_total\{result="delivered"\} [1-9]/);
     t.regex(text, /flashsale_purchases\{status="confirmed"\} [1-9]/);
+    // Statuses nobody is in read 0 (the dashboard's "Needs attention" shows 0, not No data).
+    for (const status of ['needs_attention', 'late_confirmed'])
+      t.regex(text, new RegExp(`flashsale_purchases\\{status="${status}"\\} \\d+`));
     t.regex(text, /^flashsale_payments_received_total 1$/m);
     // The dashboard's "Paid /s" reads this payment: every series its query selects is in the scrape, counted.
     const paid = dashboardPanels().find((p) => p.title === 'Paid /s')!;
