@@ -12,6 +12,7 @@ import * as rules from '../store/rules';
 import type { RuleRefusal } from '../vocabulary/rules';
 import * as purchases from '../store/purchases';
 import { CHECKOUT_ATTEMPTS_ON_FAULTS, sessionExpiry } from './checkout-session';
+import { createConfirmationSteps, createShippingSteps } from './confirmation';
 import { createPaymentEvidenceSteps } from './payment-evidence';
 import { createStrayGuard } from './stray-guard';
 import { dispatchNotification, type Notifier } from './notifications';
@@ -79,6 +80,7 @@ export function createStripeActivities(deps: ActivityDeps) {
   return {
     ...stripeSteps,
     ...createPaymentEvidenceSteps(deps),
+    ...createShippingSteps(deps),
 
     /**
      * Refunds a payment in full (stripe.ts). A stray payment's money is refunded only once Stripe's
@@ -166,6 +168,8 @@ export function createStoreActivities(deps: ActivityDeps) {
     ApplicationFailure.nonRetryable(`no hold for ${purchaseId} (${outcome})`, 'HoldNotFound');
 
   return {
+    ...createConfirmationSteps(deps),
+
     /** Takes the stock hold through the hold desk (coalesced per SKU). Keyed by purchaseId; compensation: releaseHold. */
     async takeHold(input: PurchaseInput): Promise<TakeHoldOutput> {
       const result = await desk.take(input);

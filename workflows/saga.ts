@@ -1,4 +1,4 @@
-import { condition, log, patched, upsertSearchAttributes } from '@temporalio/workflow';
+import { condition, isCancellation, log, patched, upsertSearchAttributes } from '@temporalio/workflow';
 import { canMove, type PurchaseInput, type PurchaseState, type PurchaseStatus } from '../vocabulary';
 import type { SessionState } from '../activities';
 import { attended, SupportDesk, type Attended } from './attended';
@@ -9,6 +9,13 @@ import { refundToTheEnd, settledByHand, type RefundNews } from './refunds';
 import { limitsBefore12, PAYMENT_RULES_PATCH } from './rules-before-1-2';
 import { paymentRulesApply } from '../vocabulary/rules';
 import { DURATIONS } from './durations';
+
+/**
+ * The marker of sagas that tell their buyer the purchase is confirmed (issue 32): present in a
+ * history, the confirmation read where the purchase ships and wrote the notice. Sagas confirmed
+ * before it replay without those two steps.
+ */
+export const CONFIRMATION_NOTICE_PATCH = 'confirmation-notice';
 
 /**
  * The state of one purchase saga and the steps that settle it once the hold is taken. Shared by the
@@ -125,7 +132,7 @@ export class PurchaseSaga {
           ? 'paid in time; its unit had gone back to stock before the payment was confirmed, and another was taken'
           : 'paid after the hold lapsed; a unit was still free',
       });
-      return;
+      return this.announceSale();
     }
     // The activity gave back a hold still active; the payment is refunded.
     if (retake.outcome === 'limit_exceeded') return this.refundPaid(this.buyerLimitReason(), 'refunded_buyer_limit');
@@ -211,12 +218,36 @@ export class PurchaseSaga {
     };
     // convertHold writes the sale's record in its own transaction: one activity for a paid buyer.
     const converted = await acts.convertHold(this.input.purchaseId, { ...sale, status });
-    if (converted === 'sold') return this.markStatus(status, sale);
+    if (converted === 'sold') {
+      this.markStatus(status, sale);
+      return this.announceSale();
+    }
     // A late payment of another purchase of this buyer was re-taken while this hold was taken: the
     // activity gave the hold back, and the payment is refunded.
     if (converted === 'limit_exceeded') return this.refundPaid(this.buyerLimitReason(), 'refunded_buyer_limit');
     // The hold went back to stock a moment before (its expiry passed and a taker reclaimed it).
     await this.settleLatePayment();
+  }
+
+  /**
+   * Tells the buyer the purchase is confirmed, once per purchase (the notice's row is keyed by the
+   * purchase and its kind: a retried step or a second confirming path writes nothing more), after
+   * keeping where it ships (read from Stripe: a product that ships, or one whose terms the saga was
+   * not given). A refused read costs the notice its address, not the notice.
+   */
+  private async announceSale(): Promise<void> {
+    if (!patched(CONFIRMATION_NOTICE_PATCH)) return;
+    const { purchaseId, sessionId } = this.state;
+    const terms = this.input.terms;
+    if (sessionId && (!terms || terms.shippingCountries?.length)) {
+      try {
+        await stripeActs().recordShippingAddress(purchaseId, sessionId);
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        log.warn('could not read where the purchase ships', { purchaseId, error: (err as Error).message });
+      }
+    }
+    await acts.notifyConfirmed(purchaseId);
   }
 
   /** A delayed payment was completed in time: keep the unit until it settles (or fails, or never does). */

@@ -32,7 +32,13 @@ test('a payment after the saga closed takes a unit again; a late one is a late s
   const saga = await startPurchase(temporal(), c, { followUp: true });
   await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'paid' }));
   t.like(await saga.result(), { status: 'late_confirmed' });
-  t.deepEqual(c.names(), ['loadPurchase', 'getSessionPayment', 'retakeForLatePayment', 'recordPurchase']);
+  t.deepEqual(c.names(), [
+    'loadPurchase',
+    'getSessionPayment',
+    'retakeForLatePayment',
+    'recordPurchase',
+    'notifyConfirmed',
+  ]);
 });
 
 test('a follow-up for a purchase that does not exist, or whose event never comes, does nothing', async (t) => {

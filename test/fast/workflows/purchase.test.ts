@@ -36,7 +36,7 @@ test('the API’s first wait is answered once the hold is taken, with its end', 
   await sessionOpen(c);
   await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'paid' }));
   t.is((await saga.result()).status, 'confirmed');
-  t.deepEqual(c.names(), ['takeHold', 'openCheckout', 'convertHold']);
+  t.deepEqual(c.names(), ['takeHold', 'openCheckout', 'convertHold', 'notifyConfirmed']);
   t.like(c.calls[2].args[1], { status: 'confirmed', paymentIntentId: undefined, reason: 'paid in time' });
 });
 
