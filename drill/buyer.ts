@@ -98,6 +98,7 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
       rand: plan.rand,
       onAdmitted: () => (b.admittedAt = recorder.now()),
     });
+    b.leftLineAt = recorder.now();
     if (r.state === 'bot_check') return finish(b, STOPPED_BY_BOT_CHECK + r.note);
     if (r.state !== 'admitted') return finish(b, r.state === 'gave_up' ? 'gave_up' : `room_${r.state}`, r.note);
     ctx.rules.accepted(b, altcha);

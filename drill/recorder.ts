@@ -18,6 +18,8 @@ export interface BuyerRecord {
   /** Milliseconds since the drill's opening (negative for the pre-queue). */
   arrivedAt?: number;
   admittedAt?: number;
+  /** When the buyer left the room's line: let in, turned away, or gone. */
+  leftLineAt?: number;
   checkoutAt?: number;
   holdExpiresAt?: number;
   purchaseId?: string;
@@ -85,6 +87,11 @@ export class Recorder {
     return [...this.byAnswer]
       .map(([answer, values]) => ({ answer, ...percentiles(values) }))
       .sort((a, b) => a.answer.localeCompare(b.answer));
+  }
+
+  /** Every latency of one route (`GET /v1/queue/:ticket`), whatever it answered. */
+  latenciesOf(route: string): number[] {
+    return [...this.byAnswer].filter(([answer]) => answer.startsWith(`${route} `)).flatMap(([, values]) => values);
   }
 
   /** Every POST /v1/purchases answer's latency, whatever it said. */

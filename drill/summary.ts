@@ -2,6 +2,7 @@
 // long the queue got, what was sold, refunded, oversold or lost), the outcome of every buyer, the
 // invariants, the latencies and the timeline. `summary.json` is this object; the report draws it.
 import type { AbuseFigures } from './abuser';
+import { crowdFigures, crowdRows, type CrowdFigures } from './crowd-figures';
 import type { Check } from './invariants';
 import type { Measured } from './measure';
 import { BEHAVIOURS, type DrillOptions } from './options';
@@ -89,6 +90,8 @@ export interface Summary {
    * `address limit`, `not stopped`), bots and humans apart, and what solving cost the humans here.
    */
   rules?: ReturnType<typeof ruleCounts> & { humansSolved: number; humanSolveAttempts: number };
+  /** With a room: what the waiting crowd cost (joins, polls per buyer and per minute waited, purchase reads). */
+  crowd?: CrowdFigures;
   invariants: Check[];
   latency: Array<{ answer: string } & Percentiles>;
   purchaseLatencyPerSecond: Array<{ second: number; answers: number; p50: number; p99: number }>;
@@ -210,6 +213,7 @@ export function summarise(o: {
           },
         }
       : {}),
+    ...(opts.room ? { crowd: crowdFigures(recorder) } : {}),
     invariants: o.checks,
     latency: recorder.latencyByAnswer(),
     purchaseLatencyPerSecond: perSecond,
@@ -239,6 +243,7 @@ export function headlineTable(s: Summary): string {
     ['purchase answers', `${h.purchaseAnswersPerSecond}/s, p50 ${h.purchaseP50Ms} ms, p99 ${h.purchaseP99Ms} ms`],
     ['wait for a checkout', `p50 ${h.waitForCheckout.p50} ms, p99 ${h.waitForCheckout.p99} ms (from arrival)`],
     ['longest queue', String(h.peakQueue)],
+    ...(s.crowd ? crowdRows(s.crowd) : []),
     ['duration', `${h.durationSeconds} s`],
     ['invariants', h.invariantsHeld ? 'all held' : 'FAILED'],
   ];

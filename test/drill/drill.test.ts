@@ -126,6 +126,15 @@ test.serial(
     t.true(records.every((b) => !b.purchaseId || b.admittedAt !== undefined));
     const last = summary.timeline[summary.timeline.length - 1];
     t.true(last.room.admitted >= admitted.length, `the room admitted ${last.room.admitted}`);
+
+    // What the crowd cost: every buyer joined once (a join lost to the network is tried again) and polled.
+    const { crowd } = summary;
+    t.is(crowd.inLine, buyers, 'every buyer left the line with an outcome');
+    t.true(crowd.joins.count >= buyers, `${crowd.joins.count} joins`);
+    t.true(crowd.polls.count > 0 && crowd.minutesWaited > 0, JSON.stringify(crowd));
+    t.is(crowd.pollsPerBuyer, Math.round((crowd.polls.count / buyers) * 10) / 10);
+    t.true(crowd.purchaseReads.count >= withCheckout, 'each buyer with a checkout read its purchase');
+    t.regex(run.stdout, /queue polls\s+\d+: [\d.]+ per buyer in line, [\d.]+ per minute waited/);
     t.true(last.room.soldOut, 'the room closed once every unit was sold');
 
     // The early share joined the pre-queue before the opening, and the room counted them there.
