@@ -30,6 +30,22 @@ function formWords(errors: { field: string; message: string }[] | undefined): st
     .join(' ');
 }
 
+/** What a per-purchase cap is per, by the product term that sets it (store/rules/). */
+const PER: Record<string, string> = {
+  maxPerAddress: 'shipping address',
+  maxPerCard: 'card or bank account',
+};
+
+/** A limit-exceeded refusal in words, naming the limit when the problem does (`limit`, `maxQuantity`). */
+function limitWords(extra: { limit?: string; maxQuantity?: number }): string {
+  const most = extra.maxQuantity;
+  if (extra.limit && PER[extra.limit] && most) {
+    return `One purchase of this product may take at most ${most}: it is limited to ${most} per ${PER[extra.limit]}. Choose ${most === 1 ? '1' : `${most} or fewer`}.`;
+  }
+  const upTo = extra.limit === 'maxPerBuyer' && most ? `at most ${most}` : 'only a limited number';
+  return `Each buyer may buy ${upTo} of this product, counting what you have already bought or reserved: the product page says how many. Choose fewer, or finish the purchase you have.`;
+}
+
 /** A problem in the buyer's words. */
 export function noticeOf(p: Problem, signInHref?: string): Notice {
   const extra = p.extra as { final?: boolean; heldBy?: string; errors?: { field: string }[] };
@@ -75,12 +91,7 @@ export function noticeOf(p: Problem, signInHref?: string): Notice {
           : [home],
       };
     case 'limit-exceeded':
-      return {
-        ...base,
-        title: 'That is more than you may buy',
-        message:
-          'Each buyer may buy only a limited number of this product, counting what you have already bought or reserved: the product page says how many. Choose fewer, or finish the purchase you have.',
-      };
+      return { ...base, title: 'That is more than you may buy', message: limitWords(p.extra) };
     case 'not-admitted':
       return {
         ...base,

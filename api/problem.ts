@@ -37,7 +37,7 @@ const TITLES: Record<ProblemType, string> = {
   'purchase-not-found': 'No such purchase',
   'sold-out': 'Sold out',
   'hold-exists': 'This buyer already holds this item',
-  'limit-exceeded': 'Per-buyer limit exceeded',
+  'limit-exceeded': 'Purchase limit exceeded',
   'not-admitted': 'Not admitted by the waiting room',
   'not-open': 'The sale has not opened yet',
   'bot-check-failed': 'The bot check was not passed',

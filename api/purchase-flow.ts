@@ -126,7 +126,13 @@ function admissionProblem(a: Exclude<Admission, { outcome: 'new' | 'known' }>, n
     case 'refused':
       return a.reason === 'product_not_found'
         ? new Problem(404, 'product-not-found', a.detail)
-        : new Problem(422, 'limit-exceeded', a.detail);
+        : new Problem(
+            422,
+            'limit-exceeded',
+            a.detail,
+            // The product term refused by, and its most: a client can offer the right quantity.
+            a.limit ? { limit: a.limit.term, maxQuantity: a.limit.max } : {},
+          );
   }
 }
 
