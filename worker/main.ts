@@ -98,6 +98,7 @@ async function main(): Promise<void> {
     ...config.metrics,
     sdkMetricsUrl,
     state: () => worker.getState(),
+    temporalCheck: (ms) => connection.withDeadline(Date.now() + ms, () => connection.workflowService.getSystemInfo({})),
     logger: log,
   });
   const sweeper = setInterval(() => {

@@ -98,9 +98,39 @@ export interface WorkerTelemetry extends WorkerMetrics {
   close(): Promise<void>;
 }
 
+/** How long Temporal may take to answer the health check, and how long its answer stands. */
+const TEMPORAL_CHECK_MS = 1_500;
+const TEMPORAL_CHECK_EVERY_MS = 2_000;
+
 /**
- * The worker's HTTP server: `GET /healthz` (200 while the worker polls, 503 once it stopped or
- * failed) and `GET /metrics`.
+ * Whether Temporal answers this worker's connection: one check at a time, its answer reused for
+ * TEMPORAL_CHECK_EVERY_MS (probes and scrapes of many pods ask often). A hung server (the frontend
+ * stopped, a network that drops packets) leaves the worker's state RUNNING and its pollers counted:
+ * only a call that must be answered tells.
+ */
+function temporalProbe(check: (deadlineMs: number) => Promise<unknown>): () => Promise<boolean> {
+  let last: { ok: boolean; at: number } | undefined;
+  let running: Promise<boolean> | undefined;
+  return () => {
+    if (last && Date.now() - last.at < TEMPORAL_CHECK_EVERY_MS) return Promise.resolve(last.ok);
+    running ??= check(TEMPORAL_CHECK_MS)
+      .then(
+        () => true,
+        () => false,
+      )
+      .then((ok) => {
+        last = { ok, at: Date.now() };
+        running = undefined;
+        return ok;
+      });
+    return running;
+  };
+}
+
+/**
+ * The worker's HTTP server: `GET /healthz` (200 while the worker polls and Temporal answers its
+ * connection; 503 once it stopped or failed, or while Temporal does not answer), `GET /livez` (200
+ * unless the worker stopped or failed: a Temporal outage is not cured by a restart) and `GET /metrics`.
  */
 export async function serveTelemetry(opts: {
   port: number;
@@ -108,12 +138,15 @@ export async function serveTelemetry(opts: {
   sdkMetricsUrl: string;
   /** The Temporal worker's state (`RUNNING`, `STOPPING`, `FAILED`, …). */
   state: () => string;
+  /** Asks Temporal something it must answer within `deadlineMs` (rejects otherwise); without it /healthz does not ask. */
+  temporalCheck?: (deadlineMs: number) => Promise<unknown>;
   logger: Logger;
   /** The counters to serve (createWorkerMetrics); new ones by default. */
   metrics?: WorkerMetrics;
 }): Promise<WorkerTelemetry> {
   const metrics = opts.metrics ?? createWorkerMetrics();
   const { registry } = metrics;
+  const temporalReachable = opts.temporalCheck && temporalProbe(opts.temporalCheck);
   const sdkMetrics = async (): Promise<string> => {
     try {
       const res = await fetch(opts.sdkMetricsUrl, { signal: AbortSignal.timeout(2_000) });
@@ -127,11 +160,17 @@ export async function serveTelemetry(opts: {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD' }).end();
-    } else if (path === '/healthz') {
+    } else if (path === '/healthz' || path === '/livez') {
       const state = opts.state();
-      const up = state === 'RUNNING' || state === 'INITIALIZED';
-      res.writeHead(up ? 200 : 503, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ status: up ? 'ok' : 'down', worker: state }));
+      const polling = state === 'RUNNING' || state === 'INITIALIZED';
+      const answer = (temporal?: boolean) => {
+        const up = polling && temporal !== false;
+        res.writeHead(up ? 200 : 503, { 'content-type': 'application/json' });
+        const reach = temporal === undefined ? {} : { temporal: temporal ? 'ok' : 'unreachable' };
+        res.end(JSON.stringify({ status: up ? 'ok' : 'down', worker: state, ...reach }));
+      };
+      if (path === '/livez' || !temporalReachable || !polling) answer();
+      else void temporalReachable().then(answer);
     } else if (path === '/metrics') {
       Promise.all([registry.metrics(), sdkMetrics()]).then(
         ([own, sdk]) => {

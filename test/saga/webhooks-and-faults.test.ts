@@ -82,6 +82,33 @@ test.serial('events delivered three times each and out of order give one outcome
   await assertInvariants(t, sys.db, sku);
 });
 
+test.serial(
+  'with webhooks stopped, a paid purchase is confirmed when its hold lapses, not refunded (docs/stripe.md)',
+  async (t) => {
+    // A hold long enough for the pay call just after the 201 (one call to the emulator) to come first.
+    const sku = await sys.createProduct({ holdSeconds: 10 });
+    await sys.emulatorCall('POST', '/_emulator/webhooks', { pause: true });
+    try {
+      const res = await sys.buy(sku, 'no-webhooks-buyer');
+      t.is(res.status, 201);
+      await sys.pay(await sessionOf(sys.db, res.body.purchaseId), 'succeeded');
+      // No event reaches the API: the hold's timer closes the session, Stripe says it was paid.
+      const done = await sys.waitForPurchase(
+        res.body.purchaseId,
+        (r) => r.status !== 'holding' && r.status !== 'awaiting_payment',
+      );
+      t.is(done.status, 'confirmed', JSON.stringify(done));
+      t.is(done.refund_id, null);
+      const { rows } = await sys.db.query('SELECT count(*)::int AS n FROM webhook_events WHERE purchase_id = $1', [
+        res.body.purchaseId,
+      ]);
+      t.is(rows[0].n, 0, 'no event reached the API');
+    } finally {
+      await sys.emulatorCall('POST', '/_emulator/webhooks', { pause: false });
+    }
+  },
+);
+
 test('a webhook with a bad signature is refused with 400 and changes nothing', async (t) => {
   const sku = await sys.createProduct();
   const res = await sys.buy(sku, 'forger');

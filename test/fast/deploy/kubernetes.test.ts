@@ -200,7 +200,7 @@ test('`kubectl kustomize` builds the same objects, the image renamed and the Con
   }
 });
 
-test("the probes ask the paths and ports the code serves: the API's /readyz and /healthz, the worker's /healthz", async (t) => {
+test("the probes ask the paths and ports the code serves: the API's /readyz and /healthz, the worker's /healthz and /livez", async (t) => {
   const apiConfig = loadApiConfig(envOf(containerOf(api), filled));
   const apiPort = (name: string | number) => containerOf(api).ports!.find((p) => p.name === name)!.containerPort;
   const served = opsRoutes({ metricsToken: '' } as ApiDeps).stack.map((layer) => layer.path);
@@ -226,6 +226,10 @@ test("the probes ask the paths and ports the code serves: the API's /readyz and 
   t.is(metricsPort, workerConfig.metrics.port);
   t.is(podOf(worker).containers.length, 1);
   t.is(worker.spec.template!.metadata.annotations!['prometheus.io/port'], String(metricsPort));
+  // Liveness does not ask Temporal: a restart cures no Temporal outage (its pods would crash-loop
+  // and come back late); readiness does.
+  t.is(w.livenessProbe!.httpGet!.path, '/livez');
+  t.is(w.readinessProbe!.httpGet!.path, '/healthz');
   const telemetry = await testTelemetry(t);
   for (const probe of [w.readinessProbe!, w.livenessProbe!, w.startupProbe!]) {
     t.is(probe.httpGet!.port, 'metrics');

@@ -1,0 +1,128 @@
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import test from 'ava';
+import { selectedValues, selectorsOf } from '../helpers/promql';
+import { startSystem, temporalAddress } from '../helpers/system';
+import { startWorkerProcess } from '../helpers/worker-process';
+import { until } from '../helpers/poll';
+
+// The worker's health as Temporal hangs: a frontend that stops answering (as under `kill -STOP`)
+// leaves the worker RUNNING with its pollers counted; its /healthz must say so, its /livez not (a
+// restart cures nothing), and the SDK's transport failures, which FlashSaleWorkerLostTemporal reads,
+// must climb.
+
+/** A TCP relay to Temporal's frontend that can freeze: while frozen no byte moves either way (a hung server). */
+async function freezableRelay(target: string) {
+  const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
+  const sockets = new Set<net.Socket>();
+  let frozen = false;
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, host);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => s.destroy());
+      if (frozen) s.pause();
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const setFrozen = (f: boolean) => {
+    frozen = f;
+    for (const s of sockets) {
+      // Unpiped while frozen, so nothing resumes a paused socket behind our back.
+      if (f) s.pause();
+      else s.resume();
+    }
+  };
+  return {
+    address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    freeze: () => setFrozen(true),
+    thaw: () => setFrozen(false),
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+const health = async (url: string, path: string) => {
+  const res = await fetch(`${url}${path}`);
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+};
+
+test("the worker's /healthz says 503 while Temporal does not answer, and 200 again once it does; /livez stays 200", async (t) => {
+  const sys = await startSystem({ worker: false });
+  const relay = await freezableRelay(temporalAddress());
+  const worker = await startWorkerProcess(sys, { TEMPORAL_ADDRESS: relay.address });
+  try {
+    t.deepEqual(await health(worker.url, '/healthz'), {
+      status: 200,
+      body: { status: 'ok', worker: 'RUNNING', temporal: 'ok' },
+    });
+    // The SDK's schedule-to-start latency is per task queue, with no activity type (what the
+    // dashboard's panel and the alerts group by).
+    const sku = await sys.createProduct();
+    t.is((await sys.buy(sku, 'health-buyer')).status, 201);
+    const scrape = await (await fetch(`${worker.url}/metrics`)).text();
+    const series = scrape.split('\n').filter((l) => l.startsWith('temporal_activity_schedule_to_start_latency_count'));
+    t.true(
+      series.some((l) => l.includes(`task_queue="${sys.taskQueue}-stripe"`)),
+      `the Stripe queue's session step is counted\n${series.join('\n')}`,
+    );
+    t.false(
+      series.some((l) => l.includes('activity_type=')),
+      series.join('\n'),
+    );
+
+    relay.freeze();
+    const down = await until(
+      'a /healthz that says Temporal is unreachable',
+      async () => {
+        const h = await health(worker.url, '/healthz');
+        return h.status === 503 ? h : undefined;
+      },
+      30_000,
+      250,
+    );
+    t.deepEqual(down.body, { status: 'down', worker: 'RUNNING', temporal: 'unreachable' });
+    t.deepEqual(await health(worker.url, '/livez'), { status: 200, body: { status: 'ok', worker: 'RUNNING' } });
+
+    // The alert's input: the worker's long polls fail at the transport while the server hangs.
+    const transport = selectorsOf(
+      'temporal_long_request_failure{status_code=~"TRANSPORT_ERROR|UNAVAILABLE|DEADLINE_EXCEEDED"}',
+    )[0];
+    await until(
+      'a long-poll failure at the transport',
+      async () => {
+        const text = await (await fetch(`${worker.url}/metrics`)).text();
+        return selectedValues(text, transport).some((v) => v > 0) || undefined;
+      },
+      150_000,
+      1_000,
+    );
+    t.pass('the SDK counts failed long polls');
+
+    relay.thaw();
+    const up = await until(
+      'a /healthz that says Temporal answers again',
+      async () => {
+        const h = await health(worker.url, '/healthz');
+        return h.status === 200 ? h : undefined;
+      },
+      60_000,
+      250,
+    );
+    t.deepEqual(up.body, { status: 'ok', worker: 'RUNNING', temporal: 'ok' });
+  } finally {
+    relay.thaw();
+    const exited = new Promise((r) => worker.child.once('exit', r));
+    worker.child.kill('SIGTERM');
+    await exited;
+    await relay.close();
+    await sys.close();
+  }
+});
