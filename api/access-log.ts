@@ -28,9 +28,32 @@ export function requestId(ctx: Koa.Context): string {
 }
 
 /**
- * Sets the request id (echoed in X-Request-Id), times the request, and logs one `request` line at
- * `info` (`warn` for 5xx): method, path, the route template, status, duration, client address.
- * Probes and scrapes (/healthz, /readyz, /metrics) log at `debug`, so they do not drown the rest.
+ * What a crowd asks again and again: probes and scrapes, the waiting room's polls and the queue
+ * page's refreshes, a purchase read until its checkout opens, a product read until its sale opens.
+ * A 100,000-buyer drop makes millions of these; they log at `debug` (their count and latency are in
+ * flashsale_http_request_duration_seconds, by route).
+ */
+const REPEATED_READS = new Set([
+  '/healthz',
+  '/readyz',
+  '/metrics',
+  '/v1/queue/:ticket',
+  '/queue/:ticket',
+  '/v1/purchases/:id',
+  '/purchases/:id',
+  '/v1/products/:sku',
+  '/p/:sku',
+]);
+
+/** A request's access-log level: `warn` for 5xx, `debug` for a repeated read (REPEATED_READS), else `info`. */
+export function accessLogLevel(method: string, route: string, status: number): 'warn' | 'info' | 'debug' {
+  if (status >= 500) return 'warn';
+  return (method === 'GET' || method === 'HEAD') && REPEATED_READS.has(route) ? 'debug' : 'info';
+}
+
+/**
+ * Sets the request id (echoed in X-Request-Id), times the request, and logs one `request` line
+ * (accessLogLevel): method, path, the route template, status, duration, client address.
  */
 export function accessLog(logger: Logger, metrics: Pick<Metrics, 'httpSeconds'>): Koa.Middleware {
   return async (ctx, next) => {
@@ -57,8 +80,7 @@ export function accessLog(logger: Logger, metrics: Pick<Metrics, 'httpSeconds'>)
         durationMs: Math.round(seconds * 1e4) / 10,
         ip,
       };
-      const level = ctx.status >= 500 ? 'warn' : /^\/(healthz|readyz|metrics)$/.test(ctx.path) ? 'debug' : 'info';
-      requestLog(ctx)[level](line, 'request');
+      requestLog(ctx)[accessLogLevel(ctx.method, route, ctx.status)](line, 'request');
     }
   };
 }

@@ -207,3 +207,71 @@ test('scrapes share one count of purchases by status: the GROUP BY runs once per
     await pool.end();
   }
 });
+
+test.serial(
+  'a purchase logs its request at info; the reads a crowd repeats (its purchase polled, the product, the pages) at debug',
+  async (t) => {
+    const api = captured();
+    const sys = await startSystem({ worker: true, logger: createLogger('api', { LOG_LEVEL: 'debug' }, api.stream) });
+    try {
+      const sku = await sys.createProduct();
+      const bought = await sys.buy(sku, 'quiet-poller');
+      t.is(bought.status, 201);
+      const id = bought.body.purchaseId as string;
+      const asThem = await asBuyer('quiet-poller');
+      for (const path of [`/v1/purchases/${id}`, `/v1/products/${sku}`, `/p/${sku}`]) {
+        t.true((await sys.api('GET', path, undefined, asThem)).status < 500, path);
+      }
+      const requests = api.lines.filter((l) => l.msg === 'request');
+      const levelOf = (method: string, route: string) =>
+        requests.filter((l) => l.method === method && l.route === route).map((l) => l.level);
+      t.deepEqual(levelOf('POST', '/v1/purchases'), ['info']);
+      for (const route of ['/v1/purchases/:id', '/v1/products/:sku', '/p/:sku']) {
+        t.deepEqual(levelOf('GET', route), ['debug'], route);
+      }
+    } finally {
+      await sys.close();
+    }
+  },
+);
+
+test.serial(
+  "a failed activity attempt is one worker line (the SDK's `Activity failed`, with the attempt and the request id), and no line carries a task token",
+  async (t) => {
+    const sys = await startSystem({ worker: false });
+    const worker = await startWorkerProcess(sys, { LOG_LEVEL: 'info' });
+    try {
+      await sys.emulatorCall('POST', '/_emulator/faults', {
+        path: '/v1/checkout/sessions',
+        method: 'POST',
+        status: 500,
+        count: 1,
+      });
+      const sku = await sys.createProduct();
+      const requestId = 'req-obs-fail-1';
+      const res = await sys.api(
+        'POST',
+        '/v1/purchases',
+        { sku },
+        { 'idempotency-key': requestId, 'x-request-id': requestId, ...(await asBuyer('obs-fail-buyer')) },
+      );
+      t.is(res.status, 201, JSON.stringify(res.body));
+      const mine = await until('the session step done after its failed attempt', () => {
+        const of = worker.lines.filter((l) => l.requestId === requestId && l.activityType === 'openCheckout');
+        return of.some((l) => l.msg === 'activity done') ? of : undefined;
+      });
+      const failures = mine.filter((l) => /activity failed/i.test(l.msg));
+      t.is(failures.length, 1, JSON.stringify(mine));
+      t.like(failures[0], { msg: 'Activity failed', level: 'warn', attempt: 1 });
+      t.is(typeof failures[0].durationMs, 'number');
+      t.deepEqual(
+        worker.lines.filter((l) => 'taskToken' in l).map((l) => l.msg),
+        [],
+        'no line carries a task token',
+      );
+    } finally {
+      await stopWorker(worker);
+      await sys.close();
+    }
+  },
+);

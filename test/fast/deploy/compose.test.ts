@@ -69,6 +69,7 @@ interface Service {
   stop_grace_period?: string;
   environment?: Record<string, string>;
   entrypoint?: string[];
+  logging?: { driver?: string; options?: Record<string, string> };
 }
 
 /** The file as Compose loads it with `env` exported (or in .env). */
@@ -141,6 +142,14 @@ test('every long-running service has a healthcheck, and every dependency waits f
       migrate: { condition: 'service_completed_successfully' },
       'temporal-search-attributes': { condition: 'service_completed_successfully' },
     });
+  }
+});
+
+test('every service rotates its log (json-file with a size and a count): a drop logs a line per request', (t) => {
+  for (const [name, s] of Object.entries(services)) {
+    t.is(s.logging?.driver, 'json-file', name);
+    t.regex(s.logging?.options?.['max-size'] ?? '', /^\d+[km]$/, `${name}: max-size`);
+    t.regex(String(s.logging?.options?.['max-file'] ?? ''), /^\d+$/, `${name}: max-file`);
   }
 });
 
