@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import test, { type ExecutionContext } from 'ava';
-import type { Browser, Page } from 'playwright-core';
-import { seriousViolations } from '../helpers/axe';
-import { launchBrowser, shot, signInAs } from '../helpers/browser';
-import { ADMIN_TOKEN, buyerToken } from '../helpers/credentials';
-import { asBuyer, startSystem, type System } from '../helpers/system';
+import test from 'ava';
+import { shot, signInAs } from '../helpers/browser';
+import { ADMIN_TOKEN, asBuyer } from '../helpers/credentials';
+import { axeClean, pageSuite, PHONE, ROOM_PAGES_SYSTEM } from '../helpers/page-suite';
 
 // Issue 32 in Chromium at a phone's size, against the whole system: a full or paused room in words
 // with an estimate that grows while nobody is let in, a page that updates in place with JavaScript
@@ -12,59 +10,7 @@ import { asBuyer, startSystem, type System } from '../helpers/system';
 // before the buyer pays, and deadlines as a count in the buyer's own time. axe-core finds no
 // critical or serious violation on each state with JavaScript on.
 
-let sys: System;
-let browser: Browser;
-test.before(async () => {
-  [sys, browser] = await Promise.all([
-    startSystem({ roomTickMs: 50, roomRefreshMs: 100, ownDatabase: true, devSignIn: true }),
-    launchBrowser(),
-  ]);
-});
-test.after.always(async () => {
-  await browser?.close();
-  await sys?.close();
-});
-
-const PHONE = { width: 390, height: 844 };
-
-async function phone(t: ExecutionContext, o: { js?: boolean; timezoneId?: string } = {}): Promise<Page> {
-  const context = await browser.newContext({
-    viewport: PHONE,
-    javaScriptEnabled: o.js ?? true,
-    ...(o.timezoneId ? { timezoneId: o.timezoneId } : {}),
-  });
-  t.teardown(() => context.close());
-  const page = await context.newPage();
-  page.setDefaultTimeout(40_000);
-  return page;
-}
-
-/** A page signed in as `buyer` by its cookie (the same token the JSON API takes). */
-async function signedIn(t: ExecutionContext, buyer: string, o: { js?: boolean; timezoneId?: string } = {}) {
-  const page = await phone(t, o);
-  await page.context().addCookies([{ name: 'buyer_token', value: await buyerToken(buyer), url: sys.apiUrl }]);
-  return page;
-}
-
-async function axeClean(t: ExecutionContext, page: Page, state: string): Promise<void> {
-  t.deepEqual(await seriousViolations(page), [], `axe on ${state}`);
-}
-
-const joinOverApi = async (sku: string, buyer: string): Promise<string> => {
-  const res = await sys.api('POST', `/v1/products/${sku}/queue`, undefined, await asBuyer(buyer));
-  if (res.status !== 201) throw new Error(`joining as ${buyer}: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body.ticket;
-};
-
-async function pollTicket(ticket: string, pred: (b: any) => boolean, timeoutMs = 30_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await sys.api('GET', `/v1/queue/${ticket}`);
-    if (pred(res.body)) return res.body;
-    if (Date.now() > deadline) throw new Error(`ticket never matched: ${JSON.stringify(res.body)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const suite = pageSuite(test, ROOM_PAGES_SYSTEM);
 
 /** "1 min 5 s" → 65. */
 function seconds(text: string): number {
@@ -73,16 +19,16 @@ function seconds(text: string): number {
 }
 
 test('a full room: the queue page says so, the wait grows while nobody is let in, and the turn arrives in place', async (t) => {
-  const sku = await sys.createProduct({
+  const sku = await suite.sys.createProduct({
     name: 'Full room tee',
     stock: 2,
     waitingRoom: { admitPerSecond: 2, maxActive: 1, sessionSeconds: 60 },
   });
-  const inside = await joinOverApi(sku, 'hp-inside');
-  const admitted = await pollTicket(inside, (b) => b.state === 'admitted');
+  const inside = await suite.ticketOf(sku, 'hp-inside');
+  const admitted = await suite.pollUntil(inside, (b) => b.state === 'admitted');
 
-  const page = await signedIn(t, 'hp-next');
-  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  const page = await suite.page(t, { buyer: 'hp-next' });
+  await page.goto(`${suite.sys.apiUrl}/p/${sku}`);
   await Promise.all([
     page.waitForURL((u) => u.pathname.startsWith('/queue/')),
     page.getByRole('button', { name: 'Join the queue' }).click(),
@@ -99,9 +45,9 @@ test('a full room: the queue page says so, the wait grows while nobody is let in
 
   // Nobody is let in: the estimate of the poll the page makes grows with the stall.
   const ticket = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
-  const first = await pollTicket(ticket, (b) => b.state === 'waiting' && b.roomFull === true);
+  const first = await suite.pollUntil(ticket, (b) => b.state === 'waiting' && b.roomFull === true);
   await new Promise((r) => setTimeout(r, 4000));
-  const later = await pollTicket(ticket, (b) => b.state === 'waiting');
+  const later = await suite.pollUntil(ticket, (b) => b.state === 'waiting');
   t.true(
     later.estimatedWaitSeconds >= first.estimatedWaitSeconds + 3,
     `${first.estimatedWaitSeconds} s, then ${later.estimatedWaitSeconds} s`,
@@ -110,9 +56,9 @@ test('a full room: the queue page says so, the wait grows while nobody is let in
   // The buyer inside buys and cancels: the next turn arrives on this page without a reload.
   await page.evaluate(() => ((window as unknown as { stayed: boolean }).stayed = true));
   const headers = { 'idempotency-key': randomUUID(), 'admission-token': admitted.admissionToken };
-  const bought = await sys.api('POST', '/v1/purchases', { sku }, { ...headers, ...(await asBuyer('hp-inside')) });
+  const bought = await suite.sys.api('POST', '/v1/purchases', { sku }, { ...headers, ...(await asBuyer('hp-inside')) });
   t.is(bought.status, 201, JSON.stringify(bought.body));
-  await sys.api('POST', `/v1/purchases/${bought.body.purchaseId}/cancel`, undefined, await asBuyer('hp-inside'));
+  await suite.sys.api('POST', `/v1/purchases/${bought.body.purchaseId}/cancel`, undefined, await asBuyer('hp-inside'));
   await page.waitForSelector('#queue[data-state="admitted"]', { timeout: 60_000 });
   t.true(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed === true), 'updated in place');
   t.is(await page.title(), 'Your turn: buy Full room tee');
@@ -124,17 +70,17 @@ test('a full room: the queue page says so, the wait grows while nobody is let in
 });
 
 test('with JavaScript off, a paused room says so, the page reloads itself, and the wait grows', async (t) => {
-  const sku = await sys.createProduct({
+  const sku = await suite.sys.createProduct({
     name: 'Paused cap',
     stock: 3,
     waitingRoom: { admitPerSecond: 2, maxActive: 5, sessionSeconds: 60 },
   });
   // Paused mid-sale: a buyer was let in before.
-  await pollTicket(await joinOverApi(sku, 'hp-before-pause'), (b) => b.state === 'admitted');
-  const page = await signedIn(t, 'hp-paused', { js: false });
-  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  await suite.pollUntil(await suite.ticketOf(sku, 'hp-before-pause'), (b) => b.state === 'admitted');
+  const page = await suite.page(t, { buyer: 'hp-paused', js: false });
+  await page.goto(`${suite.sys.apiUrl}/p/${sku}`);
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
-  t.is((await sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: 'paused' }, admin)).status, 200);
+  t.is((await suite.sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: 'paused' }, admin)).status, 200);
   await Promise.all([
     page.waitForURL((u) => u.pathname.startsWith('/queue/')),
     page.getByRole('button', { name: 'Join the queue' }).click(),
@@ -162,7 +108,7 @@ test('with JavaScript off, a paused room says so, the page reloads itself, and t
   // Back on the product page the buyer is offered their place, not a second Join. (The queue page
   // may be reloading itself just then: a navigation it aborted is made again.)
   const queueUrl = page.url();
-  await page.goto(`${sys.apiUrl}/p/${sku}`).catch(() => page.goto(`${sys.apiUrl}/p/${sku}`));
+  await page.goto(`${suite.sys.apiUrl}/p/${sku}`).catch(() => page.goto(`${suite.sys.apiUrl}/p/${sku}`));
   t.is(await page.locator('#offer').getAttribute('data-state'), 'in_queue');
   t.is(await page.getByRole('button', { name: 'Join the queue' }).count(), 0);
   await Promise.all([
@@ -172,22 +118,22 @@ test('with JavaScript off, a paused room says so, the page reloads itself, and t
   t.is(new URL(page.url()).pathname, new URL(queueUrl).pathname, 'the same place');
 
   // Opened again: the line moves, and the reload brings the turn.
-  t.is((await sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: 'open' }, admin)).status, 200);
+  t.is((await suite.sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: 'open' }, admin)).status, 200);
   await page.waitForSelector('#queue[data-state="admitted"]', { timeout: 60_000 });
   t.regex((await page.locator('#turn-ends').textContent()) ?? '', /^in \d+/);
   t.regex((await page.locator('#queue [data-clock]').textContent()) ?? '', /\(\d\d:\d\d UTC\)/);
 });
 
 test('a bank debit that is settling has a page of its own: nothing to pay, no quick reload', async (t) => {
-  const sku = await sys.createProduct({ name: 'Debit boots', currency: 'eur' });
-  const bought = await sys.buy(sku, 'hp-debit');
+  const sku = await suite.sys.createProduct({ name: 'Debit boots', currency: 'eur' });
+  const bought = await suite.sys.buy(sku, 'hp-debit');
   t.is(bought.status, 201, JSON.stringify(bought.body));
   const { purchaseId } = bought.body;
-  await sys.pay(bought.body.checkoutUrl.split('/').pop(), 'async_pending');
-  await sys.waitForPurchase(purchaseId, (r) => r.settling_at !== null);
+  await suite.sys.pay(bought.body.checkoutUrl.split('/').pop(), 'async_pending');
+  await suite.sys.waitForPurchase(purchaseId, (r) => r.settling_at !== null);
 
-  const page = await signedIn(t, 'hp-debit');
-  await page.goto(`${sys.apiUrl}/purchases/${purchaseId}`);
+  const page = await suite.page(t, { buyer: 'hp-debit' });
+  await page.goto(`${suite.sys.apiUrl}/purchases/${purchaseId}`);
   t.is(await page.locator('h1').textContent(), 'Your bank payment is being confirmed');
   t.is(await page.title(), 'Your bank payment is being confirmed');
   t.regex((await page.locator('#outcome').textContent()) ?? '', /nothing more for you to do/);
@@ -197,22 +143,22 @@ test('a bank debit that is settling has a page of its own: nothing to pay, no qu
   await axeClean(t, page, 'settling');
   await shot(page, 'purchase-settling');
 
-  const off = await signedIn(t, 'hp-debit', { js: false });
-  await off.goto(`${sys.apiUrl}/purchases/${purchaseId}`);
+  const off = await suite.page(t, { buyer: 'hp-debit', js: false });
+  await off.goto(`${suite.sys.apiUrl}/purchases/${purchaseId}`);
   t.is(await off.locator('meta[http-equiv="refresh"]').getAttribute('content'), '300');
   t.is(await off.locator('#pay').count(), 0);
 });
 
 test('the product page tells its rules and where it ships before the buyer pays, and caps the quantity', async (t) => {
-  const sku = await sys.createProduct({
+  const sku = await suite.sys.createProduct({
     name: 'Ship hoodie',
     maxPerBuyer: 3,
     maxPerAddress: 2,
     shippingCountries: ['FR', 'DE'],
   });
   for (const js of [true, false]) {
-    const page = await phone(t, { js });
-    await page.goto(`${sys.apiUrl}/p/${sku}`);
+    const page = await suite.page(t, { js });
+    await page.goto(`${suite.sys.apiUrl}/p/${sku}`);
     await signInAs(page, `hp-rules-${js}`);
     t.deepEqual(await page.locator('#rules li').allTextContents(), [
       'At most 3 per buyer.',
@@ -231,9 +177,9 @@ test('the product page tells its rules and where it ships before the buyer pays,
 });
 
 test("a reservation's end reads as a count that ticks, and its clock in the buyer's own time zone", async (t) => {
-  const sku = await sys.createProduct({ name: 'Ticking sneaker', holdSeconds: 600 });
-  const page = await signedIn(t, 'hp-tick', { timezoneId: 'America/New_York' });
-  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  const sku = await suite.sys.createProduct({ name: 'Ticking sneaker', holdSeconds: 600 });
+  const page = await suite.page(t, { buyer: 'hp-tick', timezoneId: 'America/New_York' });
+  await page.goto(`${suite.sys.apiUrl}/p/${sku}`);
   await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/checkout/cs_')), page.locator('#buy').click()]);
   await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/purchases/')), page.locator('#cancel').click()]);
   t.is(await page.locator('h1').textContent(), 'You have not paid yet');
@@ -255,14 +201,14 @@ test("a reservation's end reads as a count that ticks, and its clock in the buye
   await axeClean(t, page, 'not paid yet');
   await shot(page, 'purchase-not-paid');
 
-  const off = await signedIn(t, 'hp-tick', { js: false });
+  const off = await suite.page(t, { buyer: 'hp-tick', js: false });
   await off.goto(page.url());
   t.regex((await off.locator('#hold-ends').textContent()) ?? '', /^in (9|10) min/);
   t.regex((await off.locator('#outcome [data-clock]').textContent()) ?? '', /^\(\d\d:\d\d UTC\)$/);
 });
 
 test("a refund by the address limit reads in plain words: the product's name, the amount, when the money comes back", async (t) => {
-  const sku = await sys.createProduct({
+  const sku = await suite.sys.createProduct({
     name: 'Address hoodie',
     priceCents: 8900,
     currency: 'eur',
@@ -273,20 +219,20 @@ test("a refund by the address limit reads in plain words: the product's name, th
   const address = { line1: '12 Rue de la Paix', city: 'Paris', postal_code: '75002', country: 'FR' };
   const ids: string[] = [];
   for (const [i, buyer] of ['hp-first-at-address', 'hp-second-at-address'].entries()) {
-    const bought = await sys.buy(sku, buyer);
+    const bought = await suite.sys.buy(sku, buyer);
     t.is(bought.status, 201, JSON.stringify(bought.body));
-    const paid = await sys.pay(bought.body.checkoutUrl.split('/').pop(), 'succeeded', {
+    const paid = await suite.sys.pay(bought.body.checkoutUrl.split('/').pop(), 'succeeded', {
       shipping: { name: buyer, address },
       card: { fingerprint: `fp-hp-${i}` },
     });
     t.is(paid.status, 200, JSON.stringify(paid.body));
     ids.push(bought.body.purchaseId);
-    await sys.waitForPurchase(bought.body.purchaseId, (r) => ['confirmed', 'refunded'].includes(r.status));
+    await suite.sys.waitForPurchase(bought.body.purchaseId, (r) => ['confirmed', 'refunded'].includes(r.status));
   }
-  await sys.waitForPurchase(ids[1], (r) => r.status === 'refunded' && r.refund_status === 'succeeded');
+  await suite.sys.waitForPurchase(ids[1], (r) => r.status === 'refunded' && r.refund_status === 'succeeded');
 
-  const page = await signedIn(t, 'hp-second-at-address');
-  await page.goto(`${sys.apiUrl}/purchases/${ids[1]}`);
+  const page = await suite.page(t, { buyer: 'hp-second-at-address' });
+  await page.goto(`${suite.sys.apiUrl}/purchases/${ids[1]}`);
   const words = ((await page.locator('#outcome').textContent()) ?? '').replace(/\s+/g, ' ');
   t.regex(words, /Your payment of €89\.00 for Address hoodie was refunded in full/);
   t.regex(words, /within 5 to 10 working days/);
@@ -297,20 +243,20 @@ test("a refund by the address limit reads in plain words: the product's name, th
 });
 
 test('a line whose every unit is held by buyers inside reads "sold out for now", and whether one may reach this buyer', async (t) => {
-  const sku = await sys.createProduct({
+  const sku = await suite.sys.createProduct({
     name: 'Last held jacket',
     stock: 1,
     waitingRoom: { admitPerSecond: 2, maxActive: 5, sessionSeconds: 60 },
   });
-  const inside = await pollTicket(await joinOverApi(sku, 'hp-holder'), (b) => b.state === 'admitted');
+  const inside = await suite.pollUntil(await suite.ticketOf(sku, 'hp-holder'), (b) => b.state === 'admitted');
   const headers = { 'idempotency-key': randomUUID(), 'admission-token': inside.admissionToken };
-  const held = await sys.api('POST', '/v1/purchases', { sku }, { ...headers, ...(await asBuyer('hp-holder')) });
+  const held = await suite.sys.api('POST', '/v1/purchases', { sku }, { ...headers, ...(await asBuyer('hp-holder')) });
   t.is(held.status, 201, JSON.stringify(held.body));
 
   // The product page offers no Join now (every unit is held): this buyer joined just before, over the API.
-  const behind = await joinOverApi(sku, 'hp-behind');
-  const page = await signedIn(t, 'hp-behind');
-  await page.goto(`${sys.apiUrl}/queue/${encodeURIComponent(behind)}`);
+  const behind = await suite.ticketOf(sku, 'hp-behind');
+  const page = await suite.page(t, { buyer: 'hp-behind' });
+  await page.goto(`${suite.sys.apiUrl}/queue/${encodeURIComponent(behind)}`);
   await page.waitForSelector('#queue[data-state="waiting"] #sold-out-for-now', { timeout: 30_000 });
   const words = ((await page.locator('#queue').textContent()) ?? '').replace(/\s+/g, ' ');
   t.regex(words, /every one is spoken for by buyers let in before you/);

@@ -1,35 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
-import type { Browser, Page } from 'playwright-core';
-import { launchBrowser, shot, signInAs } from '../helpers/browser';
-import { asBuyer, startSystem, type System } from '../helpers/system';
+import type { Page } from 'playwright-core';
+import { shot, signInAs } from '../helpers/browser';
+import { asBuyer } from '../helpers/credentials';
+import { axeClean, pageSuite, ROOM_PAGES_SYSTEM } from '../helpers/page-suite';
 
 // The waiting room's pages in Chromium against the whole system: Join the queue on the product
 // page, the queue page counting down the buyers ahead as the room lets them in, the Buy form once
 // admitted, Checkout, and "sold out" for whoever is still in line when the last unit is sold; and
 // the pre-queue before the opening. With SCREENSHOTS=1 the queue pages are saved to docs/screenshots/.
 
-let sys: System;
-let browser: Browser;
-test.before(async () => {
-  [sys, browser] = await Promise.all([
-    startSystem({ roomTickMs: 50, roomRefreshMs: 100, ownDatabase: true, devSignIn: true }),
-    launchBrowser(),
-  ]);
-});
-test.after.always(async () => {
-  await browser?.close();
-  await sys?.close();
-});
+const suite = pageSuite(test, ROOM_PAGES_SYSTEM);
 
 /** A fresh browser (its own cookies) signed in as `name` on the product page of `sku`. */
 async function buyerPage(t: ExecutionContext, sku: string, name: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 720, height: 480 } });
-  t.teardown(() => context.close());
-  const page = await context.newPage();
-  // The machine is shared: the queue page refreshes itself every few seconds, give it room.
-  page.setDefaultTimeout(40_000);
-  await page.goto(`${sys.apiUrl}/p/${sku}`);
+  const page = await suite.page(t, { viewport: { width: 720, height: 480 } });
+  await page.goto(`${suite.sys.apiUrl}/p/${sku}`);
   await signInAs(page, name);
   return page;
 }
@@ -69,30 +55,17 @@ async function waitForQueue(page: Page, state: string, position?: number): Promi
   }
 }
 
-/** A buyer in line over the JSON API. */
-async function joinOverApi(sku: string, buyer: string): Promise<string> {
-  const res = await sys.api('POST', `/v1/products/${sku}/queue`, undefined, await asBuyer(buyer));
-  if (res.status !== 201) throw new Error(`joining as ${buyer}: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body.ticket;
-}
-
 /** Polls a ticket over the JSON API until it is admitted; returns its admission token. */
-async function admissionOf(ticket: string, timeoutMs = 60_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await sys.api('GET', `/v1/queue/${ticket}`);
-    if (res.body.state === 'admitted' && res.body.admissionToken) return res.body.admissionToken;
-    if (Date.now() > deadline) throw new Error(`never admitted: ${JSON.stringify(res.body)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+async function admissionOf(ticket: string): Promise<string> {
+  const admitted = await suite.pollUntil(ticket, (b) => b.state === 'admitted' && Boolean(b.admissionToken), 60_000);
+  return admitted.admissionToken as string;
 }
 
 /** An admitted buyer ahead takes the unit, then gives it back: they leave the room and the next is let in. */
 async function buyAndCancel(sku: string, buyer: string, ticket: string): Promise<void> {
-  const headers = { 'idempotency-key': randomUUID(), 'admission-token': await admissionOf(ticket) };
-  const bought = await sys.api('POST', '/v1/purchases', { sku }, { ...headers, ...(await asBuyer(buyer)) });
+  const bought = await suite.buyWith(sku, buyer, await admissionOf(ticket));
   if (bought.status !== 201) throw new Error(`${buyer} buying: ${bought.status} ${JSON.stringify(bought.body)}`);
-  const cancelled = await sys.api('POST', `/v1/purchases/${bought.body.purchaseId}/cancel`, undefined, {
+  const cancelled = await suite.sys.api('POST', `/v1/purchases/${bought.body.purchaseId}/cancel`, undefined, {
     ...(await asBuyer(buyer)),
   });
   if (cancelled.status !== 200) throw new Error(`${buyer} cancelling: ${cancelled.status}`);
@@ -102,7 +75,7 @@ async function buyAndCancel(sku: string, buyer: string, ticket: string): Promise
 async function reloadUntil(page: Page, pathname: string, selector: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    await page.goto(`${sys.apiUrl}${pathname}`);
+    await page.goto(`${suite.sys.apiUrl}${pathname}`);
     if ((await page.locator(selector).count()) > 0) return;
     if (Date.now() > deadline) throw new Error(`${pathname} never showed ${selector}`);
     await new Promise((r) => setTimeout(r, 500));
@@ -113,7 +86,7 @@ async function reloadUntil(page: Page, pathname: string, selector: string, timeo
 const SESSION_SECONDS = 30;
 
 test('a buyer joins the queue, watches the line move, buys when admitted, and the buyer behind reads "sold out"', async (t) => {
-  const sku = await sys.createProduct({
+  const sku = await suite.sys.createProduct({
     name: 'Queue runner',
     stock: 1,
     waitingRoom: { admitPerSecond: 1, maxActive: 1, sessionSeconds: SESSION_SECONDS },
@@ -121,12 +94,13 @@ test('a buyer joins the queue, watches the line move, buys when admitted, and th
   // Three buyers line up first over the JSON API; the first is let in at once, the others wait.
   const ahead = ['rq-ahead-1', 'rq-ahead-2', 'rq-ahead-3'];
   const aheadTickets: string[] = [];
-  for (const b of ahead) aheadTickets.push(await joinOverApi(sku, b));
+  for (const b of ahead) aheadTickets.push(await suite.ticketOf(sku, b));
   await admissionOf(aheadTickets[0]);
 
   const page = await buyerPage(t, sku, 'rq-grace');
   t.is(await page.locator('#offer').getAttribute('data-state'), 'queue');
   t.is(await page.locator('#buy').count(), 0, 'no Buy before the turn');
+  await axeClean(t, page, 'a product with a waiting room');
   const ticket = await joinFromPage(page);
   t.regex(await page.title(), /^\d+ ahead · Queue · Queue runner$/);
   await waitForQueue(page, 'waiting', 2);
@@ -135,6 +109,7 @@ test('a buyer joins the queue, watches the line move, buys when admitted, and th
   t.is(await page.locator('main[data-poll]').count(), 1, 'the queue page keeps itself up to date');
   t.is(await page.locator('meta[http-equiv="refresh"]').count(), 0, 'in place: no reload under JavaScript');
   await shot(page, 'queue-waiting');
+  await axeClean(t, page, 'waiting in line');
 
   // Another buyer joins behind, in a browser of their own.
   const late = await buyerPage(t, sku, 'rq-late');
@@ -159,18 +134,20 @@ test('a buyer joins the queue, watches the line move, buys when admitted, and th
   t.truthy(await page.locator('input[name="admissionToken"]').getAttribute('value'), 'the form carries the admission');
   t.is(await page.locator('meta[http-equiv="refresh"]').count(), 0, 'an admitted page stays put');
   await shot(page, 'queue-admitted');
+  await axeClean(t, page, 'admitted: Buy');
   // Meanwhile the buyer behind is next, and still waiting: one buyer inside at a time.
   await waitForQueue(late, 'waiting', 0);
 
   await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/checkout/cs_')), page.locator('#buy').click()]);
-  const { rows } = await sys.db.query('SELECT purchase_id FROM purchases WHERE checkout_session_id = $1', [
+  const { rows } = await suite.sys.db.query('SELECT purchase_id FROM purchases WHERE checkout_session_id = $1', [
     new URL(page.url()).pathname.split('/').pop(),
   ]);
   const purchaseId = rows[0].purchase_id as string;
-  await Promise.all([page.waitForURL(`${sys.apiUrl}/purchases/${purchaseId}`), page.locator('#pay').click()]);
+  await Promise.all([page.waitForURL(`${suite.sys.apiUrl}/purchases/${purchaseId}`), page.locator('#pay').click()]);
   await page.waitForSelector('#outcome[data-status="confirmed"]', { timeout: 60_000 });
   t.regex((await page.locator('#outcome').textContent()) ?? '', /confirmed/);
-  t.like((await sys.purchase(purchaseId)).body, { status: 'confirmed', buyerId: 'rq-grace', sku });
+  await axeClean(t, page, 'confirmed after a turn');
+  t.like((await suite.sys.purchase(purchaseId)).body, { status: 'confirmed', buyerId: 'rq-grace', sku });
 
   // Nothing can come back: the room closes, and the buyer still in line is told at the next refresh.
   await waitForQueue(late, 'sold_out');
@@ -179,8 +156,9 @@ test('a buyer joins the queue, watches the line move, buys when admitted, and th
   t.is(await late.locator('main[data-poll]').count(), 0, 'a sold-out page stops looking');
   t.is(await late.locator('main button').count(), 0, 'nothing to press');
   await shot(late, 'queue-sold-out');
-  t.like((await sys.api('GET', `/v1/products/${sku}`)).body, { soldOut: true, waitingRoom: { state: 'closed' } });
-  const { rows: bought } = await sys.db.query(
+  await axeClean(t, late, 'sold out in line');
+  t.like((await suite.sys.api('GET', `/v1/products/${sku}`)).body, { soldOut: true, waitingRoom: { state: 'closed' } });
+  const { rows: bought } = await suite.sys.db.query(
     "SELECT buyer_id FROM purchases WHERE sku = $1 AND status = 'confirmed'",
     [sku],
   );
@@ -194,11 +172,13 @@ test('a buyer joins the queue, watches the line move, buys when admitted, and th
   await reloadUntil(page, `/queue/${encodeURIComponent(ticket)}`, '#queue[data-state="bought"]');
   t.is(await page.locator('#purchase').getAttribute('href'), `/purchases/${purchaseId}`);
   t.is(await page.locator('#buy').count(), 0, 'no Buy form for a spent turn');
+  await axeClean(t, page, 'the turn spent');
 });
 
 test('before the opening a buyer joins the pre-queue from the product page, and is let in after it', async (t) => {
-  const opensAt = new Date(Date.now() + 20_000);
-  const sku = await sys.createProduct({
+  // Room for axe on the product page and the pre-queue before the opening, on a shared machine.
+  const opensAt = new Date(Date.now() + 30_000);
+  const sku = await suite.sys.createProduct({
     name: 'Midnight drop',
     stock: 2,
     opensAt: opensAt.toISOString(),
@@ -208,6 +188,7 @@ test('before the opening a buyer joins the pre-queue from the product page, and 
   t.is(await page.locator('#opens').getAttribute('data-state'), 'not_open');
   t.regex((await page.locator('#countdown').textContent()) ?? '', /\d+ s/);
   t.is(await page.locator('#offer').getAttribute('data-state'), 'prequeue');
+  await axeClean(t, page, 'before the opening: the countdown and the pre-queue');
   await joinFromPage(page);
   t.true(Date.now() < opensAt.getTime(), 'joined before the opening (the machine was too slow otherwise)');
   await waitForQueue(page, 'prequeue');
@@ -215,9 +196,10 @@ test('before the opening a buyer joins the pre-queue from the product page, and 
   t.is(await page.locator('#queue time').getAttribute('datetime'), opensAt.toISOString());
   t.is(await page.locator('#buy').count(), 0);
   await shot(page, 'queue-prequeue');
+  await axeClean(t, page, 'in the pre-queue');
 
   // Buying before the opening is refused even with a crafted form: no admission yet.
-  const early = await sys.api(
+  const early = await suite.sys.api(
     'POST',
     '/v1/purchases',
     { sku },
@@ -229,4 +211,5 @@ test('before the opening a buyer joins the pre-queue from the product page, and 
   await waitForQueue(page, 'admitted');
   t.true(Date.now() >= opensAt.getTime(), 'not before the opening');
   t.is(await page.locator('#buy').count(), 1);
+  await axeClean(t, page, 'let in after the opening');
 });
