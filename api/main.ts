@@ -1,7 +1,7 @@
 // First: tracing (when the OTEL_* variables ask for it) must be on before http, Koa and pg load.
 import './start-tracing';
 import { Client } from '@temporalio/client';
-import { API_POOL_SIZE, connectTemporal, createPool, createStripe } from '../config/clients';
+import { API_POOL_SIZE, connectTemporal, createPool, createStripe, reaching } from '../config/clients';
 import { isLiveKey, loadApiConfig } from '../config';
 import { createBuyerVerifier } from '../config/buyer-tokens';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
@@ -37,7 +37,9 @@ async function main(): Promise<void> {
   const log = (line: string) => root.info(line);
   // Migrates (several processes may boot at once: an advisory lock serialises them), or with
   // MIGRATE_AT_BOOT=0 only checks that nothing is missing.
-  await prepareSchema(config.databaseUrl, config.migrateAtBoot, log);
+  await reaching({ name: 'Postgres', databaseUrl: config.databaseUrl }, () =>
+    prepareSchema(config.databaseUrl, config.migrateAtBoot, log),
+  );
   // Short timeouts (PG_CONNECT_TIMEOUT_MS, PG_STATEMENT_TIMEOUT_MS): with Postgres gone, 503 at once.
   const db = createPool(config.databaseUrl, API_POOL_SIZE, (line) => root.warn(line), config.pool);
   // Postgres's clock, by this host's plus a measured offset: the opening and every lapse are decided by it.
@@ -63,7 +65,9 @@ async function main(): Promise<void> {
     log,
   });
   admitter.start();
-  const connection = await connectTemporal(config.temporal, { callTimeoutMs: config.temporalCallTimeoutMs });
+  const connection = await reaching({ name: 'Temporal', address: config.temporal.address }, () =>
+    connectTemporal(config.temporal, { callTimeoutMs: config.temporalCallTimeoutMs }),
+  );
   const deps: ApiDeps = {
     db,
     temporal: new Client({

@@ -126,3 +126,47 @@ export function connectTemporal(settings: TemporalSettings, limits?: { callTimeo
 export function nativeConnectionOptions(settings: TemporalSettings): NativeConnectionOptions {
   return connectionOptions(settings);
 }
+
+/** A failure that says the service cannot be reached (refused, unknown host, timed out, no such database, wrong password). */
+function unreachable(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (
+    typeof code === 'string' &&
+    (/^E[A-Z_]+$/.test(code) || /^(08|28)/.test(code) || code === '3D000' || code === '57P03')
+  )
+    return true;
+  return /timeout|Connection terminated/i.test((err as Error | null)?.message ?? '');
+}
+
+/** Where a Postgres URL points, without its credentials: `host:port/database`. */
+export function postgresTarget(databaseUrl: string): string {
+  try {
+    const u = new URL(databaseUrl);
+    return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
+  } catch {
+    return 'the configured server';
+  }
+}
+
+/**
+ * The first contact with Postgres or Temporal (an entry point at start, a CLI): a failure to connect
+ * names the service, where it was looked for and the variable that says so, as every line an
+ * operator reads should. Any other failure (a migration that does not apply) goes on as it was.
+ */
+export async function reaching<T>(
+  service: { name: 'Postgres'; databaseUrl: string } | { name: 'Temporal'; address: string },
+  step: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (service.name === 'Postgres' && !unreachable(err)) throw err;
+    const [where, variable] =
+      service.name === 'Postgres'
+        ? [postgresTarget(service.databaseUrl), 'DATABASE_URL']
+        : [service.address, 'TEMPORAL_ADDRESS'];
+    throw new Error(`cannot reach ${service.name} at ${where} (${variable}): ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+}

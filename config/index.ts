@@ -199,8 +199,13 @@ function operatorToken(r: Reader, name: string, why: string): string {
 }
 
 function longEnough(r: Reader, name: string, token: string): string {
-  if (token && !isDevelopment(r.env) && token.length < MIN_TOKEN_LENGTH) {
-    r.problems.push(`${name} must be at least ${MIN_TOKEN_LENGTH} characters outside development (STRIPE_EMULATOR=1)`);
+  // A live key is never development, whatever STRIPE_EMULATOR says (that conflict is reported too):
+  // every problem of such a configuration in one list, not one after the other.
+  const development = isDevelopment(r.env) && !isLiveKey(r.env.STRIPE_SECRET_KEY ?? '');
+  if (token && !development && token.length < MIN_TOKEN_LENGTH) {
+    r.problems.push(
+      `${name} must be at least ${MIN_TOKEN_LENGTH} characters outside development (STRIPE_EMULATOR=1 with a test key)`,
+    );
   }
   return token;
 }

@@ -1,6 +1,6 @@
 import { Client, type Connection } from '@temporalio/client';
 import type pg from 'pg';
-import { connectTemporal, createPool } from '../config/clients';
+import { connectTemporal, createPool, reaching } from '../config/clients';
 import { ConfigError, loadCliConfig, loadTemporalCliConfig } from '../config';
 import { UsageError } from './cli-args';
 import { temporalUi, type TemporalUi } from './temporal-ui';
@@ -71,14 +71,9 @@ export async function openCliClients(
   const log = (line: string) => console.error(`${name}: ${line}`);
   let connection: Connection | undefined;
   if (needs.temporal) {
-    try {
-      connection = await connectTemporal(config.temporal);
-    } catch (err) {
-      throw new Error(
-        `cannot reach Temporal at ${config.temporalAddress} (TEMPORAL_ADDRESS): ${(err as Error).message}`,
-        { cause: err },
-      );
-    }
+    connection = await reaching({ name: 'Temporal', address: config.temporalAddress }, () =>
+      connectTemporal(config.temporal),
+    );
   }
   const db = config.databaseUrl ? createPool(config.databaseUrl, CLI_POOL_SIZE, log) : undefined;
   return {

@@ -2,7 +2,7 @@
 import './start-tracing';
 import { NativeConnection } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
-import { createPool, createStripe, nativeConnectionOptions } from '../config/clients';
+import { createPool, createStripe, nativeConnectionOptions, reaching } from '../config/clients';
 import { loadWorkerConfig } from '../config';
 import { loadNotifyConfig } from '../config/notify';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
@@ -32,7 +32,9 @@ async function main(): Promise<void> {
   const sdkMetricsUrl = await installRuntime(log);
   // Migrates (several processes may boot at once: an advisory lock serialises them), or with
   // MIGRATE_AT_BOOT=0 only checks that nothing is missing.
-  await prepareSchema(config.databaseUrl, config.migrateAtBoot, (line) => log.info(line));
+  await reaching({ name: 'Postgres', databaseUrl: config.databaseUrl }, () =>
+    prepareSchema(config.databaseUrl, config.migrateAtBoot, (line) => log.info(line)),
+  );
   const limits = {
     activities: config.maxActivities,
     localActivities: config.maxLocalActivities,
@@ -44,7 +46,9 @@ async function main(): Promise<void> {
   // Postgres's clock: whether a hold has lapsed is decided by the clock that lapses it (store/clock.ts).
   const clock = new DbClock(db, { log: (line) => log.warn(line) });
   await clock.start();
-  const connection = await NativeConnection.connect(nativeConnectionOptions(config.temporal));
+  const connection = await reaching({ name: 'Temporal', address: config.temporal.address }, () =>
+    NativeConnection.connect(nativeConnectionOptions(config.temporal)),
+  );
   const client = new Client({
     connection,
     namespace: config.temporalNamespace,

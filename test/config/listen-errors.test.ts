@@ -7,7 +7,8 @@ import { serviceEnv, systemSecrets } from '../../dev/local-system';
 
 // A port another process holds, or a HOST this machine cannot listen on, stops the API and the
 // worker (its /healthz and /metrics server) with one line naming the variable and what to do, as a
-// configuration problem does: not an uncaught error's stack trace.
+// configuration problem does: not an uncaught error's stack trace. Postgres or Temporal out of reach
+// at start stops them with a fatal line naming DATABASE_URL or TEMPORAL_ADDRESS.
 
 const repoRoot = path.join(__dirname, '../..');
 
@@ -92,4 +93,44 @@ test('the worker stops with one line naming WORKER_METRICS_PORT or WORKER_METRIC
     /^WORKER_METRICS_HOST "999\.1\.1\.1" is not an address of this machine \(ENOTFOUND\); set WORKER_METRICS_HOST to/,
     'WORKER_METRICS_HOST=999.1.1.1',
   );
+});
+
+/** A port nothing listens on: connecting to it is refused at once. */
+async function refusingPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** The one fatal JSON line an entry point printed before it exited 1. */
+function fatalLine(t: import('ava').ExecutionContext, ended: Ended, what: string): { msg?: string } {
+  t.is(ended.code, 1, `${what} exits 1: ${ended.stdout}${ended.stderr}`);
+  const fatal = ended.stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { level?: string; msg?: string })
+    .filter((l) => l.level === 'fatal');
+  t.is(fatal.length, 1, `${what}: one fatal line\n${ended.stdout}`);
+  return fatal[0] ?? {};
+}
+
+test('the API and the worker stop with a fatal line naming DATABASE_URL or TEMPORAL_ADDRESS when Postgres or Temporal cannot be reached', async (t) => {
+  const port = await refusingPort();
+  for (const script of ['api/main.ts', 'worker/main.ts']) {
+    const ports = script === 'api/main.ts' ? { PORT: '0', HOST: '127.0.0.1' } : { WORKER_METRICS_PORT: '0' };
+    const noPostgres = await run(script, { ...ports, DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/flashsale` });
+    t.regex(
+      fatalLine(t, noPostgres, `${script} without Postgres`).msg ?? '',
+      new RegExp(`^cannot reach Postgres at 127\\.0\\.0\\.1:${port}/flashsale \\(DATABASE_URL\\): `),
+      script,
+    );
+    const noTemporal = await run(script, { ...ports, TEMPORAL_ADDRESS: `127.0.0.1:${port}` });
+    t.regex(
+      fatalLine(t, noTemporal, `${script} without Temporal`).msg ?? '',
+      new RegExp(`^cannot reach Temporal at 127\\.0\\.0\\.1:${port} \\(TEMPORAL_ADDRESS\\): `),
+      script,
+    );
+  }
 });

@@ -77,6 +77,21 @@ test('every missing secret of the API is named at once, and short tokens are all
   );
 });
 
+test('a live key beside STRIPE_EMULATOR=1 and short operator tokens: every problem in one list', (t) => {
+  const message = problems(() =>
+    loadApiConfig({
+      ...api,
+      STRIPE_SECRET_KEY: 'rk_live_0123456789',
+      STRIPE_EMULATOR: '1',
+      ADMIN_TOKEN: 'short',
+      SUPPORT_TOKEN: 'short-too',
+    }),
+  );
+  t.regex(message, /STRIPE_EMULATOR=1 \(development\) cannot run with a live Stripe key/);
+  t.regex(message, /ADMIN_TOKEN must be at least 32 characters/);
+  t.regex(message, /SUPPORT_TOKEN must be at least 32 characters/);
+});
+
 test('an API beyond loopback needs METRICS_TOKEN; buyer tokens from a JWKS need a room secret of their own', (t) => {
   t.regex(
     problems(() => loadApiConfig({ ...api, HOST: '0.0.0.0' })),
