@@ -115,6 +115,8 @@ export interface DisputeNewsEvent {
   disputeId: string;
   status: string;
   reason: string;
+  /** The response deadline (`evidence_details.due_by`), ISO time. */
+  dueBy?: string;
   paymentIntentId?: string;
 }
 
@@ -131,6 +133,7 @@ export function toMoneyNews(event: Stripe.Event): MoneyNews | null {
     payment_intent?: Id;
     amount?: number | null;
     refunded?: boolean;
+    evidence_details?: { due_by?: number | null } | null;
   };
   if (event.type.startsWith('refund.')) {
     const step = obj.metadata?.refund_step;
@@ -150,16 +153,24 @@ export function toMoneyNews(event: Stripe.Event): MoneyNews | null {
     return { kind: 'charge_refunded', paymentIntentId: idOf(obj.payment_intent), fully: obj.refunded === true };
   }
   if (event.type.startsWith('charge.dispute.')) {
+    const dueBy = obj.evidence_details?.due_by;
     return {
       kind: 'dispute',
       disputeId: obj.id,
       status: obj.status ?? '',
       reason: obj.reason ?? '',
+      ...(typeof dueBy === 'number' ? { dueBy: new Date(dueBy * 1000).toISOString() } : {}),
       paymentIntentId: idOf(obj.payment_intent),
     };
   }
   return null;
 }
+
+/**
+ * How long after the hold's lapse an expired session is taken for the saga's own expire: that call is
+ * first in the Stripe queue and answers in seconds. An expiry heard later reaches the saga.
+ */
+export const EXPIRE_ANSWER_GRACE_MS = 30_000;
 
 /**
  * Why a purchase's own verified payment event need not reach its saga (the webhook records it and
@@ -169,8 +180,10 @@ export function toMoneyNews(event: Stripe.Event): MoneyNews | null {
  * - a purchase whose payment is settled (confirmed, late_confirmed, refunded) already counted the
  *   money of its session, which pays once: the saga that learned it from Stripe's answer to the expire
  *   hears the same payment again from the webhook;
- * - the hold has lapsed and the saga is closing the session itself: the session's expiry is the one
- *   it asked for (or Stripe's own at the same time), and its own expire call says how the session ended.
+ * - the hold lapsed moments ago and the saga is closing the session itself: the session's expiry is
+ *   the one it asked for (or Stripe's own at the same time), and its own expire call says how the
+ *   session ended. Past EXPIRE_ANSWER_GRACE_MS the saga hears it: its call has not answered (Stripe
+ *   failing it with 5xx), and the session expired by hand or at its own time is what ends that call.
  */
 export function whyTheSagaNeedNotHear(
   e: Pick<PaymentEvent, 'type' | 'paymentStatus' | 'sessionId'>,
@@ -184,8 +197,9 @@ export function whyTheSagaNeedNotHear(
   if (money && isPaid(status) && e.sessionId !== undefined && e.sessionId === purchase.sessionId)
     return "the session's payment is already settled";
   const holding = (HOLDING_STATUSES as readonly string[]).includes(status);
-  const lapsed = purchase.holdExpiresAt !== undefined && Date.parse(purchase.holdExpiresAt) <= now;
-  if (e.type === 'checkout.session.expired' && holding && lapsed)
+  const lapsedAt = purchase.holdExpiresAt === undefined ? undefined : Date.parse(purchase.holdExpiresAt);
+  const closing = lapsedAt !== undefined && lapsedAt <= now && now - lapsedAt < EXPIRE_ANSWER_GRACE_MS;
+  if (e.type === 'checkout.session.expired' && holding && closing)
     return 'the hold has lapsed: the saga closes the session itself';
   return null;
 }

@@ -1,10 +1,12 @@
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { tellOrRefundAgain, tellStraySupportAction } from '../client/refunds';
 import type { Db } from '../store/db';
 import { getStrayPayment, listStrayPayments, type StrayPayment } from '../store/payments';
 import { appendAudit, getPurchase, listNeedingAttention, type PurchaseRecord } from '../store/purchases';
 import { purchaseWorkflowId, refundWorkflowId, strayPaymentWorkflowId, type SupportAction } from '../vocabulary';
+import { MIN_FAILING_ATTEMPTS } from './stuck-sagas';
 import { whyItWaits } from './stuck-records';
+import { describeActivity, toPendingActivity } from './temporal-describe';
 
 // Support's path for money that waits on a Stripe step Stripe refused (status `needs_attention`):
 // tell the waiting saga to try again now, or that the step was settled by hand (say, a refund by bank
@@ -24,6 +26,11 @@ export interface AttentionDeps {
 }
 
 const DEFAULT_WAIT_MS = 15_000;
+/**
+ * The Stripe steps support can settle by hand while Stripe keeps failing them: the session's expire
+ * (workflows/end-of-wait.ts, `settleEndsCall`). A refund is never abandoned mid-call.
+ */
+const STRIPE_STEPS: readonly string[] = ['expireCheckout'];
 const POLL_MS = 200;
 
 /** What support says: try the refused step again now, or it was settled by hand (with a note). */
@@ -58,13 +65,41 @@ function describePurchase(p: PurchaseRecord): string {
   return `${p.status}${refund}`;
 }
 
+/**
+ * The Stripe step a running saga of the purchase keeps retrying (Stripe answering 5xx, or not at all:
+ * attempt MIN_FAILING_ATTEMPTS or later), as `npm run sagas -- stuck` reports it; null when none is.
+ */
+async function failingStripeStep(temporal: Client, purchaseId: string): Promise<string | null> {
+  for (const workflowId of [purchaseWorkflowId(purchaseId), refundWorkflowId(purchaseId)]) {
+    let described;
+    try {
+      described = await temporal.workflow.getHandle(workflowId).describe();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) continue;
+      throw err;
+    }
+    if (described.status.name !== 'RUNNING') continue;
+    const failing = (described.raw.pendingActivities ?? [])
+      .map(toPendingActivity)
+      .find((a) => a.attempt >= MIN_FAILING_ATTEMPTS && STRIPE_STEPS.includes(a.activityType));
+    if (failing) return `${workflowId}: ${describeActivity(failing)}`;
+  }
+  return null;
+}
+
 /** `retry <purchaseId>` / `settle <purchaseId> --note`: support's word to the sagas of a purchase in `needs_attention`. */
 export async function actOnPurchase(deps: AttentionDeps, purchaseId: string, verb: SupportVerb): Promise<number> {
   const record = await getPurchase(deps.db, purchaseId);
   if (!record || record.status === 'rejected') return fail(`no purchase ${purchaseId}`);
-  if (record.status !== 'needs_attention') {
-    return fail(`purchase ${purchaseId} is ${record.status}, not needs_attention: nothing waits for support`);
+  // A Stripe step failing with 5xx is not needs_attention (nothing refused it), but only a person can end
+  // it when Stripe never will: the step done by hand (a session expired with the Stripe CLI), `settle` says so.
+  const failing = record.status !== 'needs_attention' && verb.action === 'settled';
+  const step = failing ? await failingStripeStep(deps.temporal, purchaseId) : null;
+  if (record.status !== 'needs_attention' && !step) {
+    const also = verb.action === 'settled' ? ', and no Stripe step of its sagas keeps failing' : '';
+    return fail(`purchase ${purchaseId} is ${record.status}, not needs_attention${also}: nothing waits for support`);
   }
+  if (step) console.log(`settling by hand the step that keeps failing: ${step}`);
   const told = await tellOrRefundAgain(deps, record, toAction(verb, deps.actor));
   if (told.length === 0) {
     return fail(

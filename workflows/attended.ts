@@ -4,6 +4,7 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   setHandler,
 } from '@temporalio/workflow';
 import type { RefundEvent, SupportAction } from '../vocabulary';
@@ -59,8 +60,19 @@ export type Attended<T> =
   | { outcome: 'done'; value: T }
   /** `interrupt` became true while the call ran or waited (a payment arrived): the call was cancelled. */
   | { outcome: 'interrupted' }
-  /** Support settled the step by hand. */
-  | { outcome: 'settled'; note: string; actor: string };
+  /**
+   * Support settled the step by hand. `whileCalling`: while the call itself was being retried (a 5xx,
+   * no answer), not after a refusal: the settlement is this step's alone (see SETTLE_ENDS_CALL_PATCH).
+   */
+  | { outcome: 'settled'; note: string; actor: string; whileCalling?: true };
+
+/**
+ * Support's settlement also ends a call the activity keeps retrying (Stripe answering 5xx, or not at
+ * all), not only the wait after a refusal: `npm run support -- settle` reaches a saga stuck expiring a
+ * session Stripe keeps failing. Sagas from before it heard support only between refusals; the patch
+ * keeps their histories replaying (the settlement cancels the running activity: a new command).
+ */
+export const SETTLE_ENDS_CALL_PATCH = 'settle-ends-a-failing-call';
 
 export interface AttendOptions {
   desk: SupportDesk;
@@ -68,6 +80,12 @@ export interface AttendOptions {
   flag: (reason: string) => Promise<void>;
   /** Stops waiting on the call as soon as this holds. */
   interrupt?: () => boolean;
+  /**
+   * Support's settlement also ends the call while the activity retries it (SETTLE_ENDS_CALL_PATCH).
+   * Only for a call that may be abandoned half-way: an expire (the session ends closed either way), never
+   * a refund (one that went through at Stripe and was settled by hand too would pay the buyer twice).
+   */
+  settleEndsCall?: boolean;
 }
 
 /** Backoff between tries of a refused call: 5 s doubling to 1 hour, or at once on support's retry. */
@@ -79,19 +97,26 @@ function refusalBackoffMs(refusals: number): number {
 /**
  * Runs a Stripe step that must happen. Transient faults are retried by the activity's own policy;
  * a refusal flags the purchase (each time) and is tried again with backoff, until it
- * succeeds, support settles it by hand, or `interrupt` holds.
+ * succeeds, support settles it by hand (also while a call is being retried), or `interrupt` holds.
  */
 export async function attended<T>(what: string, call: () => Promise<T>, opts: AttendOptions): Promise<Attended<T>> {
   const { desk } = opts;
+  const settleEndsCall = opts.settleEndsCall === true && patched(SETTLE_ENDS_CALL_PATCH);
+  const interrupted = () => opts.interrupt?.() ?? false;
+  const stopCall = settleEndsCall ? () => interrupted() || desk.settled !== undefined : opts.interrupt;
   for (let refusals = 0; ; refusals++) {
     if (desk.settled) return { outcome: 'settled', ...desk.settled };
     let answer: { value: T } | { error: unknown } | 'interrupted';
     try {
-      answer = await raceInterrupt(call, opts.interrupt);
+      answer = await raceInterrupt(call, stopCall);
     } catch (err) {
       if (isCancellation(err)) throw err;
       answer = { error: err };
     }
+    // Read again: a signal may have settled it during the await. A payment outranks support's word.
+    const byHand = desk.settled as SupportDesk['settled'];
+    if (answer === 'interrupted' && !interrupted() && byHand)
+      return { outcome: 'settled', ...byHand, whileCalling: true };
     if (answer === 'interrupted') return { outcome: 'interrupted' };
     if ('value' in answer) return { outcome: 'done', value: answer.value };
     const refusal = refusalOf(answer.error);

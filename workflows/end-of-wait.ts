@@ -84,7 +84,8 @@ export async function settleStragglers(saga: PurchaseSaga): Promise<void> {
 
 /**
  * Expires the session so no payment can start any more. While Stripe keeps failing or refusing,
- * the saga keeps listening: a payment that arrives meanwhile is settled at once (null: settle it).
+ * the saga keeps listening: a payment that arrives meanwhile is settled at once (null: settle it), and
+ * Stripe's word that the session expired (expired by hand, or at its own `expires_at`) ends the call.
  * Support settling the step by hand means the session was closed in the Dashboard.
  */
 async function closeSession(saga: PurchaseSaga, sessionId: string): Promise<SessionState | null> {
@@ -94,8 +95,12 @@ async function closeSession(saga: PurchaseSaga, sessionId: string): Promise<Sess
     'expiring the Checkout Session',
     () => stripeActs().expireCheckout(saga.input.purchaseId, sessionId),
     () => saga.payment !== 'none' || saga.fold.sessionExpired,
+    true,
   );
   if (answer.outcome === 'done') return answer.value;
+  // Settled while Stripe kept failing the call: the session was closed by hand, and that is all that
+  // was settled. A payment that still arrives is re-taken or refunded through Stripe, not taken as settled.
+  if (answer.outcome === 'settled' && answer.whileCalling) saga.desk.settled = undefined;
   if (answer.outcome === 'settled' || saga.payment === 'none') return expired;
   return null;
 }

@@ -4,6 +4,7 @@ import {
   condition,
   isCancellation,
   log,
+  patched,
   setHandler,
   setWorkflowOptions,
   workflowInfo,
@@ -199,21 +200,35 @@ async function waitForPaymentOrLapse(saga: PurchaseSaga, holdEnd: number): Promi
 }
 
 /**
+ * The operator's cancel stops expiring the session when Stripe says it expired (or a payment arrives),
+ * as the close at the lapse does: a cancel of a saga stuck behind a failing expire used to re-run the
+ * same call until Stripe answered it. Sagas cancelled before it keep their histories.
+ */
+const CANCEL_HEARS_STRIPE_PATCH = 'cancel-hears-the-session';
+
+/**
  * An operator cancelled the saga: expire the session, then release the hold, last in first out. A
  * payment already made is never dropped: it still ends in a sale (or a refund, when its unit is gone).
  */
 async function compensateOperatorCancel(saga: PurchaseSaga): Promise<void> {
-  const { state, input } = saga;
+  const { state, input, fold } = saga;
   if (!isPaid(state.status) && saga.payment === 'paid') return saga.confirmPaid();
   if (state.sessionId) {
     const sessionId = state.sessionId;
-    const answer = await saga.attend('expiring the Checkout Session', () =>
-      stripeActs().expireCheckout(input.purchaseId, sessionId),
+    // As the close at the lapse: Stripe's word that the session expired, or a payment, ends the call.
+    const hears = patched(CANCEL_HEARS_STRIPE_PATCH);
+    const paidBefore = fold.payment === 'paid';
+    const answer = await saga.attend(
+      'expiring the Checkout Session',
+      () => stripeActs().expireCheckout(input.purchaseId, sessionId),
+      hears ? () => fold.sessionExpired || (!paidBefore && fold.payment === 'paid') : undefined,
+      hears,
     );
     const closed: SessionState =
       answer.outcome === 'done' ? answer.value : { status: 'expired', paymentStatus: 'unpaid' };
     if (closed.paymentIntentId) state.paymentIntentId = closed.paymentIntentId;
     if (closed.status === 'complete' && closed.paymentStatus === 'paid') return saga.confirmPaid();
+    if (hears && !isPaid(state.status) && fold.payment === 'paid') return saga.confirmPaid();
   }
   if (isPaid(state.status)) return;
   await acts.releaseHold(input.purchaseId, 'release');

@@ -71,11 +71,21 @@ export class PurchaseSaga {
     ]);
   }
 
-  /** Runs a Stripe step that must happen: a refusal moves the purchase to `needs_attention` and is tried again. */
-  attend<T>(what: string, call: () => Promise<T>, interrupt?: () => boolean): Promise<Attended<T>> {
+  /**
+   * Runs a Stripe step that must happen: a refusal moves the purchase to `needs_attention` and is tried
+   * again. `settleEndsCall`: support's settlement also ends the call while it is being retried (a step
+   * that is safe to abandon mid-call: the session's expire).
+   */
+  attend<T>(
+    what: string,
+    call: () => Promise<T>,
+    interrupt?: () => boolean,
+    settleEndsCall = false,
+  ): Promise<Attended<T>> {
     return attended(what, call, {
       desk: this.desk,
       interrupt,
+      settleEndsCall,
       flag: (reason) => this.setStatus('needs_attention', { reason }),
     });
   }

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { whyTheSagaNeedNotHear } from '../../../api/stripe-events';
+import { EXPIRE_ANSWER_GRACE_MS, whyTheSagaNeedNotHear } from '../../../api/stripe-events';
 import { PURCHASE_STATUSES, type PurchaseStatus } from '../../../vocabulary';
 
 // Which of a purchase's own events the webhook keeps from its saga (api/stripe-events.ts): each one
@@ -43,6 +43,15 @@ test('the expiry of a lapsed hold stays at the webhook; an expiry while the hold
   t.is(whyTheSagaNeedNotHear(expired, { status: 'awaiting_payment', sessionId: 'cs_1' }, now), null);
   // A needs_attention saga retrying its expire hears that Stripe closed the session.
   t.is(whyTheSagaNeedNotHear(expired, of('needs_attention', lapsed), now), null);
+});
+
+test('the expiry of a hold that lapsed longer ago than the saga’s own expire takes reaches the saga', (t) => {
+  const longAgo = new Date(now - EXPIRE_ANSWER_GRACE_MS).toISOString();
+  const justNow = new Date(now - EXPIRE_ANSWER_GRACE_MS + 1).toISOString();
+  t.truthy(whyTheSagaNeedNotHear(expired, of('awaiting_payment', justNow), now));
+  // Its expire has not answered (Stripe failing it with 5xx): the expiry by hand is what ends that call.
+  t.is(whyTheSagaNeedNotHear(expired, of('awaiting_payment', longAgo), now), null);
+  t.is(whyTheSagaNeedNotHear(expired, of('holding', longAgo), now), null);
 });
 
 test('a closed purchase keeps back every event that brings no money', (t) => {

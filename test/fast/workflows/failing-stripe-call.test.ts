@@ -1,0 +1,82 @@
+import test from 'ava';
+import { paymentEventSignal, supportActionSignal } from '../../../workflows/definitions';
+import { called, sessionOpen, sleep, startPurchase, until } from '../helpers/saga';
+import { useFastTemporal } from '../helpers/temporal';
+import type { Overrides } from '../helpers/world';
+
+// A Stripe call that keeps failing with 5xx (the activity retries it, no refusal reaches the saga):
+// the session expired by hand, a payment, or support's settlement ends it, whether the saga was
+// closing the session at the lapse or compensating an operator's cancel (docs/operations.md, "A
+// Stripe step that keeps failing").
+
+const temporal = useFastTemporal(test);
+
+/** Stripe answers 500 to every expire: the activity's retry policy tries it again, for ever. */
+const expireFails500: Overrides = {
+  expireCheckout: () => {
+    throw new Error('Stripe answered 500: Injected fault: HTTP 500.');
+  },
+};
+
+/** A saga whose session is open and whose operator cancel is stuck expiring it. */
+async function cancelStuckOnExpire(overrides: Overrides = {}) {
+  const c = temporal().world.open({ ...expireFails500, ...overrides });
+  const saga = await startPurchase(temporal(), c);
+  await sessionOpen(c);
+  await saga.cancel();
+  await called(c, 'expireCheckout', 2);
+  return { c, saga };
+}
+
+test('an operator’s cancel stuck on a failing expire ends once Stripe says the session expired', async (t) => {
+  const { c, saga } = await cancelStuckOnExpire();
+  t.is(c.record?.status, 'awaiting_payment', 'still retrying the expire');
+  await saga.signal(paymentEventSignal, c.event('checkout.session.expired'));
+  await t.throwsAsync(saga.result());
+  t.like(c.record, { status: 'failed', reason: 'cancelled by an operator' });
+  t.deepEqual(c.names('releaseHold'), ['releaseHold']);
+});
+
+test('an operator’s cancel stuck on a failing expire still sells to a buyer who pays meanwhile', async (t) => {
+  const { c, saga } = await cancelStuckOnExpire();
+  await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'paid' }));
+  await t.throwsAsync(saga.result());
+  t.like(c.record, { status: 'confirmed' });
+  t.is(c.count('releaseHold'), 0);
+});
+
+test('an operator’s cancel stuck on a failing expire ends when support settles it by hand', async (t) => {
+  const { c, saga } = await cancelStuckOnExpire();
+  await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'expired with the Stripe CLI' });
+  await t.throwsAsync(saga.result());
+  t.like(c.record, { status: 'failed', reason: 'cancelled by an operator' });
+  t.deepEqual(c.names('releaseHold'), ['releaseHold']);
+});
+
+test('a close at the lapse stuck on a failing expire ends once Stripe says the session expired', async (t) => {
+  const c = temporal().world.open(expireFails500);
+  c.holdMs = 1_500;
+  const saga = await startPurchase(temporal(), c);
+  await called(c, 'expireCheckout', 2);
+  await saga.signal(paymentEventSignal, c.event('checkout.session.expired'));
+  t.like(await saga.result(), { status: 'expired', reason: 'the hold lapsed before payment' });
+  t.deepEqual(c.names('releaseHold'), ['releaseHold']);
+});
+
+test('support’s settlement of a failing expire settles that step only: a payment that lands after is refunded through Stripe', async (t) => {
+  const c = temporal().world.open({
+    ...expireFails500,
+    // The hold goes back slowly, so the payment lands while the saga is finishing.
+    releaseHold: () => sleep(800).then(() => ({ released: true, status: 'expired' as const })),
+    retakeForLatePayment: () => ({ outcome: 'sold_out', oversold: false }),
+  });
+  c.holdMs = 1_500;
+  const saga = await startPurchase(temporal(), c);
+  await called(c, 'expireCheckout', 2);
+  await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'expired with the Stripe CLI' });
+  await called(c, 'releaseHold');
+  await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'paid' }));
+  t.like(await saga.result(), { status: 'refunded', refund: { status: 'succeeded' } });
+  t.is(c.count('refundPayment'), 1, 'a real refund, not one taken as settled by hand');
+  await until(() => c.notified.includes('refunded_sold_out'), 'the buyer told');
+});
