@@ -3,10 +3,11 @@ import { metricOptions, type MetricName } from '../vocabulary/metrics';
 import type { Db } from '../store/db';
 import type { Gate } from '../store/gate';
 import type { Admitter } from '../store/admitter';
+import { disputeStats } from '../store/disputes';
 import { countByStatus } from '../store/purchases';
 import { roomStats, type RoomStats } from '../store/room';
 import { lineStats, type LineStats } from '../store/checkout-line';
-import { PURCHASE_STATUSES } from '../vocabulary';
+import { DISPUTE_NEEDS_RESPONSE_STATUSES, PURCHASE_STATUSES } from '../vocabulary';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
@@ -31,6 +32,7 @@ export function createMetrics(
   // The purchases-by-status GROUP BY runs at most every STATUS_COUNT_MAX_AGE_MS (answered stale meanwhile),
   // not on each scrape of each replica; the rooms' counts once per scrape for all their gauges.
   const statusCounts = sharedRead(() => countByStatus(db), opts.statusMaxAgeMs ?? STATUS_COUNT_MAX_AGE_MS, true);
+  const disputes = sharedRead(() => disputeStats(db), opts.statusMaxAgeMs ?? STATUS_COUNT_MAX_AGE_MS, true);
   const rooms = sharedRead(() => roomStats(db), ROOM_STATS_MAX_AGE_MS, false);
   const line = sharedRead(() => lineStats(db), ROOM_STATS_MAX_AGE_MS, false);
   const counter = (name: MetricName) => new client.Counter({ ...metricOptions(name), registers: [registry] });
@@ -120,6 +122,24 @@ export function createMetrics(
       registers: [registry],
       async collect() {
         this.set((await statusCounts()).at / 1000);
+      },
+    }),
+    disputesByStatus: new client.Gauge({
+      ...metricOptions('flashsale_disputes'),
+      registers: [registry],
+      async collect() {
+        const stats = await disputes();
+        this.reset();
+        // The open ones always, 0 where none: an alert's "none waits" reads 0, not no data.
+        for (const status of DISPUTE_NEEDS_RESPONSE_STATUSES) this.set({ status }, 0);
+        for (const r of stats.value.byStatus) this.set({ status: r.status }, r.n);
+      },
+    }),
+    disputeResponseDue: new client.Gauge({
+      ...metricOptions('flashsale_dispute_response_due_timestamp_seconds'),
+      registers: [registry],
+      async collect() {
+        this.set((await disputes()).value.nextDueBy ?? 0);
       },
     }),
   };

@@ -1,7 +1,8 @@
-import { deliverRefundNews } from '../client/refunds';
-import { findPurchaseByPaymentIntent, recordDispute, recordRefundNews } from '../store/payments';
+import { deliverRefundNews, tellOrRefundAgain } from '../client/refunds';
+import { recordDispute } from '../store/disputes';
+import { findPurchaseByPaymentIntent, recordRefundNews } from '../store/payments';
 import { appendAudit, getPurchase, recordPurchase, type PurchaseRecord } from '../store/purchases';
-import { isRefundable } from '../vocabulary';
+import { DISPUTE_LOST_ACTOR, isRefundable } from '../vocabulary';
 import type { ApiDeps } from './deps';
 import type { MoneyNews } from './stripe-events';
 
@@ -69,11 +70,33 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
         await appendAudit(deps.db, purchaseId, 'stripe', 'refunded_outside', {});
       }
       return 'recorded';
-    case 'dispute':
-      await recordDispute(deps.db, purchaseId, news);
-      await appendAudit(deps.db, purchaseId, 'stripe', 'dispute', { disputeId: news.disputeId, status: news.status });
+    case 'dispute': {
+      const { disputeId, status, reason, dueBy } = news;
+      if (!(await recordDispute(deps.db, purchaseId, { disputeId, status, reason, ...(dueBy ? { dueBy } : {}) })))
+        return 'recorded';
+      await appendAudit(deps.db, purchaseId, 'stripe', 'dispute', { disputeId, status });
+      if (status === 'lost') await settleRefundByLostDispute(deps, purchase, disputeId);
       return 'recorded';
+    }
   }
+}
+
+/**
+ * A lost dispute gave the buyer's money back through the bank (the chargeback): a refund of ours still
+ * owed (refused while the dispute was open, failed, or pending) is settled by it, and its saga stops
+ * trying one Stripe will never make (a refund that failed after its saga ended gets a run that records
+ * it). The purchase ends `refunded`, `refund.status: settled`, the reason naming the dispute.
+ */
+async function settleRefundByLostDispute(deps: ApiDeps, purchase: PurchaseRecord, disputeId: string): Promise<void> {
+  const owed = purchase.refund && !['succeeded', 'settled'].includes(purchase.refund.status);
+  if (!owed && purchase.status !== 'needs_attention') return;
+  const note = `settled by the dispute ${disputeId}, lost: the money went back to the buyer through the chargeback`;
+  const told = await tellOrRefundAgain({ temporal: deps.temporal, taskQueue: deps.taskQueue }, purchase, {
+    action: 'settled',
+    actor: DISPUTE_LOST_ACTOR,
+    note,
+  });
+  await appendAudit(deps.db, purchase.purchaseId, 'stripe', 'refund_settled_by_dispute', { disputeId, told });
 }
 
 /**

@@ -5,6 +5,7 @@ import { findHold } from '../store/holds';
 import { getPurchase, type PurchaseRecord } from '../store/purchases';
 import { searchAttributes } from './purchases';
 import {
+  isDisputeOpen,
   isRefundable,
   purchaseWorkflowId,
   refundWorkflowId,
@@ -64,6 +65,8 @@ export async function requestSupportRefund(
       `money went back another way, npm run support -- settle ${input.purchaseId} --note "what was done"`,
   });
   if (record.status === 'refunded' && record.refund) return alreadyRefunded(deps.db, record, input.restock);
+  const disputed = disputeRefusal(record);
+  if (disputed) return { outcome: 'not_refundable', detail: disputed };
   const workflowId = refundWorkflowId(input.purchaseId);
   const handle = deps.temporal.workflow.getHandle<typeof supportRefundWorkflow>(workflowId);
   if (record.status === 'needs_attention' && record.refund?.status === 'failed') {
@@ -117,6 +120,27 @@ export async function requestSupportRefund(
     if (now.status === 'refunded' && now.refund.status === 'pending') return accepted(now.refund);
   }
   return accepted({ status: 'pending', reason: input.reason });
+}
+
+/**
+ * Why a refund is not made while the payment is disputed, or null: Stripe refuses to refund a charge
+ * whose dispute is open (`charge_disputed`), and once the dispute is lost the bank has already given
+ * the money back. A won dispute leaves the charge refundable.
+ */
+function disputeRefusal(record: PurchaseRecord): string | null {
+  const d = record.dispute;
+  if (!d) return null;
+  const which = `the payment is disputed (${d.disputeId}, ${d.reason || 'no reason given'})`;
+  if (isDisputeOpen(d.status)) {
+    const due = d.dueBy ? `, evidence due by ${d.dueBy}` : '';
+    return (
+      `${which} and the dispute is ${d.status}${due}: Stripe refuses refunds while it is open. ` +
+      'Answer the dispute in the Stripe Dashboard (or accept it); a lost dispute gives the money back to the ' +
+      'buyer through the bank, a won one makes the payment refundable again (docs/operations.md, "Disputes")'
+    );
+  }
+  if (d.status === 'lost') return `${which} and the dispute was lost: the money already went back to the buyer`;
+  return null;
 }
 
 /**

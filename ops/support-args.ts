@@ -13,6 +13,7 @@ export const USAGE = `usage: npm run support -- find --buyer <buyerId> | --sessi
        npm run support -- retry-stray <sessionId>
        npm run support -- settle-stray <sessionId> --note "what was done"
        npm run support -- list-attention [--sku SKU]
+       npm run support -- disputes [--all] [--sku SKU]
        npm run support -- notifications list [--channel webhook|email|log] [--json]
        npm run support -- notifications retry <ntf_id>... | --all [--channel webhook|email|log]
 
@@ -30,12 +31,19 @@ For money in needs_attention (Stripe refused a step that settles it, or a refund
 retries with backoff and waits for support), see also npm run sagas -- stuck:
 retry: tells the purchase's waiting saga(s) to try the refused step now, and reports the outcome.
 settle: the step was settled by hand (say, refunded by bank transfer): the saga stops trying and
-records the note (required) as the refund's reason. The purchase ends refunded.
+records the note (required) as the refund's reason. The purchase ends refunded. Also for a purchase
+whose saga keeps failing to expire its Checkout Session (Stripe 5xx: npm run sagas -- stuck names
+it): the saga stops calling, counts the session as closed, and the unit goes back on sale.
 A refund that failed after its saga ended gets a new saga (refund-<purchaseId>) from retry, settle or
 refund: retry and refund make it again (once per failed refund), settle records the note.
 retry-stray, settle-stray: the same for the refund of a stray payment (money paid on a Checkout
 Session that named one of our purchases without being its own), by its session id.
 list-attention: purchases and stray payments in needs_attention, with Stripe's message.
+
+disputes: the purchases whose payment the buyer's bank disputes (chargebacks) and that wait for the
+bank, the most urgent response deadline first, with the Stripe Dashboard's dispute id; --all adds the
+closed ones (won, lost). A payment is not refunded while its dispute is open; a lost dispute settles
+a refund still owed (docs/operations.md, "Disputes").
 
 Buyer notifications the worker gave up on (dead: the merchant's webhook answered a 4xx other than
 408/429, the SMTP server refused for good, a malformed address, or NOTIFY_MAX_ATTEMPTS or
@@ -59,6 +67,7 @@ export type SupportArgs =
   /** retry, settle (a purchase) and retry-stray, settle-stray (a stray payment's session). */
   | { command: 'attend'; on: 'purchase' | 'stray'; target: string; verb: SupportVerb }
   | { command: 'list-attention'; sku?: string }
+  | { command: 'disputes'; all: boolean; sku?: string }
   | { command: 'find'; by: PurchaseLookup; json: boolean }
   | NotificationsArgs;
 
@@ -71,6 +80,7 @@ const COMMANDS = [
   'retry-stray',
   'settle-stray',
   'list-attention',
+  'disputes',
   'notifications',
 ];
 
@@ -109,8 +119,16 @@ export function parse(argv: string[]): SupportArgs | 'help' {
     if (values.restock) throw new UsageError('--restock does not apply to notifications');
     return parseNotifications(positionals.slice(1), values);
   }
+  if (command === 'disputes') {
+    if (target !== undefined) throw new UsageError(`unexpected arguments: ${positionals.slice(1).join(' ')}`);
+    for (const name of ['reason', 'note', 'channel', ...lookups] as const) {
+      if (values[name] !== undefined) throw new UsageError(`--${name} does not apply to disputes`);
+    }
+    if (values.restock || values.json) throw new UsageError('--restock and --json do not apply to disputes');
+    return { command, all: values.all, sku: values.sku?.trim() || undefined };
+  }
   if (values.channel !== undefined || values.all)
-    throw new UsageError('--channel and --all only apply to notifications');
+    throw new UsageError('--channel only applies to notifications, --all to notifications and disputes');
   if (command === 'find') {
     if (target !== undefined) throw new UsageError(`unexpected arguments: ${positionals.slice(1).join(' ')}`);
     if (lookups.length !== 1) throw new UsageError('find: give exactly one of --buyer, --session, --payment-intent');

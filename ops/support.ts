@@ -6,12 +6,14 @@
 // support's path for money in `needs_attention` (a Stripe step refused, a refund failed). `find`
 // looks purchases up by buyer, Checkout Session or PaymentIntent. Exit 0 done, 1 not found, not
 // applicable (or Stripe refused again), 2 usage or configuration errors. `notifications list|retry`
-// shows and requeues the dead buyer notifications (ops/notifications.ts).
+// shows and requeues the dead buyer notifications (ops/notifications.ts). `disputes` lists the
+// disputed payments, the most urgent response deadline first (ops/disputes.ts).
 import os from 'node:os';
 import { requestSupportRefund } from '../client/refunds';
 import { listOversoldOrders } from '../store/purchases';
 import { actOnPurchase, actOnStray, listAttention, type AttentionDeps } from './attention';
 import { openCliClients, runCli } from './cli';
+import { printDisputes } from './disputes';
 import { findAndPrint } from './find-purchases';
 import { runNotifications } from './notifications';
 import { parse, USAGE, type SupportArgs } from './support-args';
@@ -27,11 +29,12 @@ function operator(): string {
 
 async function main(args: SupportArgs): Promise<number> {
   // A lookup reads Postgres only: it works while Temporal is down.
-  const readsPostgresOnly = args.command === 'find' || args.command === 'notifications';
+  const readsPostgresOnly = args.command === 'find' || args.command === 'notifications' || args.command === 'disputes';
   const clients = await openCliClients('support', { db: 'required', temporal: !readsPostgresOnly });
   const db = clients.db!;
   if (readsPostgresOnly) {
     try {
+      if (args.command === 'disputes') return await printDisputes(db, args);
       return args.command === 'find'
         ? await findAndPrint(db, args.by, clients.ui, args.json)
         : await runNotifications(db, args);

@@ -1,8 +1,7 @@
-import type { DisputeSummary } from '../vocabulary';
 import type { Db } from './db';
 import { getPurchase, type PurchaseRecord } from './purchases';
 
-// What Stripe tells about a purchase's money after the payment (refunds, disputes), and money that
+// What Stripe tells about a purchase's money after the payment (refunds; disputes: disputes.ts), and money that
 // arrived on a session that named one of our purchases without being its own (`stray_payments`).
 
 /** The purchase paid with this PaymentIntent (refunds and disputes name the payment, not the purchase). */
@@ -37,15 +36,6 @@ export async function recordRefundNews(
     [purchaseId, news.refundId ?? null, news.status, news.failureReason ?? null, news.reason ?? null],
   );
   return (rowCount ?? 0) > 0;
-}
-
-/** Records a dispute (chargeback) on the purchase: the newest status Stripe reported. */
-export async function recordDispute(db: Db, purchaseId: string, dispute: DisputeSummary): Promise<void> {
-  await db.query(
-    `UPDATE purchases SET dispute_id = $2, dispute_status = $3, dispute_reason = $4, updated_at = now()
-      WHERE purchase_id = $1`,
-    [purchaseId, dispute.disputeId, dispute.status, dispute.reason],
-  );
 }
 
 /** `refused`: not refunded, as Stripe's session or our records showed the money is not stray (no money moved). */

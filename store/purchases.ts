@@ -46,6 +46,7 @@ export interface PurchaseRow {
   dispute_id: string | null;
   dispute_status: string | null;
   dispute_reason: string | null;
+  dispute_due_by: Date | null;
   oversold: boolean;
   settling_at?: Date | null;
   created_at: Date;
@@ -81,7 +82,12 @@ export function toRecord(r: PurchaseRow): PurchaseRecord {
         }
       : undefined,
     dispute: r.dispute_id
-      ? { disputeId: r.dispute_id, status: r.dispute_status ?? '', reason: r.dispute_reason ?? '' }
+      ? {
+          disputeId: r.dispute_id,
+          status: r.dispute_status ?? '',
+          reason: r.dispute_reason ?? '',
+          ...(r.dispute_due_by ? { dueBy: r.dispute_due_by.toISOString() } : {}),
+        }
       : undefined,
     oversold: r.oversold,
     ...(r.settling_at ? { settlingSince: r.settling_at.toISOString() } : {}),

@@ -151,7 +151,31 @@ export interface DisputeSummary {
   disputeId: string;
   status: string;
   reason: string;
+  /** When Stripe wants the merchant's evidence by (`evidence_details.due_by`, ISO time), while it is open. */
+  dueBy?: string;
 }
+
+/** Stripe's dispute statuses while the bank has not decided: the charge cannot be refunded meanwhile. */
+export const OPEN_DISPUTE_STATUSES = [
+  'warning_needs_response',
+  'needs_response',
+  'warning_under_review',
+  'under_review',
+] as const;
+/** Of those, the ones waiting for the merchant's evidence (by `dueBy`). */
+export const DISPUTE_NEEDS_RESPONSE_STATUSES = ['warning_needs_response', 'needs_response'] as const;
+/** Stripe's closed statuses: a later event of the same dispute cannot reopen it on the record. */
+export const CLOSED_DISPUTE_STATUSES = ['won', 'lost', 'warning_closed'] as const;
+
+export function isDisputeOpen(status: string): boolean {
+  return (OPEN_DISPUTE_STATUSES as readonly string[]).includes(status);
+}
+
+/**
+ * Who settles a purchase's pending refund when its dispute is lost: the bank already gave the money
+ * back (the chargeback), so the refund Stripe refuses is not owed any more. The record says so.
+ */
+export const DISPUTE_LOST_ACTOR = 'stripe-dispute';
 
 /** The saga's view of a purchase: what the `purchaseState` query returns and the record stores. */
 export interface PurchaseState {

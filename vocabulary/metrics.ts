@@ -112,6 +112,20 @@ export const METRICS = {
     labels: [],
     help: 'When flashsale_purchases was last counted (Unix time): how stale it is',
   },
+  flashsale_disputes: {
+    type: 'gauge',
+    exportedBy: 'api',
+    labels: ['status'],
+    help: "Disputed payments (chargebacks) by Stripe's dispute status, from the purchase records (counted with flashsale_purchases)",
+    note: `\`status\`: Stripe's (\`needs_response\`, \`under_review\`, \`won\`, \`lost\`, …); ${SAME_ON_EVERY}`,
+  },
+  flashsale_dispute_response_due_timestamp_seconds: {
+    type: 'gauge',
+    exportedBy: 'api',
+    labels: [],
+    help: 'The earliest response deadline of the disputes waiting for evidence (Unix time); 0 when none waits',
+    note: `minus \`time()\`: how long is left to answer the most urgent dispute; ${SAME_ON_EVERY}`,
+  },
   flashsale_room_waiting: {
     type: 'gauge',
     exportedBy: 'api',

@@ -9,7 +9,7 @@ import { parse, USAGE } from '../../../ops/support-args';
 const refusals: [string[], RegExp][] = [
   [
     [],
-    /^missing command: one of find, refund, refund-oversold, retry, settle, retry-stray, settle-stray, list-attention, notifications$/,
+    /^missing command: one of find, refund, refund-oversold, retry, settle, retry-stray, settle-stray, list-attention, disputes, notifications$/,
   ],
   [['refnud', 'p1', '--reason', 'x'], /^unknown command: refnud$/],
   [['refund'], /^missing <purchaseId>$/],
@@ -40,7 +40,15 @@ const refusals: [string[], RegExp][] = [
   [['settle-stray', 'cs_1'], /^--note is required/],
   [['list-attention', 'extra'], /^unexpected arguments: extra$/],
   [['list-attention', '--restock'], /^--restock does not apply to list-attention$/],
-  [['list-attention', '--channel', 'email'], /^--channel and --all only apply to notifications$/],
+  [
+    ['list-attention', '--channel', 'email'],
+    /^--channel only applies to notifications, --all to notifications and disputes$/,
+  ],
+  [['list-attention', '--all'], /^--channel only applies to notifications, --all to notifications and disputes$/],
+  [['disputes', 'p1'], /^unexpected arguments: p1$/],
+  [['disputes', '--reason', 'x'], /^--reason does not apply to disputes$/],
+  [['disputes', '--buyer', 'a'], /^--buyer does not apply to disputes$/],
+  [['disputes', '--json'], /^--restock and --json do not apply to disputes$/],
   [['find'], /^find: give exactly one of --buyer, --session, --payment-intent$/],
   [['find', '--buyer', 'a', '--session', 'b'], /^find: give exactly one of --buyer, --session, --payment-intent$/],
   [['find', 'x'], /^unexpected arguments: x$/],
@@ -118,6 +126,8 @@ test('the good command lines parse to what the CLI does', (t) => {
   });
   t.deepEqual(parse(['list-attention']), { command: 'list-attention', sku: undefined });
   t.deepEqual(parse(['list-attention', '--sku', ' s1 ']), { command: 'list-attention', sku: 's1' });
+  t.deepEqual(parse(['disputes']), { command: 'disputes', all: false, sku: undefined });
+  t.deepEqual(parse(['disputes', '--all', '--sku', 's1']), { command: 'disputes', all: true, sku: 's1' });
   t.deepEqual(parse(['find', '--buyer', 'alice']), { command: 'find', by: { buyerId: 'alice' }, json: false });
   t.deepEqual(parse(['find', '--session', 'cs_1', '--json']), {
     command: 'find',
