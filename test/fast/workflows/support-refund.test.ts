@@ -2,7 +2,7 @@ import test from 'ava';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { RefundInput } from '../../../activities/stripe';
-import type { PurchaseState, RefundEvent, SupportRefundInput } from '../../../vocabulary';
+import { DISPUTE_LOST_ACTOR, type PurchaseState, type RefundEvent, type SupportRefundInput } from '../../../vocabulary';
 import { supportRefundWorkflow } from '../../../workflows';
 import { refundEventSignal, supportActionSignal } from '../../../workflows/definitions';
 import { useFastTemporal } from '../helpers/temporal';
@@ -162,6 +162,23 @@ test('a refund Stripe keeps refusing is flagged at each try, each a new request,
   t.is(flags.length, attempts.length);
   t.like(flags[0], { refund: { failureReason: 'refunding the payment: card_declined' } });
   t.deepEqual(c.notified, ['refunded_by_support']);
+});
+
+test('a refund Stripe refuses for an open dispute is settled by the dispute once it is lost, the record naming the dispute', async (t) => {
+  const c = temporal().world.open({
+    refundPayment: () => {
+      throw refusal('Charge ch_1 has been charged back; cannot issue a refund.');
+    },
+  });
+  c.record = confirmed(c);
+  const h = await refund(c, { restock: false });
+  await until(() => c.record?.status === 'needs_attention', 'the refusal flagged');
+  const note = 'settled by the dispute dp_1, lost: the money went back to the buyer through the chargeback';
+  await h.signal(supportActionSignal, { action: 'settled', actor: DISPUTE_LOST_ACTOR, note });
+  const summary = { status: 'settled', reason: note };
+  t.deepEqual(await h.result(), { purchaseId: c.id, outcome: 'refunded', refund: summary, restocked: false });
+  t.like(c.record, { status: 'refunded', refund: summary });
+  t.is(c.count('restockSale'), 0);
 });
 
 test('a refund that fails after it was made puts the purchase before support and nothing on sale; a late succeeded does not undo the failure; support’s retry makes refund attempt 1', async (t) => {

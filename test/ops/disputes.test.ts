@@ -1,0 +1,150 @@
+import test, { type ExecutionContext } from 'ava';
+import { createStripe } from '../../config/clients';
+import { refundWorkflowId } from '../../vocabulary';
+import { confirmedPurchase, runOpsCli } from '../helpers/attention';
+import { assertInvariants, movements } from '../helpers/db';
+import { until } from '../helpers/poll';
+import { AS_SUPPORT, startSystem, type System } from '../helpers/system';
+
+// The runbook's "Disputes" (docs/operations.md), run against the real stack: the emulator opens and
+// closes disputes as Stripe does and sends their events; the webhook, the support CLI and routes,
+// the sagas and /metrics are the service's own.
+
+async function ownSystem(t: ExecutionContext): Promise<System> {
+  // A database of its own: the dispute gauges count every purchase of the database.
+  const own = await startSystem({ ownDatabase: true });
+  t.teardown(() => own.close());
+  return own;
+}
+
+const supportCli = (on: System, args: string[]) =>
+  runOpsCli('support', args, { TASK_QUEUE: on.taskQueue, DATABASE_URL: on.databaseUrl });
+
+async function paymentOf(on: System, purchaseId: string): Promise<string> {
+  const { rows } = await on.db.query('SELECT payment_intent_id FROM purchases WHERE purchase_id = $1', [purchaseId]);
+  return rows[0].payment_intent_id as string;
+}
+
+/** The buyer's bank disputes the payment; the dispute's id. */
+async function dispute(on: System, paymentIntentId: string): Promise<string> {
+  const opened = await on.emulatorCall('POST', `/_emulator/payment_intents/${paymentIntentId}/dispute`, {
+    reason: 'product_not_received',
+  });
+  if (opened.status !== 200) throw new Error(`disputing: ${opened.status} ${JSON.stringify(opened.body)}`);
+  return opened.body.id as string;
+}
+
+async function refundsAtStripe(on: System, paymentIntentId: string): Promise<number> {
+  const stripe = createStripe({ stripeSecretKey: 'sk_test_emulator', stripeApiUrl: on.emulator.url });
+  return (await stripe.refunds.list({ payment_intent: paymentIntentId })).data.length;
+}
+
+/** A gauge of the API's /metrics once it reads `value` (the counts are refreshed every few seconds). */
+function metricReads(on: System, series: string, value: number): Promise<number> {
+  return until(
+    `${series} to read ${value}`,
+    async () => {
+      const text = (await on.api('GET', '/metrics')).body as string;
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return line && Number(line.split(' ')[1]) === value ? value : undefined;
+    },
+    45_000,
+    500,
+  );
+}
+
+test('a disputed payment is listed with its deadline, counted, and not refunded while the dispute is open', async (t) => {
+  const own = await ownSystem(t);
+  const { sku, purchaseId } = await confirmedPurchase(own, 'dispute-open');
+  const pi = await paymentOf(own, purchaseId);
+  const disputeId = await dispute(own, pi);
+  const recorded = await own.waitForPurchase(purchaseId, (p) => p.dispute_status === 'needs_response');
+  t.is(recorded.dispute_id, disputeId);
+  const dueBy = (recorded.dispute_due_by as Date).getTime();
+  t.true(dueBy > Date.now() + 6 * 86_400_000, `due ${new Date(dueBy).toISOString()}`);
+
+  // Support lists it, the most urgent first, with how long is left.
+  const listed = await supportCli(own, ['disputes', '--sku', sku]);
+  t.is(listed.code, 0, listed.stderr);
+  t.regex(listed.stdout, new RegExp(`${disputeId}  needs_response  product_not_received  evidence due in 6d \\d+h`));
+  t.regex(
+    listed.stdout,
+    new RegExp(`purchase ${purchaseId}  ${sku}  dispute-open  \\d+ \\w+ minor units  \\(confirmed\\)`),
+  );
+  // The gauges say so, and when the answer is due.
+  await metricReads(own, 'flashsale_disputes{status="needs_response"}', 1);
+  await metricReads(own, 'flashsale_dispute_response_due_timestamp_seconds', dueBy / 1000);
+
+  // Support's refund is refused, by the CLI and the route alike, and nothing reaches Stripe.
+  const cli = await supportCli(own, ['refund', purchaseId, '--reason', 'never arrived']);
+  t.is(cli.code, 1);
+  t.regex(
+    cli.stderr,
+    new RegExp(
+      `the payment is disputed \\(${disputeId}, product_not_received\\) and the dispute is needs_response, evidence due by`,
+    ),
+  );
+  const route = await own.api(
+    'POST',
+    `/v1/support/purchases/${purchaseId}/refund`,
+    { reason: 'x', restock: true },
+    AS_SUPPORT,
+  );
+  t.is(route.status, 409);
+  t.like(route.body, { type: 'not-refundable' });
+  t.regex(route.body.detail, /Stripe refuses refunds while it is open/);
+  t.is(await refundsAtStripe(own, pi), 0);
+  t.like(await own.waitForPurchase(purchaseId, () => true), { status: 'confirmed' });
+  await assertInvariants(t, own.db, sku);
+});
+
+test('a refund Stripe refused for an open dispute is settled when the dispute is lost: refunded by the chargeback, nothing refunded twice', async (t) => {
+  const own = await ownSystem(t);
+  const { sku, purchaseId } = await confirmedPurchase(own, 'dispute-lost');
+  const pi = await paymentOf(own, purchaseId);
+  // The dispute's news is late: support refunds before the record knows, and Stripe refuses it.
+  await own.emulatorCall('POST', '/_emulator/webhooks', { pause: true });
+  t.teardown(() => own.emulatorCall('POST', '/_emulator/webhooks', { pause: false }));
+  const disputeId = await dispute(own, pi);
+  const asked = await own.api(
+    'POST',
+    `/v1/support/purchases/${purchaseId}/refund`,
+    { reason: 'never arrived', restock: false },
+    AS_SUPPORT,
+  );
+  t.is(asked.status, 409, JSON.stringify(asked.body));
+  t.like(asked.body, { purchaseStatus: 'needs_attention' });
+  t.regex(asked.body.detail, /charged back|charge_disputed/);
+  await own.emulatorCall('POST', '/_emulator/webhooks', { pause: false });
+  await own.waitForPurchase(purchaseId, (p) => p.dispute_status === 'needs_response');
+  t.is((await own.waitForPurchase(purchaseId, () => true)).status, 'needs_attention');
+
+  // The runbook: leave it. The dispute is lost (no evidence): the money went back through the bank.
+  const lost = await own.emulatorCall('POST', `/_emulator/disputes/${disputeId}/close`, { outcome: 'lost' });
+  t.is(lost.status, 200, JSON.stringify(lost.body));
+  const settled = await own.waitForPurchase(purchaseId, (p) => p.status === 'refunded', 30_000);
+  t.like(settled, { dispute_status: 'lost', refund_status: 'settled' });
+  t.is(
+    settled.refund_reason,
+    `settled by the dispute ${disputeId}, lost: the money went back to the buyer through the chargeback`,
+  );
+  await own.temporal.workflow.getHandle(refundWorkflowId(purchaseId)).result();
+  const { rows } = await own.db.query(
+    `SELECT actor, detail FROM audit_log WHERE purchase_id = $1 AND action = 'refund_settled_by_dispute'`,
+    [purchaseId],
+  );
+  t.is(rows.length, 1);
+  t.like(rows[0], { actor: 'stripe', detail: { disputeId, told: [refundWorkflowId(purchaseId)] } });
+  // No refund at Stripe, the unit not put back on sale, nothing waits for support any more.
+  t.is(await refundsAtStripe(own, pi), 0);
+  t.is(await movements(own.db, purchaseId, 'refund_restock'), 0);
+  await metricReads(own, 'flashsale_purchases{status="needs_attention"}', 0);
+  await metricReads(own, 'flashsale_disputes{status="lost"}', 1);
+  // Lost, it is refused again rather than refunded twice; listed with --all only.
+  const again = await supportCli(own, ['refund', purchaseId, '--reason', 'again']);
+  t.is(again.code, 0, 'already refunded: answered from the record');
+  t.regex(again.stdout, /refund settled/);
+  t.regex((await supportCli(own, ['disputes', '--sku', sku])).stdout, new RegExp(`^no open disputes of ${sku}`));
+  t.regex((await supportCli(own, ['disputes', '--all', '--sku', sku])).stdout, new RegExp(`${disputeId}  lost`));
+  await assertInvariants(t, own.db, sku);
+});
