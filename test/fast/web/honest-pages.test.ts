@@ -180,6 +180,30 @@ test('the order line breaks the amount down by unit, and the confirmed page says
   t.regex(two, /This page is\s+your receipt/);
 });
 
+test('the confirmed page is a receipt: when it was confirmed and where it ships, line by line, as text', (t) => {
+  const receipt = purchasePage(
+    {
+      ...awaiting,
+      status: 'confirmed',
+      confirmedAt: '2026-12-01T17:40:05.000Z',
+      shippingLines: ['Ann <b>Martin</b>', '12 Rue de la Paix', '75002 Paris', 'FR'],
+    },
+    alice,
+    { left: false, now },
+  );
+  t.regex(receipt, /<time datetime="2026-12-01T17:40:05.000Z" id="confirmed-at">1 Dec 2026, 17:40 UTC<\/time>/);
+  t.regex(
+    receipt,
+    /<address id="ships-to">Ann &lt;b&gt;Martin&lt;\/b&gt;<br \/>12 Rue de la Paix<br \/>75002 Paris<br \/>FR<\/address>/,
+  );
+  t.regex(receipt, /your order is sent to this address/);
+  const noAddress = purchasePage({ ...awaiting, status: 'late_confirmed' }, alice, { left: false, now });
+  t.notRegex(noAddress, /id="receipt"/);
+  t.regex(noAddress, /nothing more for you to do/);
+  const unpaid = purchasePage({ ...awaiting, confirmedAt: '2026-12-01T17:40:05.000Z' }, alice, { left: false, now });
+  t.notRegex(unpaid, /id="next"/, 'no receipt before it is confirmed');
+});
+
 test('a line sold out for now says so, when a unit may come back, and whether it may reach this buyer', (t) => {
   const near = queuePage(
     {
