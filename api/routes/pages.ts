@@ -2,18 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { Router } from '@koa/router';
 import type Koa from 'koa';
 import { perPurchaseLimit, refusalInWords, rulesInWords, splitRuleTerms } from '../../store/rules';
-import { isPaid, type ProductTerms } from '../../vocabulary';
+import type { ProductTerms } from '../../vocabulary';
 import { homePage, productPage, type ProductModel, type Viewer } from '../../web/catalogue';
 import { purchasePage, purchasesPage } from '../../web/purchase';
 import { buyerPurchases } from '../../store/purchases';
-import { confirmationOf, shippingLines } from '../../store/confirmation';
+import { shippingLines } from '../../store/confirmation';
 import { findTicket } from '../../store/room';
 import { queuePage } from '../../web/queue';
 import { pageBuyer } from '../buyer-session';
 import { productView, type ProductView } from '../catalogue-view';
 import type { ApiDeps } from '../deps';
 import { Problem } from '../problem';
-import { checkoutQueueView, purchaseView, visiblePurchase } from '../purchase-flow';
+import { checkoutQueueView, purchaseView, receiptOf, receiptView, visiblePurchase } from '../purchase-flow';
 
 // The buyer's pages (GET): what is on sale, a product, a purchase's outcome, a place in a queue.
 // Rendering is web/'s; here: who is looking, what to read, and the HTTP around it. Errors become
@@ -106,15 +106,15 @@ export function pageRoutes(deps: ApiDeps): Router {
     if (!buyer) throw new Problem(401, 'unauthorized', 'sign in to see your purchase');
     const record = await visiblePurchase(deps, ctx.params.id, { support: false, buyerId: buyer });
     const view = purchaseView(record, await checkoutQueueView(deps, record));
+    const receipt = await receiptOf(deps, record);
     // The page's script polls this path for the purchase's JSON (GET /v1/purchases/:id's answer): the
     // cookie is the buyer here, and the JSON API takes a bearer token only.
     if (ctx.accepts('html', 'json') === 'json') {
       ctx.set('Cache-Control', 'no-store');
-      ctx.body = view;
+      ctx.body = { ...view, ...receiptView(receipt) };
       return;
     }
     const pv = await productView(deps, view.sku).catch(() => undefined);
-    const { confirmedAt, shipping } = isPaid(record.status) ? await confirmationOf(deps.db, record.purchaseId) : {};
     const product = pv && modelOf(pv);
     // A rule's refusal in the buyer's words, naming the product (the record keeps the rule's own).
     const plain = (reason: string) =>
@@ -127,8 +127,8 @@ export function pageRoutes(deps: ApiDeps): Router {
           productName: product?.name,
           ...(view.reason ? { reason: plain(view.reason) } : {}),
           ...(view.refund ? { refund: { ...view.refund, reason: plain(view.refund.reason) } } : {}),
-          ...(confirmedAt ? { confirmedAt } : {}),
-          ...(shipping ? { shippingLines: shippingLines(shipping) } : {}),
+          ...(receipt.confirmedAt ? { confirmedAt: receipt.confirmedAt } : {}),
+          ...(receipt.shipping ? { shippingLines: shippingLines(receipt.shipping) } : {}),
         },
         { buyer },
         {

@@ -12,6 +12,8 @@ import {
   deadline,
   placePurchase,
   purchaseView,
+  receiptOf,
+  receiptView,
   unavailable,
   visiblePurchase,
 } from '../purchase-flow';
@@ -47,7 +49,10 @@ export function purchaseRoutes(deps: ApiDeps): Router {
 
   router.get('/v1/purchases/:id', async (ctx) => {
     const record = await visiblePurchase(deps, ctx.params.id, await readerOf(ctx, deps));
-    ctx.body = purchaseView(record, await checkoutQueueView(deps, record));
+    ctx.body = {
+      ...purchaseView(record, await checkoutQueueView(deps, record)),
+      ...receiptView(await receiptOf(deps, record)),
+    };
   });
 
   /** The buyer gives up: the saga releases the hold and expires the session (a cancel update). 409 once paid. */

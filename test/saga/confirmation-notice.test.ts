@@ -99,6 +99,23 @@ test('a confirmed buyer is told once, with the order, when and where it ships, t
   t.true(message.includes(`${at.toISOString().slice(11, 16)} UTC`), `${message} says when: ${at.toISOString()}`);
   t.true(message.includes('It ships to Ann Martin, 12 Rue de la Paix, 75002 Paris, FR.'), message);
   t.true(message.endsWith(`/purchases/${purchaseId}`), message);
+  // The JSON API says the same (GET /v1/purchases/:id's confirmedAt and shipping).
+  const got = await sys.purchase(purchaseId);
+  t.like(got.body, {
+    status: 'confirmed',
+    confirmedAt: at.toISOString(),
+    shipping: {
+      name: 'Ann Martin',
+      address: {
+        line1: '12 Rue de la Paix',
+        line2: null,
+        city: 'Paris',
+        postalCode: '75002',
+        state: null,
+        country: 'FR',
+      },
+    },
+  });
 
   // The completed session's event was delivered three times, all answered 200 by the API.
   const sessionId = await sessionOf(sys.db, purchaseId);
@@ -127,4 +144,7 @@ test('a purchase of a product that ships nowhere is told too, without an address
   t.is(rows[0].kind, 'confirmed');
   t.regex(rows[0].message, /^Your purchase is confirmed: 1 × Notice ticket, €25\.00, paid on .+ UTC\. Your receipt: /);
   t.false(rows[0].message.includes('ships'));
+  const got = await sys.purchase(bought.body.purchaseId);
+  t.truthy(Date.parse(got.body.confirmedAt));
+  t.false('shipping' in got.body, 'no address was collected');
 });
