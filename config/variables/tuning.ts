@@ -185,7 +185,7 @@ export const TUNING_VARIABLES: readonly Variable[] = [
     name: 'NOTIFY_WEBHOOK_URL',
     section: 'service',
     readBy: ['worker'],
-    doc: 'the merchant\'s endpoint for buyer notifications (refunded because sold out, ...): POSTed as JSON `{type: "buyer.notification", id, purchaseId, buyerId, kind, message, createdAt}` with Standard Webhooks headers (`webhook-id`, the same on every retry and in `idempotency-key`; `webhook-timestamp`; `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`). At least once; a 5xx, 408, 429 or network error is retried with exponential backoff, any other 4xx is dead at once (`npm run support -- notifications list`)',
+    doc: 'the merchant\'s endpoint for buyer notifications (a purchase confirmed, refunded because sold out, ...): POSTed as JSON `{type: "buyer.notification", id, purchaseId, buyerId, kind, message, createdAt}` with Standard Webhooks headers (`webhook-id`, the same on every retry and in `idempotency-key`; `webhook-timestamp`; `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`). At least once; a 5xx, 408, 429 or network error is retried with exponential backoff, any other 4xx is dead at once (`npm run support -- notifications list`)',
     example: '',
   },
   {
