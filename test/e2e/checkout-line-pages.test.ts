@@ -1,0 +1,30 @@
+import test from 'ava';
+import { axeClean, pageSuite } from '../helpers/page-suite';
+
+// A purchase whose Checkout Session waits for its turn in the Stripe budget, in Chromium at a phone's
+// size with axe-core (issue 32, item 12): "Preparing your checkout" with the buyers ahead and the
+// wait, then on to the payment page by itself once the session opens. The budget is slow (one
+// checkout every 18 s, on a database of this file's own), so the second buyer's turn is far enough
+// off for the page to be seen before it.
+
+const suite = pageSuite(test, { ownDatabase: true, devSignIn: true, checkoutsPerSecond: 0.05 });
+
+test('a checkout waiting for its turn reads "Preparing your checkout", then goes on to pay by itself', async (t) => {
+  const sku = await suite.sys.createProduct({ name: 'Line sneaker', stock: 5 });
+  // The first buyer takes the budget's next turn; the second's comes one turn later.
+  const first = await suite.sys.buy(sku, 'cl-first');
+  t.true([201, 202].includes(first.status), JSON.stringify(first.body));
+
+  const page = await suite.page(t, { buyer: 'cl-second', timeoutMs: 60_000 });
+  await page.goto(`${suite.sys.apiUrl}/p/${sku}`);
+  await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/purchases/')), page.locator('#buy').click()]);
+  t.is(new URL(page.url()).searchParams.get('then'), 'pay');
+  t.is(await page.locator('h1').textContent(), 'Preparing your checkout');
+  t.regex((await page.locator('#outcome').textContent()) ?? '', /(You are next|buyers? (is|are) ahead of you), about/);
+  t.is(await page.locator('#pay').count(), 0, 'nothing to pay yet');
+  await axeClean(t, page, 'preparing your checkout');
+
+  // The turn comes: the page takes the buyer on to the payment page, without a click.
+  await page.waitForURL((u) => u.pathname.startsWith('/checkout/cs_'));
+  t.pass();
+});
