@@ -88,8 +88,8 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
  * it). The purchase ends `refunded`, `refund.status: settled`, the reason naming the dispute.
  */
 async function settleRefundByLostDispute(deps: ApiDeps, purchase: PurchaseRecord, disputeId: string): Promise<void> {
-  const owed = purchase.refund && !['succeeded', 'settled'].includes(purchase.refund.status);
-  if (!owed && purchase.status !== 'needs_attention') return;
+  // Only a refund: whatever else a saga may wait for (a session's expire) a chargeback does not settle.
+  if (!purchase.refund || ['succeeded', 'settled'].includes(purchase.refund.status)) return;
   const note = `settled by the dispute ${disputeId}, lost: the money went back to the buyer through the chargeback`;
   const told = await tellOrRefundAgain({ temporal: deps.temporal, taskQueue: deps.taskQueue }, purchase, {
     action: 'settled',

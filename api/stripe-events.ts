@@ -153,13 +153,14 @@ export function toMoneyNews(event: Stripe.Event): MoneyNews | null {
     return { kind: 'charge_refunded', paymentIntentId: idOf(obj.payment_intent), fully: obj.refunded === true };
   }
   if (event.type.startsWith('charge.dispute.')) {
-    const dueBy = obj.evidence_details?.due_by;
+    // Unix seconds; anything else (a malformed event) is left out rather than thrown on.
+    const dueAt = new Date(Number(obj.evidence_details?.due_by ?? NaN) * 1000);
     return {
       kind: 'dispute',
       disputeId: obj.id,
       status: obj.status ?? '',
       reason: obj.reason ?? '',
-      ...(typeof dueBy === 'number' ? { dueBy: new Date(dueBy * 1000).toISOString() } : {}),
+      ...(Number.isNaN(dueAt.getTime()) ? {} : { dueBy: dueAt.toISOString() }),
       paymentIntentId: idOf(obj.payment_intent),
     };
   }

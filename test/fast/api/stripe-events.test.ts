@@ -1,5 +1,5 @@
 import test from 'ava';
-import { EXPIRE_ANSWER_GRACE_MS, whyTheSagaNeedNotHear } from '../../../api/stripe-events';
+import { EXPIRE_ANSWER_GRACE_MS, toMoneyNews, whyTheSagaNeedNotHear } from '../../../api/stripe-events';
 import { PURCHASE_STATUSES, type PurchaseStatus } from '../../../vocabulary';
 
 // Which of a purchase's own events the webhook keeps from its saga (api/stripe-events.ts): each one
@@ -69,4 +69,30 @@ test('a closed purchase keeps back every event that brings no money', (t) => {
   // A late first word of a delayed payment (completed, unpaid) of a paid purchase.
   t.truthy(whyTheSagaNeedNotHear({ ...paid, paymentStatus: 'unpaid' }, of('confirmed'), now));
   t.is(whyTheSagaNeedNotHear({ ...paid, paymentStatus: 'unpaid' }, of('expired'), now), null);
+});
+
+test('a dispute’s news carries its evidence deadline, and a malformed one is left out, not thrown on', (t) => {
+  const event = (evidence_details: unknown) =>
+    ({
+      type: 'charge.dispute.created',
+      data: {
+        object: {
+          id: 'dp_1',
+          status: 'needs_response',
+          reason: 'fraudulent',
+          payment_intent: 'pi_1',
+          evidence_details,
+        },
+      },
+    }) as unknown as Parameters<typeof toMoneyNews>[0];
+  t.deepEqual(toMoneyNews(event({ due_by: 1_765_000_000 })), {
+    kind: 'dispute',
+    disputeId: 'dp_1',
+    status: 'needs_response',
+    reason: 'fraudulent',
+    dueBy: '2025-12-06T05:46:40.000Z',
+    paymentIntentId: 'pi_1',
+  });
+  for (const bad of [null, { due_by: null }, { due_by: 1e20 }, { due_by: 'soon' }])
+    t.is((toMoneyNews(event(bad)) as { dueBy?: string }).dueBy, undefined, JSON.stringify(bad));
 });
