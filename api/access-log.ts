@@ -45,9 +45,17 @@ const REPEATED_READS = new Set([
   '/p/:sku',
 ]);
 
-/** A request's access-log level: `warn` for 5xx, `debug` for a repeated read (REPEATED_READS), else `info`. */
-export function accessLogLevel(method: string, route: string, status: number): 'warn' | 'info' | 'debug' {
-  if (status >= 500) return 'warn';
+/**
+ * A request's access-log level: `warn` for a 5xx (unless its route answered it on purpose:
+ * `expectedFailure`, a draining /readyz), `debug` for a repeated read (REPEATED_READS), else `info`.
+ */
+export function accessLogLevel(
+  method: string,
+  route: string,
+  status: number,
+  expectedFailure = false,
+): 'warn' | 'info' | 'debug' {
+  if (status >= 500 && !expectedFailure) return 'warn';
   return (method === 'GET' || method === 'HEAD') && REPEATED_READS.has(route) ? 'debug' : 'info';
 }
 
@@ -80,7 +88,8 @@ export function accessLog(logger: Logger, metrics: Pick<Metrics, 'httpSeconds'>)
         durationMs: Math.round(seconds * 1e4) / 10,
         ip,
       };
-      requestLog(ctx)[accessLogLevel(ctx.method, route, ctx.status)](line, 'request');
+      const expected = ctx.state.expectedFailure === true;
+      requestLog(ctx)[accessLogLevel(ctx.method, route, ctx.status, expected)](line, 'request');
     }
   };
 }

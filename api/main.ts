@@ -120,13 +120,19 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log(`${signal}, draining`);
+    log(
+      `${signal}, draining: /readyz answers 503 for ${config.shutdownGraceMs} ms (SHUTDOWN_GRACE_MS), then the listener closes and requests in flight get ${DRAIN_MS} ms`,
+    );
     deps.lifecycle.draining = true;
     // /readyz answers 503 for a while before the listener closes, so load balancers stop sending first.
     await new Promise((r) => setTimeout(r, config.shutdownGraceMs));
-    const closed = new Promise((r) => server.close(r));
+    const open = await new Promise<number>((r) => server.getConnections((_, n) => r(n)));
+    log(`drain: closing the listener, ${open} connection(s) open`);
+    const closed = new Promise((r) => server.close(r)).then(() => true);
     server.closeIdleConnections();
-    await Promise.race([closed, new Promise((r) => setTimeout(r, DRAIN_MS))]);
+    const drained = await Promise.race([closed, new Promise<false>((r) => setTimeout(() => r(false), DRAIN_MS))]);
+    if (!drained) root.warn(`drain: requests still in flight after ${DRAIN_MS} ms; closing their connections`);
+    else log('drain: every request answered');
     server.closeAllConnections();
     await connection.close();
     await admitter.close();
@@ -135,6 +141,7 @@ async function main(): Promise<void> {
     clock.close();
     await db.end();
     await activeTracing()?.shutdown();
+    log('stopped: Temporal connection, Postgres pool and listeners closed');
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

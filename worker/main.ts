@@ -4,6 +4,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
 import { createPool, createStripe, nativeConnectionOptions, reaching } from '../config/clients';
 import { loadWorkerConfig } from '../config';
+import { variable } from '../config/variables';
 import { loadNotifyConfig } from '../config/notify';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
 import { activeTracing, temporalClientInterceptors } from '../config/tracing';
@@ -120,6 +121,13 @@ async function main(): Promise<void> {
       'no NOTIFY_WEBHOOK_URL, SMTP_URL or NOTIFY_LOG: buyer notifications wait in the notifications table, undelivered',
     );
   } else log.info(`buyer notifications delivered by ${notifier.channels.join(', ')}`);
+  if (config.taskQueue !== variable('TASK_QUEUE').default) {
+    // The server's dynamic config keeps the Stripe queue in one partition by its name: another name
+    // gets the default four, each enforcing a share of the budget (measured 1.1-1.2x Stripe's floor).
+    log.warn(
+      `TASK_QUEUE is "${config.taskQueue}": name "${stripeTaskQueue(config.taskQueue)}" in the Temporal server's dynamic config (matching.numTaskqueueReadPartitions and matching.numTaskqueueWritePartitions 1, as deploy/temporal/dynamicconfig.yaml does for purchases-stripe), or its budget is split over the default 4 partitions and checkouts open 1.1-1.2x slower than the budget allows (the dev server of npm start keeps every queue in one)`,
+    );
+  }
   const handOver = startHandOver(db, notifier, (line) => log.info(line));
   log.info(
     {

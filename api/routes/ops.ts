@@ -43,6 +43,8 @@ export function opsRoutes(deps: ApiDeps): Router {
     ]);
     const ready = !deps.lifecycle.draining && Object.values(checks).every((v) => v === 'ok');
     ctx.status = ready ? 200 : 503;
+    // A draining process says 503 on purpose, to every probe of every balancer: not a warn line each.
+    if (deps.lifecycle.draining) ctx.state.expectedFailure = true;
     ctx.body = { status: deps.lifecycle.draining ? 'draining' : ready ? 'ready' : 'not_ready', checks };
   });
   const metricsAccess: Koa.Middleware = deps.metricsToken

@@ -87,7 +87,7 @@ export const SERVICE_VARIABLES: readonly Variable[] = [
     section: 'service',
     readBy: ALL,
     default: 'purchases',
-    doc: 'task queue of the purchase and refund workflows (the Stripe calls run on `<TASK_QUEUE>-stripe`)',
+    doc: "task queue of the purchase and refund workflows (the Stripe calls run on `<TASK_QUEUE>-stripe`). Another name needs its Stripe queue in the Temporal server's dynamic config too (`deploy/temporal/dynamicconfig.yaml` names `purchases-stripe`): in four partitions the budget is enforced four ways and a drop runs 1.1–1.2x slower; the worker warns at start",
     example: 'purchases',
   },
   {

@@ -57,9 +57,18 @@ const health = async (url: string, path: string) => {
 test("the worker's /healthz says 503 while Temporal does not answer, and 200 again once it does; /livez stays 200", async (t) => {
   const sys = await startSystem({ worker: false });
   const relay = await freezableRelay(temporalAddress());
-  const worker = await startWorkerProcess(sys, { TEMPORAL_ADDRESS: relay.address });
+  let worker: Awaited<ReturnType<typeof startWorkerProcess>> | undefined;
   try {
-    t.deepEqual(await health(worker.url, '/healthz'), {
+    worker = await startWorkerProcess(sys, { TEMPORAL_ADDRESS: relay.address });
+    const w = worker;
+    // Its task queue is not the default: its Stripe queue is in no dynamic config, and it says so.
+    t.true(
+      w.lines.some(
+        (l) =>
+          l.level === 'warn' && l.msg.startsWith(`TASK_QUEUE is "${sys.taskQueue}": name "${sys.taskQueue}-stripe"`),
+      ),
+    );
+    t.deepEqual(await health(w.url, '/healthz'), {
       status: 200,
       body: { status: 'ok', worker: 'RUNNING', temporal: 'ok' },
     });
@@ -67,7 +76,7 @@ test("the worker's /healthz says 503 while Temporal does not answer, and 200 aga
     // dashboard's panel and the alerts group by).
     const sku = await sys.createProduct();
     t.is((await sys.buy(sku, 'health-buyer')).status, 201);
-    const scrape = await (await fetch(`${worker.url}/metrics`)).text();
+    const scrape = await (await fetch(`${w.url}/metrics`)).text();
     const series = scrape.split('\n').filter((l) => l.startsWith('temporal_activity_schedule_to_start_latency_count'));
     t.true(
       series.some((l) => l.includes(`task_queue="${sys.taskQueue}-stripe"`)),
@@ -82,14 +91,14 @@ test("the worker's /healthz says 503 while Temporal does not answer, and 200 aga
     const down = await until(
       'a /healthz that says Temporal is unreachable',
       async () => {
-        const h = await health(worker.url, '/healthz');
+        const h = await health(w.url, '/healthz');
         return h.status === 503 ? h : undefined;
       },
       30_000,
       250,
     );
     t.deepEqual(down.body, { status: 'down', worker: 'RUNNING', temporal: 'unreachable' });
-    t.deepEqual(await health(worker.url, '/livez'), { status: 200, body: { status: 'ok', worker: 'RUNNING' } });
+    t.deepEqual(await health(w.url, '/livez'), { status: 200, body: { status: 'ok', worker: 'RUNNING' } });
 
     // The alert's input: the worker's long polls fail at the transport while the server hangs.
     const transport = selectorsOf(
@@ -98,7 +107,7 @@ test("the worker's /healthz says 503 while Temporal does not answer, and 200 aga
     await until(
       'a long-poll failure at the transport',
       async () => {
-        const text = await (await fetch(`${worker.url}/metrics`)).text();
+        const text = await (await fetch(`${w.url}/metrics`)).text();
         return selectedValues(text, transport).some((v) => v > 0) || undefined;
       },
       150_000,
@@ -110,7 +119,7 @@ test("the worker's /healthz says 503 while Temporal does not answer, and 200 aga
     const up = await until(
       'a /healthz that says Temporal answers again',
       async () => {
-        const h = await health(worker.url, '/healthz');
+        const h = await health(w.url, '/healthz');
         return h.status === 200 ? h : undefined;
       },
       60_000,
@@ -119,9 +128,11 @@ test("the worker's /healthz says 503 while Temporal does not answer, and 200 aga
     t.deepEqual(up.body, { status: 'ok', worker: 'RUNNING', temporal: 'ok' });
   } finally {
     relay.thaw();
-    const exited = new Promise((r) => worker.child.once('exit', r));
-    worker.child.kill('SIGTERM');
-    await exited;
+    if (worker && worker.child.exitCode === null) {
+      const exited = new Promise((r) => worker!.child.once('exit', r));
+      worker.child.kill('SIGTERM');
+      await exited;
+    }
     await relay.close();
     await sys.close();
   }
