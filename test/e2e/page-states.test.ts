@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
 import type { Page } from 'playwright-core';
+import { supportRefundFailedAfterSagaEnded } from '../helpers/attention';
 import { asBuyer } from '../helpers/credentials';
 import { axeClean, pageSuite, ROOM_PAGES_SYSTEM } from '../helpers/page-suite';
 import { sessionOf } from '../helpers/system';
@@ -9,7 +10,7 @@ import { sessionOf } from '../helpers/system';
 // pass through, each reached for real in Chromium at a phone's size, with axe-core on each (issue 32:
 // axe on every state): "confirming your payment" and its update in place, My purchases, a failed
 // bank debit, a late sale, the refusals a Buy may meet (already reserved, over the limit), a page
-// that does not exist, and a turn that passed.
+// that does not exist, money waiting for support, and a turn that passed.
 
 const suite = pageSuite(test, ROOM_PAGES_SYSTEM);
 
@@ -115,6 +116,14 @@ test('the refusals a Buy may meet are pages in words: already reserved, more tha
   const missing = await page.goto(`${suite.sys.apiUrl}/p/no-such-${randomUUID()}`);
   t.is(missing?.status(), 404);
   await axeClean(t, page, 'no such product');
+});
+
+test('money that waits for support reads "needs attention", with the failed refund in words', async (t) => {
+  const { purchaseId } = await supportRefundFailedAfterSagaEnded(suite.sys, 'ps-fay');
+  const page = await purchasePage(t, 'ps-fay', purchaseId);
+  t.is(await page.locator('h1').textContent(), 'Your purchase needs attention');
+  t.regex((await page.locator('#refund').textContent()) ?? '', /failed; support will make it by hand/);
+  await axeClean(t, page, 'needs attention, a refund failed');
 });
 
 test('a turn that passed unused reads so on the queue page', async (t) => {
