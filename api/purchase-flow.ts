@@ -4,8 +4,7 @@ import { checkForBots } from './bot-check';
 import type { Admission } from '../store/admission';
 import { checkoutQueueOf, takeCheckoutSlot } from '../store/checkout-line';
 import { getPurchase, purchaseIdFor, type PurchaseRecord } from '../store/purchases';
-import { isFinal, isPaid, type PurchaseInput, type PurchaseRequest, type PurchaseState } from '../vocabulary';
-import { confirmationOf, type Confirmation } from '../store/confirmation';
+import { isFinal, type PurchaseInput, type PurchaseRequest, type PurchaseState } from '../vocabulary';
 import { DEFAULT_CHECKOUTS_PER_SECOND } from './checkout-pace';
 import type { ApiDeps } from './deps';
 import { invalid, Problem } from './problem';
@@ -91,37 +90,6 @@ export function purchaseView(p: PurchaseState & { settlingSince?: string }, queu
     ...(p.refund ? { refund: { status: p.refund.status, reason: p.refund.reason } } : {}),
     ...(p.dispute ? { dispute: { status: p.dispute.status, reason: p.dispute.reason } } : {}),
     ...(p.oversold ? { oversold: true } : {}),
-  };
-}
-
-/** A paid purchase's receipt (store/confirmation.ts): when it was confirmed, where it ships; nothing before it is paid. */
-export async function receiptOf(
-  deps: Pick<ApiDeps, 'db'>,
-  p: Pick<PurchaseState, 'purchaseId' | 'status'>,
-): Promise<Confirmation> {
-  return isPaid(p.status) ? confirmationOf(deps.db, p.purchaseId) : {};
-}
-
-/** The receipt as GET /v1/purchases/:id adds it: `confirmedAt`, and `shipping` in the API's camelCase. */
-export function receiptView(c: Confirmation) {
-  const a = c.shipping?.address;
-  return {
-    ...(c.confirmedAt ? { confirmedAt: c.confirmedAt } : {}),
-    ...(a
-      ? {
-          shipping: {
-            ...(c.shipping?.name ? { name: c.shipping.name } : {}),
-            address: {
-              line1: a.line1 ?? null,
-              line2: a.line2 ?? null,
-              city: a.city ?? null,
-              postalCode: a.postal_code ?? null,
-              state: a.state ?? null,
-              country: a.country ?? null,
-            },
-          },
-        }
-      : {}),
   };
 }
 

@@ -12,11 +12,10 @@ import {
   deadline,
   placePurchase,
   purchaseView,
-  receiptOf,
-  receiptView,
   unavailable,
   visiblePurchase,
 } from '../purchase-flow';
+import { receiptOf, receiptView } from '../receipt';
 
 /** How long a cancel waits for the saga to give the hold back before answering with what it knows. */
 const CANCEL_TIMEOUT_MS = 5_000;
