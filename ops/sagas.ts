@@ -49,6 +49,14 @@ function render(scan: StuckScan, args: SagasArgs, now: Date, ui: TemporalUi): st
       );
     }
   }
+  if (scan.stuck.some((s) => s.pendingActivity?.activityType === 'expireCheckout')) {
+    lines.push(
+      '',
+      'expireCheckout failing: Stripe keeps failing to expire the session (docs/operations.md, "A Stripe step that keeps failing"):',
+      '  it ends by itself once Stripe says the session expired (at its expires_at, or expired by hand: stripe checkout sessions expire cs_...)',
+      '  npm run support -- settle <purchaseId> --note  when Stripe will not: the saga counts the session closed, the unit goes back on sale',
+    );
+  }
   if (scan.truncated)
     lines.push('', `warning: a query returned more than --limit ${args.limit} workflows; raise it to see all`);
   lines.push(

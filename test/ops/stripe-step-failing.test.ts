@@ -45,6 +45,8 @@ async function stuckOnExpire(t: ExecutionContext, own: System, buyer: string) {
     500,
   );
   t.true(found.stdout.includes(purchaseWorkflowId(purchaseId)), found.stdout);
+  // ... and points at the runbook's entry.
+  t.true(found.stdout.includes('(docs/operations.md, "A Stripe step that keeps failing")'), found.stdout);
   t.is((await own.waitForPurchase(purchaseId, () => true)).status, 'awaiting_payment');
   return { sku, purchaseId, lapsedAt, session: await sessionOf(own.db, purchaseId) };
 }
