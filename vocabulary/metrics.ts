@@ -165,7 +165,7 @@ export const METRICS = {
     type: 'gauge',
     exportedBy: 'api',
     labels: [],
-    help: 'Purchases waiting in the line for their Checkout Session (the Stripe budget lets them in at its pace)',
+    help: 'Purchases waiting in the line for their Checkout Session (the Stripe budget lets them in at its pace; a purchase counts until its hold has passed since its slot)',
     note: SAME_ON_EVERY,
   },
   flashsale_checkout_line_seconds: {
@@ -180,7 +180,7 @@ export const METRICS = {
     exportedBy: 'api',
     labels: [],
     help: 'Seconds since the slot of the oldest purchase still waiting in the line came (0: none overdue)',
-    note: `a purchase a minute past its slot leaves the line (\`sagas stuck\` lists it): at most 60; ${SAME_ON_EVERY}`,
+    note: `a purchase counts in the line until its product's hold has passed since its slot; ${SAME_ON_EVERY}`,
   },
   flashsale_checkout_line_shortest_hold_seconds: {
     type: 'gauge',
