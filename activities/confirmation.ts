@@ -1,5 +1,5 @@
 import type { Db } from '../store/db';
-import { noteConfirmation, recordShipping } from '../store/confirmation';
+import { hasShipping, noteConfirmation, recordShipping } from '../store/confirmation';
 import { formatMoney } from '../web/money';
 import { receiptTime } from '../web/time';
 import { dispatchNotification, type Notifier } from './notifications';
@@ -20,10 +20,12 @@ export function createShippingSteps({ db, stripe, onStripeCall }: ConfirmationDe
   return {
     /**
      * Keeps on the purchase the name and address Checkout collected on its session (the purchase
-     * page and the confirmation notice show them); false when the session collected none. Writes the
-     * same row on a retry; nothing to compensate.
+     * page and the confirmation notice show them); false when the session collected none. Usually the
+     * purchase's webhook already kept them (api/routes/webhooks.ts): then no call to Stripe. Writes
+     * the same row on a retry; nothing to compensate.
      */
     async recordShippingAddress(purchaseId: string, sessionId: string): Promise<boolean> {
+      if (await hasShipping(db, purchaseId)) return true;
       const session = await guarded('checkout.sessions.retrieve', 'reading the shipping address', () =>
         stripe.checkout.sessions.retrieve(sessionId),
       );

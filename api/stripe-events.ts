@@ -10,6 +10,7 @@ import {
   type PaymentEvent,
   type PurchaseState,
 } from '../vocabulary';
+import type { Shipping } from '../store/confirmation';
 
 // Verified Stripe events, reduced to what the sagas need and to whom they claim to belong.
 
@@ -88,6 +89,20 @@ export function toPaymentEvent(event: Stripe.Event): { purchaseId?: string; paym
       createdAt: new Date(event.created * 1000).toISOString(),
     },
   };
+}
+
+/**
+ * Where a Checkout Session's event says the purchase ships: the name and address Checkout collected
+ * (`collected_information.shipping_details`); null for any other event, or a session that collected none.
+ */
+export function shippingOf(event: Stripe.Event): Shipping | null {
+  const obj = event.data.object as {
+    object?: string;
+    collected_information?: Stripe.Checkout.Session.CollectedInformation | null;
+  };
+  const details = obj.object === 'checkout.session' ? obj.collected_information?.shipping_details : undefined;
+  if (!details?.address) return null;
+  return { ...(details.name ? { name: details.name } : {}), address: details.address };
 }
 
 /** News of a refund: ours (its metadata names the purchase and the path) or one made in the Dashboard. */

@@ -32,6 +32,15 @@ export async function recordShipping(db: Db, purchaseId: string, shipping: Shipp
   ]);
 }
 
+/** Whether the purchase already knows where it ships (its webhook kept it, or an earlier read). */
+export async function hasShipping(db: Db, purchaseId: string): Promise<boolean> {
+  const { rows } = await db.query<{ known: boolean }>(
+    'SELECT shipping_address IS NOT NULL AS known FROM purchases WHERE purchase_id = $1',
+    [purchaseId],
+  );
+  return rows[0]?.known ?? false;
+}
+
 /** A purchase's confirmation facts (nothing for a purchase that does not exist or was never confirmed). */
 export async function confirmationOf(db: Db, purchaseId: string): Promise<Confirmation> {
   const { rows } = await db.query<{

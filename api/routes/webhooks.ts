@@ -2,6 +2,7 @@ import { Router } from '@koa/router';
 import type Stripe from 'stripe';
 import { deliverPaymentEvent } from '../../client/purchases';
 import { startStrayRefund } from '../../client/refunds';
+import { recordShipping } from '../../store/confirmation';
 import { extendHold } from '../../store/holds';
 import { noteStrayPayment } from '../../store/payments';
 import { appendAudit, getPurchase, type PurchaseRecord } from '../../store/purchases';
@@ -20,7 +21,14 @@ import type { ApiDeps } from '../deps';
 import { notAnEvent, scrubEvent } from '../event-guard';
 import { recordMoneyNews } from '../money-news';
 import { Problem } from '../problem';
-import { contentDigest, missingFields, toMoneyNews, toPaymentEvent, whyTheSagaNeedNotHear } from '../stripe-events';
+import {
+  contentDigest,
+  missingFields,
+  shippingOf,
+  toMoneyNews,
+  toPaymentEvent,
+  whyTheSagaNeedNotHear,
+} from '../stripe-events';
 
 /** The largest body read (the signature covers its exact bytes): far above any Stripe event. */
 const MAX_BODY = 512 * 1024;
@@ -181,6 +189,14 @@ export function webhookRoutes(deps: ApiDeps): Router {
       return;
     }
 
+    const shipping = shippingOf(event);
+    if (shipping) {
+      // Where it ships, kept from the purchase's own verified event: the saga's confirmation finds it
+      // here and spends no call of the Stripe budget reading the session again (activities/confirmation.ts).
+      await orRetryLater(deps, log, `keep where ${purchase.purchaseId} ships`, () =>
+        recordShipping(deps.db, purchase.purchaseId, shipping),
+      );
+    }
     if (bringsMoney(mapped.payment)) {
       // Paid while the hold ran: the unit stays this buyer's until the saga (maybe behind) sells it.
       await extendHold(

@@ -64,7 +64,13 @@ test('a confirmed buyer is told once, with the order, when and where it ships, t
   const bought = await sys.buy(sku, buyer);
   t.is(bought.status, 201, JSON.stringify(bought.body));
   const { purchaseId } = bought.body;
-  const paid = await sys.pay(await sessionOf(sys.db, purchaseId), 'succeeded', {
+  // Stripe would refuse any read of this session: the address must come from the session's own event.
+  const sessionId = await sessionOf(sys.db, purchaseId);
+  const path = `/v1/checkout/sessions/${sessionId}`;
+  const armed = await sys.emulatorCall('POST', '/_emulator/faults', { path, method: 'GET', status: 400, count: 100 });
+  t.is(armed.status, 201, JSON.stringify(armed.body));
+  t.teardown(() => sys.emulatorCall('DELETE', '/_emulator/faults'));
+  const paid = await sys.pay(sessionId, 'succeeded', {
     shipping: {
       name: 'Ann Martin',
       address: { line1: '12 Rue de la Paix', city: 'Paris', postal_code: '75002', country: 'FR' },
@@ -74,6 +80,12 @@ test('a confirmed buyer is told once, with the order, when and where it ships, t
   const handle = sys.temporal.workflow.getHandle(purchaseWorkflowId(purchaseId));
   t.is((await handle.result()).status, 'confirmed');
   t.true((await tries()) >= 1, 'the first hand-over was refused');
+  const { body: faults } = await sys.emulatorCall('GET', '/_emulator/faults');
+  t.is(
+    (faults.data as { path: string; hits: number }[]).find((f) => f.path === path)?.hits,
+    0,
+    'no call of the Stripe budget read the session again: its webhook brought the address',
+  );
   t.true((await attemptsOf(handle, 'notifyConfirmed')) >= 2, 'the step was tried again after its notice was written');
 
   const row = await until('the notice is sent', async () => {
@@ -118,7 +130,6 @@ test('a confirmed buyer is told once, with the order, when and where it ships, t
   });
 
   // The completed session's event was delivered three times, all answered 200 by the API.
-  const sessionId = await sessionOf(sys.db, purchaseId);
   const copies = await until('the three copies of the event delivered', async () => {
     const { body } = await sys.emulatorCall('GET', '/_emulator/events?type=checkout.session.completed');
     const event = (body.data as { object_id: string; deliveries: { state: string }[] }[]).find(

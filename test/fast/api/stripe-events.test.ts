@@ -1,5 +1,6 @@
 import test from 'ava';
-import { EXPIRE_ANSWER_GRACE_MS, toMoneyNews, whyTheSagaNeedNotHear } from '../../../api/stripe-events';
+import type Stripe from 'stripe';
+import { EXPIRE_ANSWER_GRACE_MS, shippingOf, toMoneyNews, whyTheSagaNeedNotHear } from '../../../api/stripe-events';
 import { PURCHASE_STATUSES, type PurchaseStatus } from '../../../vocabulary';
 
 // Which of a purchase's own events the webhook keeps from its saga (api/stripe-events.ts): each one
@@ -95,4 +96,24 @@ test('a dispute’s news carries its evidence deadline, and a malformed one is l
   });
   for (const bad of [null, { due_by: null }, { due_by: 1e20 }, { due_by: 'soon' }])
     t.is((toMoneyNews(event(bad)) as { dueBy?: string }).dueBy, undefined, JSON.stringify(bad));
+});
+
+test('a completed session’s event says where it ships; one that collected no address, or another object, says nothing', (t) => {
+  const address = {
+    line1: '12 Rue de la Paix',
+    line2: null,
+    city: 'Paris',
+    postal_code: '75002',
+    state: null,
+    country: 'FR',
+  };
+  const of = (object: Record<string, unknown>) =>
+    shippingOf({ id: 'evt_1', type: 'checkout.session.completed', data: { object } } as unknown as Stripe.Event);
+  t.deepEqual(
+    of({ object: 'checkout.session', collected_information: { shipping_details: { name: 'Ann Martin', address } } }),
+    { name: 'Ann Martin', address },
+  );
+  t.is(of({ object: 'checkout.session', collected_information: null }), null);
+  t.is(of({ object: 'checkout.session', collected_information: { shipping_details: null } }), null);
+  t.is(of({ object: 'payment_intent', collected_information: { shipping_details: { name: 'x', address } } }), null);
 });
