@@ -1,6 +1,6 @@
 import type { Db } from '../store/db';
 import { findPurchases, MAX_LOOKUP, type PurchaseLookup, type PurchaseRecord } from '../store/purchases';
-import { purchaseWorkflowId } from '../vocabulary';
+import { isDisputeOpen, purchaseWorkflowId } from '../vocabulary';
 import type { TemporalUi } from './temporal-ui';
 
 // `support find`: what support needs when a buyer writes in with only their account, a Checkout
@@ -28,7 +28,11 @@ function lines(p: PurchaseRecord, ui: TemporalUi): string[] {
     const failed = p.refund.failureReason ? `, failed: ${p.refund.failureReason}` : '';
     out.push(`  refund ${p.refund.refundId ?? '-'} ${p.refund.status} (${p.refund.reason}${failed})`);
   }
-  if (p.dispute) out.push(`  dispute ${p.dispute.disputeId} ${p.dispute.status} (${p.dispute.reason})`);
+  if (p.dispute) {
+    const d = p.dispute;
+    const due = d.dueBy && isDisputeOpen(d.status) ? `, evidence due by ${d.dueBy}` : '';
+    out.push(`  dispute ${d.disputeId} ${d.status} (${d.reason}${due}): npm run support -- disputes`);
+  }
   out.push(`  ${ui.workflow(purchaseWorkflowId(p.purchaseId))}`);
   return out;
 }

@@ -71,6 +71,14 @@ test('a disputed payment is listed with its deadline, counted, and not refunded 
     listed.stdout,
     new RegExp(`purchase ${purchaseId}  ${sku}  dispute-open  \\d+ \\w+ minor units  \\(confirmed\\)`),
   );
+  // `find`, by the payment the bank names, shows it too.
+  const found = await supportCli(own, ['find', '--payment-intent', pi]);
+  t.regex(
+    found.stdout,
+    new RegExp(
+      `dispute ${disputeId} needs_response \\(product_not_received, evidence due by ${new Date(dueBy).toISOString()}\\)`,
+    ),
+  );
   // The gauges say so, and when the answer is due.
   await metricReads(own, 'flashsale_disputes{status="needs_response"}', 1);
   await metricReads(own, 'flashsale_dispute_response_due_timestamp_seconds', dueBy / 1000);
