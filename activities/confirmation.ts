@@ -5,8 +5,8 @@ import { receiptTime } from '../web/time';
 import { dispatchNotification, type Notifier } from './notifications';
 import { stripeCaller, type StripeStepDeps } from './stripe';
 
-// The steps of a purchase's confirmation (issue 32): where it ships, read from Stripe once and kept
-// on the record (never in the saga's history), and the buyer's confirmation notice, written once per
+// The steps of a purchase's confirmation (issue 32): where it ships, kept on the record (never in
+// the saga's history) from the purchase's own webhook, or read from Stripe when no event brought it, and the buyer's confirmation notice, written once per
 // purchase and handed to its delivery workflows like every buyer notification.
 
 type ConfirmationDeps = Pick<StripeStepDeps, 'stripe' | 'onStripeCall' | 'successUrl'> & {
