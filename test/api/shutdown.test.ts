@@ -1,7 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import net, { type AddressInfo } from 'node:net';
 import test from 'ava';
-import { serviceEnv, systemSecrets } from '../../dev/local-system';
+import { freePort, suiteServiceEnv } from '../helpers/entry-point';
 import { startServiceProcess } from '../helpers/worker-process';
 import { until } from '../helpers/poll';
 
@@ -9,29 +7,12 @@ import { until } from '../helpers/poll';
 // /readyz for SHUTDOWN_GRACE_MS, the listener closed, the requests answered, stopped), and the
 // draining /readyz answers, which every balancer's probe asks for, not a warn line each.
 
-/** A port free a moment ago (the API listens on it; with PORT=0 it does not say which it got). */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 test('on SIGTERM the API says each stage of its drain, and its draining /readyz answers are no warn lines', async (t) => {
   const port = await freePort();
   const api = await startServiceProcess(
     'api/main.ts',
     {
-      ...(serviceEnv({
-        databaseUrl: process.env.DATABASE_URL!,
-        temporalAddress: process.env.TEMPORAL_ADDRESS!,
-        temporalNamespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
-        taskQueue: `drain-${randomUUID()}`,
-        emulatorUrl: 'http://127.0.0.1:9',
-        publicUrl: 'http://127.0.0.1:9',
-        secrets: systemSecrets('drain'),
-      }) as Record<string, string>),
+      ...suiteServiceEnv('drain'),
       PORT: String(port),
       SHUTDOWN_GRACE_MS: '3000',
       LOG_LEVEL: 'info',

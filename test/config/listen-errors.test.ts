@@ -1,9 +1,8 @@
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import test from 'ava';
-import { serviceEnv, systemSecrets } from '../../dev/local-system';
+import { freePort, suiteServiceEnv } from '../helpers/entry-point';
 
 // A port another process holds, or a HOST this machine cannot listen on, stops the API and the
 // worker (its /healthz and /metrics server) with one line naming the variable and what to do, as a
@@ -20,15 +19,7 @@ interface Ended {
 
 /** Runs an entry point against the suite's Postgres and Temporal until it exits (at most 90 s). */
 function run(script: string, env: NodeJS.ProcessEnv): Promise<Ended> {
-  const base = serviceEnv({
-    databaseUrl: process.env.DATABASE_URL!,
-    temporalAddress: process.env.TEMPORAL_ADDRESS!,
-    temporalNamespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
-    taskQueue: `listen-${randomUUID()}`,
-    emulatorUrl: 'http://127.0.0.1:9',
-    publicUrl: 'http://127.0.0.1:9',
-    secrets: systemSecrets('listen-errors'),
-  });
+  const base = suiteServiceEnv('listen-errors');
   return new Promise((resolve) => {
     execFile(
       process.execPath,
@@ -95,15 +86,6 @@ test('the worker stops with one line naming WORKER_METRICS_PORT or WORKER_METRIC
   );
 });
 
-/** A port nothing listens on: connecting to it is refused at once. */
-async function refusingPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 /** The one fatal JSON line an entry point printed before it exited 1. */
 function fatalLine(t: import('ava').ExecutionContext, ended: Ended, what: string): { msg?: string } {
   t.is(ended.code, 1, `${what} exits 1: ${ended.stdout}${ended.stderr}`);
@@ -117,7 +99,7 @@ function fatalLine(t: import('ava').ExecutionContext, ended: Ended, what: string
 }
 
 test('the API and the worker stop with a fatal line naming DATABASE_URL or TEMPORAL_ADDRESS when Postgres or Temporal cannot be reached', async (t) => {
-  const port = await refusingPort();
+  const port = await freePort();
   for (const script of ['api/main.ts', 'worker/main.ts']) {
     const ports = script === 'api/main.ts' ? { PORT: '0', HOST: '127.0.0.1' } : { WORKER_METRICS_PORT: '0' };
     const noPostgres = await run(script, { ...ports, DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/flashsale` });

@@ -1,5 +1,8 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
+import { serviceEnv, systemSecrets } from '../../dev/local-system';
 
 // One of the project's entry points (api/main.ts, worker/main.ts, an ops/ CLI) as a child process,
 // as `npm run` starts it: for the tests of what a process does at start, refusing or starting.
@@ -50,4 +53,30 @@ export function runEntryPoint(args: string[], env: Record<string, string>, ready
       resolve({ code, stdout, stderr, ready });
     }),
   );
+}
+
+/**
+ * What `api/main.ts` and `worker/main.ts` need against the suite's Postgres and Temporal (the ones
+ * `npm test` started), on a task queue of their own, with development secrets named after `name`;
+ * Stripe and the public URL point nowhere (nothing here reaches them).
+ */
+export function suiteServiceEnv(name: string): Record<string, string> {
+  return serviceEnv({
+    databaseUrl: process.env.DATABASE_URL!,
+    temporalAddress: process.env.TEMPORAL_ADDRESS!,
+    temporalNamespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
+    taskQueue: `${name}-${randomUUID()}`,
+    emulatorUrl: 'http://127.0.0.1:9',
+    publicUrl: 'http://127.0.0.1:9',
+    secrets: systemSecrets(name),
+  }) as Record<string, string>;
+}
+
+/** A loopback port nothing listens on now: connecting is refused, and a process told to may listen on it. */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
