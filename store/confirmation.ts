@@ -23,7 +23,7 @@ export interface Confirmation {
   shipping?: Shipping;
 }
 
-/** Keeps where a purchase ships (read from Stripe at confirmation); the same address again is the same row. */
+/** Keeps where a purchase ships (from its webhook, or read from Stripe at confirmation); the same address again is the same row. */
 export async function recordShipping(db: Db, purchaseId: string, shipping: Shipping): Promise<void> {
   await db.query('UPDATE purchases SET shipping_name = $2, shipping_address = $3 WHERE purchase_id = $1', [
     purchaseId,
@@ -41,7 +41,7 @@ export async function hasShipping(db: Db, purchaseId: string): Promise<boolean> 
   return rows[0]?.known ?? false;
 }
 
-/** A purchase's confirmation facts (nothing for a purchase that does not exist or was never confirmed). */
+/** A purchase's confirmation facts, as far as they are known (nothing for a purchase that does not exist). */
 export async function confirmationOf(db: Db, purchaseId: string): Promise<Confirmation> {
   const { rows } = await db.query<{
     confirmed_at: Date | null;
