@@ -3,13 +3,13 @@ import { axeClean, pageSuite } from '../helpers/page-suite';
 
 // A purchase whose Checkout Session waits for its turn in the Stripe budget, in Chromium at a phone's
 // size with axe-core (issue 32, item 12): "Preparing your checkout" with the buyers ahead and the
-// wait, then on to the payment page by itself once the session opens. The budget is slow (one
+// wait, then "Your checkout is ready" and on to the payment page by itself once the session opens. The budget is slow (one
 // checkout every 18 s, on a database of this file's own), so the second buyer's turn is far enough
 // off for the page to be seen before it.
 
 const suite = pageSuite(test, { ownDatabase: true, devSignIn: true, checkoutsPerSecond: 0.05 });
 
-test('a checkout waiting for its turn reads "Preparing your checkout", then goes on to pay by itself', async (t) => {
+test('a checkout waiting for its turn reads "Preparing your checkout", then "ready", and goes on to pay by itself', async (t) => {
   const sku = await suite.sys.createProduct({ name: 'Line sneaker', stock: 5 });
   // The first buyer takes the budget's next turn; the second's comes one turn later.
   const first = await suite.sys.buy(sku, 'cl-first');
@@ -24,7 +24,18 @@ test('a checkout waiting for its turn reads "Preparing your checkout", then goes
   t.is(await page.locator('#pay').count(), 0, 'nothing to pay yet');
   await axeClean(t, page, 'preparing your checkout');
 
-  // The turn comes: the page takes the buyer on to the payment page, without a click.
-  await page.waitForURL((u) => u.pathname.startsWith('/checkout/cs_'));
-  t.pass();
+  // The turn comes: the page says the checkout is ready and takes the buyer on by itself. The first
+  // way on is answered 204 (a browser stays on the page), so the ready state can be looked at.
+  let wentOn = 0;
+  await page.route('**/checkout/cs_*', async (route) => {
+    wentOn++;
+    await route.fulfill({ status: 204 });
+  });
+  await page.waitForSelector('h1:text("Your checkout is ready")');
+  await page.waitForFunction(() => document.title === 'Your checkout is ready');
+  t.regex((await page.locator('#pay').getAttribute('href')) ?? '', /\/checkout\/cs_/);
+  await axeClean(t, page, 'your checkout is ready');
+  await page.unroute('**/checkout/cs_*');
+  t.true(wentOn >= 1, 'it went on by itself');
+  await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/checkout/cs_')), page.locator('#pay').click()]);
 });
