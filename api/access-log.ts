@@ -43,6 +43,8 @@ const REPEATED_READS = new Set([
   '/purchases/:id',
   '/v1/products/:sku',
   '/p/:sku',
+  // An operator's (or the drill's) watch of a room, read every few seconds.
+  '/v1/products/:sku/waiting-room',
 ]);
 
 /**
