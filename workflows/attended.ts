@@ -102,7 +102,7 @@ function refusalBackoffMs(refusals: number): number {
 export async function attended<T>(what: string, call: () => Promise<T>, opts: AttendOptions): Promise<Attended<T>> {
   const { desk } = opts;
   const settleEndsCall = opts.settleEndsCall === true && patched(SETTLE_ENDS_CALL_PATCH);
-  const interrupted = () => opts.interrupt?.() ?? false;
+  const interrupted = opts.interrupt ?? (() => false);
   const stopCall = settleEndsCall ? () => interrupted() || desk.settled !== undefined : opts.interrupt;
   for (let refusals = 0; ; refusals++) {
     if (desk.settled) return { outcome: 'settled', ...desk.settled };
@@ -126,10 +126,10 @@ export async function attended<T>(what: string, call: () => Promise<T>, opts: At
     // Stripe's message names the step already ("refunding the payment: Stripe answered 402: ...").
     await opts.flag(refusal.startsWith(what) ? refusal : `${what}: ${refusal}`);
     await condition(
-      () => desk.retries > retriesSeen || desk.settled !== undefined || (opts.interrupt?.() ?? false),
+      () => desk.retries > retriesSeen || desk.settled !== undefined || interrupted(),
       refusalBackoffMs(refusals),
     );
-    if (opts.interrupt?.()) return { outcome: 'interrupted' };
+    if (interrupted()) return { outcome: 'interrupted' };
   }
 }
 

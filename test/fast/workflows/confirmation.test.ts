@@ -1,7 +1,10 @@
 import test from 'ava';
+import { WorkflowFailedError } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
 import { paymentEventSignal } from '../../../workflows/definitions';
 import { sessionOpen, startPurchase } from '../helpers/saga';
 import { useFastTemporal } from '../helpers/temporal';
+import { gate, until } from '../helpers/wait';
 import { refusal, TERMS } from '../helpers/world';
 
 // The confirmation notice (workflows/saga.ts, announceSale): a confirmed buyer is told once, after
@@ -68,4 +71,22 @@ test('a refunded payment gets no confirmation notice', async (t) => {
   t.like(await saga.result(), { status: 'refunded' });
   t.is(c.count('notifyConfirmed'), 0);
   t.deepEqual(c.notified, ['refunded_sold_out']);
+});
+
+test('a saga cancelled while it reads where the sale ships ends cancelled: the sale stands, no notice', async (t) => {
+  const { world } = temporal();
+  const stripe = gate();
+  t.teardown(() => stripe.open());
+  const c = world.open({
+    recordShippingAddress: () => stripe.passed(),
+  });
+  const saga = await startPurchase(temporal(), c, { terms: SHIPS });
+  await sessionOpen(c);
+  await saga.signal(paymentEventSignal, c.event('checkout.session.completed'));
+  await until(() => c.count('recordShippingAddress') === 1, 'the address being read');
+  await saga.cancel();
+  const err = await t.throwsAsync(saga.result(), { instanceOf: WorkflowFailedError });
+  t.true(err?.cause instanceof CancelledFailure);
+  t.is(c.record?.status, 'confirmed');
+  t.is(c.count('notifyConfirmed'), 0);
 });
