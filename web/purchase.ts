@@ -41,6 +41,13 @@ export const PENDING_REFRESH_SECONDS = 2;
 export const SETTLING_REFRESH_SECONDS = 300;
 /** The longest the script of a pending page waits between polls (a settling one: its own period). */
 const LONGEST_POLL_SECONDS = 30;
+/**
+ * Without JavaScript, a page the buyer came back to by the checkout's cancel link (without paying)
+ * reloads itself this often, not every few seconds: its news is the buyer's to make (a button back to
+ * the checkout), and a page reloading under a reader starts again at the top. The script polls as on
+ * any pending page.
+ */
+const LEFT_RELOAD_SECONDS = LONGEST_POLL_SECONDS;
 /** The way from this page to Stripe's once the checkout opens: the page's fetch and the redirect, about a second. */
 const HOP_SECONDS = 1;
 /** How long a refund takes to reach the buyer's account, as card issuers and banks commonly take. */
@@ -58,6 +65,8 @@ interface Outcome {
   pollSeconds?: number;
   /** The back-off stops here (default LONGEST_POLL_SECONDS). */
   longestPollSeconds?: number;
+  /** Without JavaScript, the page reloads itself after this many seconds (default pollSeconds). */
+  reloadSeconds?: number;
   /** The way to pay, a button under the outcome. */
   pay?: string;
 }
@@ -81,6 +90,8 @@ function awaitingPayment(p: PurchaseModel, left: boolean, now: Date): Outcome {
       words: html`Your last payment attempt was declined${left ? html` and you left the checkout` : html``}. Nothing was
       charged. You may try again, with this card or another; your item stays reserved and the reservation ends ${ends}.`,
       pollSeconds: PENDING_REFRESH_SECONDS,
+      // Not left: maybe just back from paying again, the webhook not in yet (news within seconds).
+      ...(left ? { reloadSeconds: LEFT_RELOAD_SECONDS } : {}),
       pay: 'Try again',
     };
   }
@@ -90,6 +101,7 @@ function awaitingPayment(p: PurchaseModel, left: boolean, now: Date): Outcome {
       tone: 'wait',
       words: html`You left the checkout without paying. Your item stays reserved for you; the reservation ends ${ends}.`,
       pollSeconds: PENDING_REFRESH_SECONDS,
+      reloadSeconds: LEFT_RELOAD_SECONDS,
       pay: 'Go back to the checkout',
     };
   }
@@ -281,7 +293,11 @@ export function purchasePage(
     main,
     ...viewer,
     now,
-    ...(onToPay ? { refreshSeconds: 1, refreshTo: p.checkoutUrl } : live ? { live } : {}),
+    ...(onToPay
+      ? { refreshSeconds: 1, refreshTo: p.checkoutUrl }
+      : live
+        ? { live, ...(out.reloadSeconds ? { refreshSeconds: out.reloadSeconds } : {}) }
+        : {}),
   });
 }
 
