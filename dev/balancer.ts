@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { describeExit, freePort, runCommand, sleep, spawnChild, type ChildHandle, type Log } from './proc';
+import { CROWD_PATH_PREFIXES, type Lane } from '../api/lanes';
 import { isExecutable, which } from './tools';
 
 const READY_TIMEOUT_MS = 15_000;
@@ -14,6 +15,8 @@ const READY_TIMEOUT_MS = 15_000;
 export interface BalancedServer {
   name: string;
   port: number;
+  /** The lane this API serves first (api/lanes.ts); absent: every request. */
+  lane?: Lane;
 }
 
 export interface Balancer {
@@ -44,10 +47,25 @@ export function findHaproxy(env: NodeJS.ProcessEnv = process.env): string | unde
  * the balancer's address (TRUSTED_PROXIES): their per-address limits count each client, not HAProxy.
  */
 export function haproxyConfig(o: { port: number; servers: BalancedServer[]; maxconn?: number }): string {
-  const servers = o.servers.flatMap((s) => [
-    `  server ${s.name} 127.0.0.1:${s.port} check`,
-    `  server ${s.name}-fallback 127.0.0.1:${s.port} backup`,
-  ]);
+  const lanes = o.servers.some((s) => s.lane !== undefined);
+  const serves = (lane: Lane) => o.servers.filter((s) => s.lane === undefined || s.lane === lane);
+  // With lanes, a lane whose own APIs are all down is served by every API (the backups).
+  const backend = (name: string, first: BalancedServer[]) => `backend ${name}
+  balance roundrobin
+  option allbackups
+  option httpchk GET /readyz
+  http-check expect status 200
+  default-server inter 1s fastinter 500ms fall 2 rise 2
+${[
+  ...first.map((s) => `  server ${s.name} 127.0.0.1:${s.port} check`),
+  ...o.servers.map((s) => `  server ${s.name}-fallback 127.0.0.1:${s.port} backup`),
+].join('\n')}
+`;
+  const front = lanes
+    ? `  acl crowd path_beg ${CROWD_PATH_PREFIXES.join(' ')}
+  use_backend crowd if crowd
+  default_backend apis`
+    : '  default_backend apis';
   return `# Rendered by dev/balancer.ts for the cluster rehearsal.
 global
   maxconn ${o.maxconn ?? 2000}
@@ -67,16 +85,9 @@ defaults
 
 frontend api
   bind 127.0.0.1:${o.port}
-  default_backend apis
+${front}
 
-backend apis
-  balance roundrobin
-  option allbackups
-  option httpchk GET /readyz
-  http-check expect status 200
-  default-server inter 1s fastinter 500ms fall 2 rise 2
-${servers.join('\n')}
-`;
+${backend('apis', serves('buyers'))}${lanes ? `\n${backend('crowd', serves('crowd'))}` : ''}`;
 }
 
 /** Starts HAProxy in front of `servers` and resolves once it accepts connections. */

@@ -41,6 +41,12 @@ export interface ClusterOptions extends LocalSystemOptions {
   /** Put HAProxy in front of the APIs when it is installed (default); false: callers spread over apiUrls. */
   balancer?: boolean;
   /**
+   * With the balancer: the first `crowdApis` APIs serve the waiting crowd's paths (api/lanes.ts) and
+   * the others everything else, each lane falling back on every API (dev/balancer.ts). 0 (default):
+   * every API serves every request.
+   */
+  crowdApis?: number;
+  /**
    * Worker Versioning on: the workers are version `CLUSTER_FIRST_BUILD` of this Worker Deployment, set
    * current once they poll, and `deploy()` rolls out the next version.
    */
@@ -88,6 +94,8 @@ const MAX_CONNECTIONS = '400';
 export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   const apis = opts.apis ?? 2;
   const workers = opts.workers ?? 2;
+  if (opts.crowdApis && opts.crowdApis >= apis)
+    throw new Error(`crowdApis ${opts.crowdApis} would leave none of the ${apis} APIs to the buyers`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${opts.name}-cluster-`));
   const log = opts.log ?? (() => {});
   const children = new Map<string, { kind: ProcessKind; child: ChildHandle }>();
@@ -116,7 +124,8 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       dataDir: path.join(dir, 'postgres'),
       log: (line) => log(`[postgres] ${line}`),
       logFile: path.join(dir, 'postgres.log'),
-      settings: { max_connections: MAX_CONNECTIONS },
+      // pg_stat_statements: the drill splits the drop's WAL between the app's and Temporal's databases (dev/db-footprint.ts).
+      settings: { max_connections: MAX_CONNECTIONS, shared_preload_libraries: 'pg_stat_statements' },
       signal: opts.signal,
     });
     const databaseUrl = postgres.url;
@@ -140,7 +149,11 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       balancer = await startBalancer({
         haproxy,
         dir,
-        servers: apiPorts.map((port, i) => ({ name: apiNames[i], port })),
+        servers: apiPorts.map((port, i) => ({
+          name: apiNames[i],
+          port,
+          ...(opts.crowdApis ? { lane: i < opts.crowdApis ? ('crowd' as const) : ('buyers' as const) } : {}),
+        })),
         log,
       });
       children.set('balancer', { kind: 'balancer', child: balancer.child });
@@ -219,7 +232,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       balancer: balancer?.describe,
       describe: `the cluster (Temporal server ${TEMPORAL_SERVER_VERSION} on Postgres, ${apis} APIs ${
         balancer ? `behind ${balancer.describe}` : 'without a balancer: the buyers are spread over them'
-      }, ${workers} workers, the emulator)`,
+      }${balancer && opts.crowdApis ? ` (${opts.crowdApis} for the waiting crowd, ${apis - opts.crowdApis} for the buyers)` : ''}, ${workers} workers, the emulator)`,
       adminToken: secrets.admin,
       buyerSecret: secrets.buyer,
       emulatorUrl,

@@ -59,7 +59,7 @@ export interface DrillOptions {
   buyerTokenSecret?: string;
   emulatorUrl?: string;
   /** The production shape instead of the local stack (dev/cluster.ts). */
-  cluster?: { apis: number; workers: number; balancer: boolean };
+  cluster?: { apis: number; workers: number; balancer: boolean; crowdApis: number };
   /** Faults during the drop, by seconds after the opening. */
   faults: FaultPlan[];
   /** With faults: run the same crowd without them first, on the same deployment, to measure them by. */
@@ -106,6 +106,10 @@ nothing was oversold or lost, and writes report.html and summary.json.
                           report adds the CPU each kind of process spent per sale and per refused buyer
     --apis N, --workers N the cluster's API and worker processes (default 2 each)
     --no-balancer         no HAProxy even where installed: the buyers are spread over the APIs
+    --crowd-apis K        the first K APIs serve the waiting crowd (room joins and polls, queue
+                          pages, product reads) and the others the buyers (purchases, their pages,
+                          Stripe's webhooks), each lane falling back on every API (default 0: every
+                          API serves every request); needs the balancer and K below --apis
     --abuser              one more client hammers the sale from an address of its own (purchases
                           and the product's page, far past the per-address limits, which the
                           cluster keeps on: the crowd comes from many loopback addresses); the
@@ -173,17 +177,31 @@ function parseRoom(raw: string | undefined): Room | undefined {
 /** --cluster and its sizes, and the faults (the processes only the cluster can lose). */
 function readTopology(
   opts: DrillOptions,
-  v: { cluster?: boolean; apis?: string; workers?: string; 'no-balancer'?: boolean; faults?: string; base?: string },
+  v: {
+    cluster?: boolean;
+    apis?: string;
+    workers?: string;
+    'no-balancer'?: boolean;
+    'crowd-apis'?: string;
+    faults?: string;
+    base?: string;
+  },
 ): void {
   if (v.cluster) {
     if (v.base) throw new UsageError('--cluster starts its own deployment: it does not go with --base');
+    const apis = num('--apis', v.apis, 2, { int: true, min: 1, max: 16 });
     opts.cluster = {
-      apis: num('--apis', v.apis, 2, { int: true, min: 1, max: 16 }),
+      apis,
       workers: num('--workers', v.workers, 2, { int: true, min: 1, max: 16 }),
       balancer: !v['no-balancer'],
+      crowdApis: num('--crowd-apis', v['crowd-apis'], 0, { int: true, min: 0, max: 15 }),
     };
-  } else if (v.apis !== undefined || v.workers !== undefined || v['no-balancer']) {
-    throw new UsageError('--apis, --workers and --no-balancer go with --cluster');
+    if (opts.cluster.crowdApis >= apis && opts.cluster.crowdApis > 0)
+      throw new UsageError(`--crowd-apis ${opts.cluster.crowdApis} would leave none of the ${apis} APIs to the buyers`);
+    if (opts.cluster.crowdApis > 0 && !opts.cluster.balancer)
+      throw new UsageError('--crowd-apis needs the balancer (lanes are paths it routes): not with --no-balancer');
+  } else if (v.apis !== undefined || v.workers !== undefined || v['no-balancer'] || v['crowd-apis'] !== undefined) {
+    throw new UsageError('--apis, --workers, --no-balancer and --crowd-apis go with --cluster');
   }
   try {
     opts.faults =
@@ -240,6 +258,7 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv, cwd = proces
         'pause-before-check': { type: 'string' },
         cluster: { type: 'boolean' },
         apis: { type: 'string' },
+        'crowd-apis': { type: 'string' },
         workers: { type: 'string' },
         'no-balancer': { type: 'boolean' },
         abuser: { type: 'boolean' },
