@@ -40,6 +40,19 @@ export function createShippingSteps({ db, stripe, onStripeCall }: ConfirmationDe
   };
 }
 
+/**
+ * The receipt's address in the confirmation notice: Checkout's success URL for `purchaseId`, without
+ * the `result=paid` the default one carries (it tells the purchase page the buyer has just paid; a
+ * link kept in a message says nothing of the kind).
+ */
+export function receiptAddress(successUrl: string, purchaseId: string): string {
+  const filled = successUrl.replaceAll('{purchaseId}', encodeURIComponent(purchaseId));
+  const url = new URL(filled);
+  if (url.searchParams.get('result') !== 'paid') return filled;
+  url.searchParams.delete('result');
+  return url.toString();
+}
+
 /** The store step, on the saga's own queue. */
 export function createConfirmationSteps({ db, notifier, successUrl }: ConfirmationDeps) {
   return {
@@ -50,8 +63,10 @@ export function createConfirmationSteps({ db, notifier, successUrl }: Confirmati
      * address (the purchase page, Checkout's success URL). Nothing for a purchase not confirmed.
      */
     async notifyConfirmed(purchaseId: string): Promise<void> {
-      const receiptUrl = successUrl.replaceAll('{purchaseId}', encodeURIComponent(purchaseId));
-      const id = await noteConfirmation(db, purchaseId, receiptUrl, { money: formatMoney, time: receiptTime });
+      const id = await noteConfirmation(db, purchaseId, receiptAddress(successUrl, purchaseId), {
+        money: formatMoney,
+        time: receiptTime,
+      });
       if (id && notifier) await dispatchNotification(db, notifier, id);
     },
   };

@@ -365,7 +365,7 @@ function checkoutUrls(r: Reader): Pick<WorkerConfig, 'publicUrl' | 'checkoutSucc
   const page = `${base}/purchases/${PURCHASE_ID_PLACEHOLDER}`;
   return {
     publicUrl: base,
-    checkoutSuccessUrl: checkoutUrl(r, 'CHECKOUT_SUCCESS_URL', page),
+    checkoutSuccessUrl: checkoutUrl(r, 'CHECKOUT_SUCCESS_URL', `${page}?result=paid`),
     checkoutCancelUrl: checkoutUrl(r, 'CHECKOUT_CANCEL_URL', `${page}?result=cancel`),
   };
 }

@@ -71,7 +71,17 @@ interface Outcome {
   pay?: string;
 }
 
-function awaitingPayment(p: PurchaseModel, left: boolean, now: Date): Outcome {
+/**
+ * How the buyer came to the page: `left` by the checkout's cancel link, `paid` by its success return
+ * (`?result=paid`: Stripe sends a buyer there only once a payment went through), else neither (a link,
+ * a bookmark, My purchases).
+ */
+interface Arrival {
+  left: boolean;
+  paid?: boolean;
+}
+
+function awaitingPayment(p: PurchaseModel, { left, paid: justPaid }: Arrival, now: Date): Outcome {
   const ends = p.holdExpiresAt ? countdown(p.holdExpiresAt, now, { id: 'hold-ends' }) : html`soon`;
   if (p.settlingSince) {
     return {
@@ -83,7 +93,9 @@ function awaitingPayment(p: PurchaseModel, left: boolean, now: Date): Outcome {
       pollSeconds: SETTLING_REFRESH_SECONDS,
     };
   }
-  if (p.reason?.includes('declined')) {
+  // Back from a payment that went through: an earlier attempt's decline is old news until the webhook
+  // of this one lands (the purchase knows of the retry only then).
+  if (p.reason?.includes('declined') && !justPaid) {
     return {
       heading: 'Your payment was declined: try again',
       tone: 'bad',
@@ -108,13 +120,14 @@ function awaitingPayment(p: PurchaseModel, left: boolean, now: Date): Outcome {
   return {
     heading: 'Confirming your payment',
     tone: 'wait',
-    words: html`If you have just paid, your payment is being confirmed with the payment provider: this usually takes a
-    few seconds, and this page shows the outcome by itself. Your item stays reserved; the reservation ends ${ends}.`,
+    words: html`${justPaid ? html`You have just paid: your` : html`If you have just paid, your`} payment is being
+    confirmed with the payment provider: this usually takes a few seconds, and this page shows the outcome by itself.
+    Your item stays reserved; the reservation ends ${ends}.`,
     pollSeconds: PENDING_REFRESH_SECONDS,
   };
 }
 
-function outcomeOf(p: PurchaseModel, left: boolean, now: Date): Outcome {
+function outcomeOf(p: PurchaseModel, arrival: Arrival, now: Date): Outcome {
   switch (p.status) {
     case 'holding': {
       const q = p.checkoutQueue;
@@ -145,7 +158,7 @@ function outcomeOf(p: PurchaseModel, left: boolean, now: Date): Outcome {
       };
     }
     case 'awaiting_payment':
-      return awaitingPayment(p, left, now);
+      return awaitingPayment(p, arrival, now);
     case 'confirmed':
       return {
         heading: 'Your purchase is confirmed',
@@ -253,7 +266,7 @@ function receipt(p: PurchaseModel): Html {
 export function purchasePage(
   p: PurchaseModel,
   viewer: Viewer,
-  o: { left: boolean; payNext?: boolean; now?: Date; onSale?: boolean },
+  o: Arrival & { payNext?: boolean; now?: Date; onSale?: boolean },
 ): string {
   const now = o.now ?? new Date();
   const onToPay = o.payNext && !o.left && p.status === 'awaiting_payment' && p.checkoutUrl && !p.settlingSince;
@@ -264,7 +277,7 @@ export function purchasePage(
         words: html`Your item is reserved and the payment page is open for you: taking you there now.`,
         pay: 'Go to the payment page',
       }
-    : outcomeOf(p, o.left, now);
+    : outcomeOf(p, { left: o.left, paid: o.paid === true && !o.left }, now);
   const product = p.productName ?? p.sku;
   const pay =
     out.pay && p.checkoutUrl
@@ -311,7 +324,7 @@ export function purchasesPage(
     return html`<li>
       <h2><a href="/purchases/${encodeURIComponent(p.purchaseId)}">${p.quantity} × ${p.productName ?? p.sku}</a></h2>
       <p>
-        <span data-status="${p.status}">${outcomeOf(p, false, now).heading}</span>${breakdown(p)} · bought
+        <span data-status="${p.status}">${outcomeOf(p, { left: false }, now).heading}</span>${breakdown(p)} · bought
         ${utcClock(p.createdAt, now)}
       </p>
     </li>`;

@@ -134,6 +134,8 @@ export function pageRoutes(deps: ApiDeps): Router {
         { buyer },
         {
           left: ctx.query.result === 'cancel',
+          // The success return (CHECKOUT_SUCCESS_URL's default): a payment went through just now.
+          paid: ctx.query.result === 'paid',
           payNext: ctx.query.then === 'pay',
           now: new Date(deps.clock.now()),
           onSale: product !== undefined && !product.soldOut,

@@ -193,8 +193,8 @@ export const SERVICE_VARIABLES: readonly Variable[] = [
     name: 'CHECKOUT_SUCCESS_URL',
     section: 'service',
     readBy: ['worker'],
-    defaultText: '`$PUBLIC_URL/purchases/{purchaseId}`',
-    doc: 'where Checkout sends the buyer after paying: an absolute http(s) URL containing `{purchaseId}` (replaced by the purchase id), e.g. a page of the shop',
+    defaultText: '`$PUBLIC_URL/purchases/{purchaseId}?result=paid`',
+    doc: 'where Checkout sends the buyer after paying: an absolute http(s) URL containing `{purchaseId}` (replaced by the purchase id), e.g. a page of the shop; on the purchase page `?result=paid` says the buyer has just paid ("Confirming your payment" even after an earlier decline, until the webhook lands)',
   },
   {
     name: 'CHECKOUT_CANCEL_URL',

@@ -44,7 +44,7 @@ test('a buyer who pays on the hosted page lands on the success URL and the purch
   t.is(await page.locator('#amount').textContent(), '$129.00');
   t.is(await pageStatus(page), 'open');
 
-  const successUrl = `${sys.apiUrl}/purchases/${purchaseId}`;
+  const successUrl = `${sys.apiUrl}/purchases/${purchaseId}?result=paid`;
   const [landing] = await Promise.all([page.waitForResponse(successUrl), page.locator('#pay').click()]);
   await page.waitForURL(successUrl);
   t.is(landing.status(), 200);

@@ -143,7 +143,7 @@ test('a buyer joins the queue, watches the line move, buys when admitted, and th
     new URL(page.url()).pathname.split('/').pop(),
   ]);
   const purchaseId = rows[0].purchase_id as string;
-  await Promise.all([page.waitForURL(`${suite.sys.apiUrl}/purchases/${purchaseId}`), page.locator('#pay').click()]);
+  await Promise.all([page.waitForURL((u) => u.pathname === `/purchases/${purchaseId}`), page.locator('#pay').click()]);
   await page.waitForSelector('#outcome[data-status="confirmed"]', { timeout: 60_000 });
   t.regex((await page.locator('#outcome').textContent()) ?? '', /confirmed/);
   await axeClean(t, page, 'confirmed after a turn');

@@ -293,7 +293,7 @@ export async function startSystem(
           stripe,
           desk: new HoldDesk(db),
           clock,
-          successUrl: `${apiUrl}/purchases/{purchaseId}`,
+          successUrl: `${apiUrl}/purchases/{purchaseId}?result=paid`,
           cancelUrl: `${apiUrl}/purchases/{purchaseId}?result=cancel`,
           ...(notifications ? { notifier: notifications.notifier } : {}),
         },

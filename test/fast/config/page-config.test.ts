@@ -11,7 +11,7 @@ const api = API_ENV;
 test('Checkout returns the buyer to the purchase page under PUBLIC_URL unless told otherwise', (t) => {
   t.like(loadWorkerConfig({ ...common, PUBLIC_URL: 'https://shop.example/' }), {
     publicUrl: 'https://shop.example',
-    checkoutSuccessUrl: 'https://shop.example/purchases/{purchaseId}',
+    checkoutSuccessUrl: 'https://shop.example/purchases/{purchaseId}?result=paid',
     checkoutCancelUrl: 'https://shop.example/purchases/{purchaseId}?result=cancel',
   });
   t.like(

@@ -141,6 +141,19 @@ test('confirming, declined and ready are three texts, and only the last two offe
   t.regex(ready, /<noscript><meta http-equiv="refresh" content="1; url=https:\/\/pay.example\/cs_1" \/><\/noscript>/);
 });
 
+test('back from a payment that went through after a decline (the success return), the page is confirming, not declined', (t) => {
+  const declined = { ...awaiting, reason: 'the last payment attempt was declined; the buyer may try again' };
+  const back = purchasePage(declined, alice, { left: false, paid: true, now });
+  t.regex(back, /<h1>Confirming your payment<\/h1>/);
+  t.regex(back, /You have just paid: your payment is being\s+confirmed/);
+  t.false(back.includes('id="pay"'), 'no invitation to pay again');
+  t.regex(back, /<noscript><meta http-equiv="refresh" content="2" \/><\/noscript>/);
+  // Not back from paying (a link, My purchases), the decline is the news: try again.
+  t.regex(purchasePage(declined, alice, { left: false, now }), /<h1>Your payment was declined: try again<\/h1>/);
+  // The cancel link wins over a crafted `paid`.
+  t.regex(purchasePage(declined, alice, { left: true, paid: true, now }), /<h1>Your payment was declined: try again/);
+});
+
 test('a purchase that ended unsold offers Buy again while the product is on sale, and not otherwise', (t) => {
   const expired = { ...awaiting, status: 'expired' as const, reason: 'the hold lapsed before payment' };
   t.regex(
