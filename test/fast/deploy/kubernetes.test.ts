@@ -10,7 +10,7 @@ import type { ApiDeps } from '../../../api/deps';
 import { DRAIN_MS } from '../../../api/shutdown';
 import { WORKER_SHUTDOWN_GRACE_MS } from '../../../worker/create-worker';
 import { testTelemetry } from '../../helpers/fixtures';
-import { isExecutable, toolCacheDir, which } from '../../../dev/tools';
+import { kustomizeCommand } from '../helpers/kustomize';
 
 // deploy/kubernetes checked offline, as no cluster runs here: the objects kustomization.yaml lists,
 // read as kustomize reads them (and built by `kubectl kustomize` where kubectl is installed). What
@@ -29,6 +29,11 @@ const read = (file: string) => fs.readFileSync(path.join(dir, file), 'utf8');
 interface Kustomization {
   resources: string[];
   configMapGenerator: { name: string; envs: string[] }[];
+  components: string[];
+}
+
+/** The release component: the image and its tag. */
+interface Release {
   images: { name: string; newName?: string; newTag?: string }[];
 }
 
@@ -83,9 +88,16 @@ interface K8sObject {
 }
 
 const kustomization = parse(read('kustomization.yaml')) as Kustomization;
-const objects = kustomization.resources.flatMap((file) =>
-  parseAllDocuments(read(file)).map((doc) => doc.toJS() as K8sObject),
-);
+const release = parse(read(path.join(kustomization.components[0], 'kustomization.yaml'))) as Release;
+/** The objects of a kustomization's resources: its files, and its folders' own kustomizations. */
+const objectsOf = (folder: string, resources: string[]): K8sObject[] =>
+  resources.flatMap((entry) => {
+    const at = path.join(folder, entry);
+    if (fs.statSync(path.join(dir, at)).isDirectory())
+      return objectsOf(at, (parse(read(path.join(at, 'kustomization.yaml'))) as Kustomization).resources);
+    return parseAllDocuments(read(at)).map((doc) => doc.toJS() as K8sObject);
+  });
+const objects = objectsOf('.', kustomization.resources);
 const byKind = (kind: string) => objects.filter((o) => o.kind === kind);
 const named = (kind: string, name: string) => {
   const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
@@ -139,8 +151,16 @@ const SECRET_VALUES: Record<string, string> = {
 const filled = (key: string): string => SECRET_VALUES[key] ?? `${key.toLowerCase()}-`.padEnd(64, 'x');
 
 test('kustomization.yaml lists every manifest but the Secret example, and names the image the Dockerfile builds', (t) => {
-  const manifests = fs.readdirSync(dir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
-  t.deepEqual([...kustomization.resources].sort(), manifests.filter((f) => f !== 'secret.example.yaml').sort());
+  const manifests = fs
+    .readdirSync(dir)
+    .filter(
+      (f) =>
+        (f.endsWith('.yaml') && f !== 'kustomization.yaml') || fs.existsSync(path.join(dir, f, 'kustomization.yaml')),
+    );
+  t.deepEqual(
+    [...kustomization.resources, ...kustomization.components].sort(),
+    manifests.filter((f) => f !== 'secret.example.yaml').sort(),
+  );
   t.deepEqual(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort(), [
     'Deployment/flash-sale-checkout-api',
     'Deployment/flash-sale-checkout-worker',
@@ -156,10 +176,10 @@ test('kustomization.yaml lists every manifest but the Secret example, and names 
   const image = compose.services.api.image!;
   for (const [o] of WORKLOADS) t.is(containerOf(o).image, image, o.metadata.name);
   t.deepEqual(
-    kustomization.images.map((i) => i.name),
+    release.images.map((i) => i.name),
     [image.split(':')[0]],
   );
-  t.truthy(kustomization.images[0].newTag, 'a tag to set');
+  t.truthy(release.images[0].newTag, 'a tag to set');
   // Each runs the compiled entry docker-compose.yml runs for the same process.
   t.deepEqual(containerOf(api).command, compose.services.api.command);
   t.deepEqual(containerOf(worker).command, compose.services.worker.command);
@@ -168,18 +188,8 @@ test('kustomization.yaml lists every manifest but the Secret example, and names 
   t.true(fs.existsSync(path.join(root, 'ops/migrate.ts')));
 });
 
-/**
- * How to build the kustomization: `kubectl kustomize`, else the standalone `kustomize build` (on PATH
- * or in the tool cache, where .ci/run puts it when the machine has neither).
- */
-function kustomizeCommand(): [string, string[]] | undefined {
-  if (which('kubectl')) return ['kubectl', ['kustomize', dir]];
-  const kustomize = which('kustomize') ?? path.join(toolCacheDir(), 'kustomize');
-  return isExecutable(kustomize) ? [kustomize, ['build', dir]] : undefined;
-}
-
 test('`kubectl kustomize` builds the same objects, the image renamed and the ConfigMap named by its hash', (t) => {
-  const command = kustomizeCommand();
+  const command = kustomizeCommand(dir);
   if (!command) {
     t.fail('neither kubectl nor kustomize found: .ci/run installs kustomize into the tool cache (go install)');
     return;
@@ -192,7 +202,7 @@ test('`kubectl kustomize` builds the same objects, the image renamed and the Con
   t.deepEqual(configMap.data, settings);
   const names = (list: K8sObject[]) => list.map((o) => `${o.kind}/${o.metadata.name}`).sort();
   t.deepEqual(names(out.filter((o) => o.kind !== 'ConfigMap')), names(objects));
-  const { newName, newTag } = kustomization.images[0];
+  const { newName, newTag } = release.images[0];
   for (const o of out.filter((x) => x.spec?.template)) {
     const c = o.spec.template!.spec.containers[0];
     t.is(c.image, `${newName}:${newTag}`, o.metadata.name);
