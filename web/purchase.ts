@@ -42,10 +42,10 @@ export const SETTLING_REFRESH_SECONDS = 300;
 /** The longest the script of a pending page waits between polls (a settling one: its own period). */
 const LONGEST_POLL_SECONDS = 30;
 /**
- * Without JavaScript, a page the buyer came back to by the checkout's cancel link (without paying)
- * reloads itself this often, not every few seconds: its news is the buyer's to make (a button back to
- * the checkout), and a page reloading under a reader starts again at the top. The script polls as on
- * any pending page.
+ * Without JavaScript, a page whose next step is the buyer's (a button to the checkout: back by its
+ * cancel link, a decline, or a visit not from paying) reloads itself this often, not every few
+ * seconds: a page reloading under a reader starts again at the top. The script polls as on any
+ * pending page.
  */
 const LEFT_RELOAD_SECONDS = LONGEST_POLL_SECONDS;
 /** The way from this page to Stripe's once the checkout opens: the page's fetch and the redirect, about a second. */
@@ -93,17 +93,25 @@ function awaitingPayment(p: PurchaseModel, { left, paid: justPaid }: Arrival, no
       pollSeconds: SETTLING_REFRESH_SECONDS,
     };
   }
-  // Back from a payment that went through: an earlier attempt's decline is old news until the webhook
-  // of this one lands (the purchase knows of the retry only then).
-  if (p.reason?.includes('declined') && !justPaid) {
+  // Back from a payment that went through (the success return): an earlier attempt's decline is old
+  // news until this payment's webhook lands (the purchase knows of the retry only then).
+  if (justPaid) {
+    return {
+      heading: 'Confirming your payment',
+      tone: 'wait',
+      words: html`You have just paid: your payment is being confirmed with the payment provider. This usually takes a
+      few seconds, and this page shows the outcome by itself. Your item stays reserved; the reservation ends ${ends}.`,
+      pollSeconds: PENDING_REFRESH_SECONDS,
+    };
+  }
+  if (p.reason?.includes('declined')) {
     return {
       heading: 'Your payment was declined: try again',
       tone: 'bad',
       words: html`Your last payment attempt was declined${left ? html` and you left the checkout` : html``}. Nothing was
       charged. You may try again, with this card or another; your item stays reserved and the reservation ends ${ends}.`,
       pollSeconds: PENDING_REFRESH_SECONDS,
-      // Not left: maybe just back from paying again, the webhook not in yet (news within seconds).
-      ...(left ? { reloadSeconds: LEFT_RELOAD_SECONDS } : {}),
+      reloadSeconds: LEFT_RELOAD_SECONDS,
       pay: 'Try again',
     };
   }
@@ -117,13 +125,16 @@ function awaitingPayment(p: PurchaseModel, { left, paid: justPaid }: Arrival, no
       pay: 'Go back to the checkout',
     };
   }
+  // Neither back from paying nor by the cancel link (My purchases, the link of a Buy refused because this
+  // one holds the item, a bookmark): the way to pay, and the payment's news if one was made.
   return {
-    heading: 'Confirming your payment',
+    heading: 'Your item is reserved',
     tone: 'wait',
-    words: html`${justPaid ? html`You have just paid: your` : html`If you have just paid, your`} payment is being
-    confirmed with the payment provider: this usually takes a few seconds, and this page shows the outcome by itself.
-    Your item stays reserved; the reservation ends ${ends}.`,
+    words: html`Pay on the checkout to complete the purchase; the reservation ends ${ends}. If you have just paid, your
+    payment is being confirmed with the payment provider, and this page shows the outcome by itself.`,
     pollSeconds: PENDING_REFRESH_SECONDS,
+    reloadSeconds: LEFT_RELOAD_SECONDS,
+    pay: 'Go to the checkout',
   };
 }
 

@@ -44,6 +44,9 @@ export function queueRefreshSeconds(t: TicketModel): number {
 /** The longest a waiting page's script waits between polls while nothing changes. */
 const LONGEST_POLL_SECONDS = 30;
 
+/** The way on from a line that has no place left for the buyer: the rest of the sale. */
+const elsewhere = html`<p><a href="/" id="elsewhere">See what else is on sale</a></p>`;
+
 /** Why the line is not moving, or how fast it moves, in words. */
 function lineWords(t: TicketModel, now: Date): Html {
   const wait = html`<strong id="wait">${formatWait(t.estimatedWaitSeconds)}</strong>`;
@@ -132,7 +135,8 @@ export function queuePage(
       main = html`<h1>${name} is sold out</h1>
         <p class="notice bad" id="queue" data-state="sold_out" role="status">
           Sorry: everything was sold before your turn came.
-        </p>`;
+        </p>
+        ${elsewhere}`;
       break;
     case 'expired':
       title = `Turn passed · ${name}`;
@@ -140,7 +144,8 @@ export function queuePage(
         <p class="notice bad" id="queue" data-state="expired" role="status">
           You were let in but did not buy in time, so your turn went to the next buyer. There is one turn per buyer:
           this line has no other place for you.
-        </p>`;
+        </p>
+        ${elsewhere}`;
       break;
   }
   return layout({ title, main, ...viewer, now, ...(live ? { live } : {}) });
@@ -174,7 +179,8 @@ function spentTurn(t: TicketModel, purchaseId: string, name: string): Html {
       <p class="notice bad" id="queue" data-state="spent" role="status">
         Your purchase during your turn did not go through (${link}), and your turn is over. There is one turn per buyer:
         this line has no other place for you.
-      </p>`;
+      </p>
+      ${elsewhere}`;
   }
   return html`<h1>You have a purchase: ${name}</h1>
     <p class="notice good" id="queue" data-state="bought" role="status">You used your turn to buy: ${link}.</p>`;

@@ -146,9 +146,10 @@ export function pageRoutes(deps: ApiDeps): Router {
 
   // The success and cancel URL of Checkout Sessions created before the buyer's pages existed.
   router.get('/checkout/return/:id', (ctx) => {
-    const left = ctx.query.result === 'cancel' ? '?result=cancel' : '';
+    // Their success URL had no `result`: the buyer has just paid.
+    const result = ctx.query.result === 'cancel' ? 'cancel' : 'paid';
     ctx.status = 303;
-    ctx.redirect(`/purchases/${encodeURIComponent(ctx.params.id)}${left}`);
+    ctx.redirect(`/purchases/${encodeURIComponent(ctx.params.id)}?result=${result}`);
   });
 
   router.get('/queue/:ticket', async (ctx) => {

@@ -196,16 +196,16 @@ test("My purchases lists the buyer's own purchases, newest first, and is a 401 p
     [b.body.purchaseId, 'Second cap'],
     [a.body.purchaseId, 'First tee'],
   ]);
-  t.regex(page.text, /data-status="awaiting_payment">Confirming your payment</);
+  t.regex(page.text, /data-status="awaiting_payment">Your item is reserved</);
   t.regex(page.text, /id="my-purchases"/, 'the header links it');
   const none = await get('/purchases', { cookie: await cookieOf('forms-nobody') });
   t.regex(none.text, /You have no purchases yet/);
 });
 
-test('the old Checkout return URL redirects to the purchase page, keeping the cancel', async (t) => {
+test('the old Checkout return URL redirects to the purchase page, back from paying or by the cancel link', async (t) => {
   const done = await get('/checkout/return/pur_abc');
   t.is(done.status, 303);
-  t.is(done.headers.get('location'), '/purchases/pur_abc');
+  t.is(done.headers.get('location'), '/purchases/pur_abc?result=paid');
   const left = await get('/checkout/return/pur_abc?result=cancel');
   t.is(left.headers.get('location'), '/purchases/pur_abc?result=cancel');
 });

@@ -21,9 +21,9 @@ async function bought(sku: string, buyer: string): Promise<{ purchaseId: string;
   return { purchaseId: res.body.purchaseId, sessionId: await sessionOf(suite.sys.db, res.body.purchaseId) };
 }
 
-async function purchasePage(t: ExecutionContext, buyer: string, purchaseId: string): Promise<Page> {
+async function purchasePage(t: ExecutionContext, buyer: string, purchaseId: string, query = ''): Promise<Page> {
   const page = await suite.page(t, { buyer });
-  await page.goto(`${suite.sys.apiUrl}/purchases/${purchaseId}`);
+  await page.goto(`${suite.sys.apiUrl}/purchases/${purchaseId}${query}`);
   return page;
 }
 
@@ -34,7 +34,8 @@ test.serial('back from paying before the webhook: "Confirming your payment", the
   t.is((await suite.sys.emulatorCall('POST', '/_emulator/webhooks', { pause: true })).status, 200);
   t.teardown(() => suite.sys.emulatorCall('POST', '/_emulator/webhooks', { pause: false }));
   t.is((await suite.sys.pay(sessionId, 'succeeded')).status, 200);
-  const page = await purchasePage(t, 'ps-ann', purchaseId);
+  // Where Checkout's success URL brings the buyer back.
+  const page = await purchasePage(t, 'ps-ann', purchaseId, '?result=paid');
   t.is(await page.locator('h1').textContent(), 'Confirming your payment');
   t.is(await page.locator('#pay').count(), 0, 'no second payment offered');
   await axeClean(t, page, 'confirming your payment');

@@ -122,9 +122,14 @@ test('a settling bank debit is its own state: nothing to pay, and no reload but 
 });
 
 test('confirming, declined and ready are three texts, and only the last two offer the checkout', (t) => {
-  const confirming = purchasePage(awaiting, alice, { left: false, now });
+  const confirming = purchasePage(awaiting, alice, { left: false, paid: true, now });
   t.regex(confirming, /<h1>Confirming your payment<\/h1>/);
   t.false(confirming.includes('id="pay"'), 'just back from paying: no invitation to pay again');
+  // Come to by a link, not from paying: the way to pay, and a slow reload without JavaScript.
+  const reserved = purchasePage(awaiting, alice, { left: false, now });
+  t.regex(reserved, /<h1>Your item is reserved<\/h1>/);
+  t.regex(reserved, /<a class="button" href="https:\/\/pay.example\/cs_1" id="pay">Go to the checkout<\/a>/);
+  t.regex(reserved, /<noscript><meta http-equiv="refresh" content="30" \/><\/noscript>/);
   const declined = purchasePage(
     { ...awaiting, reason: 'the last payment attempt was declined; the buyer may try again' },
     alice,
@@ -148,8 +153,10 @@ test('back from a payment that went through after a decline (the success return)
   t.regex(back, /You have just paid: your payment is being\s+confirmed/);
   t.false(back.includes('id="pay"'), 'no invitation to pay again');
   t.regex(back, /<noscript><meta http-equiv="refresh" content="2" \/><\/noscript>/);
-  // Not back from paying (a link, My purchases), the decline is the news: try again.
-  t.regex(purchasePage(declined, alice, { left: false, now }), /<h1>Your payment was declined: try again<\/h1>/);
+  // Not back from paying (a link, My purchases), the decline is the news: try again, reloading slowly.
+  const visited = purchasePage(declined, alice, { left: false, now });
+  t.regex(visited, /<h1>Your payment was declined: try again<\/h1>/);
+  t.regex(visited, /<noscript><meta http-equiv="refresh" content="30" \/><\/noscript>/);
   // The cancel link wins over a crafted `paid`.
   t.regex(purchasePage(declined, alice, { left: true, paid: true, now }), /<h1>Your payment was declined: try again/);
 });

@@ -112,6 +112,9 @@ test('the queue page says so when the product sold out or the turn passed, and s
   t.regex(expired, /Your turn has passed/);
   t.false(expired.includes('Join the queue again'), 'joining again would only be the same ticket');
   t.false(expired.includes('href="/p/runner-42"'));
+  for (const ended of [soldOut, expired]) {
+    t.true(ended.includes('<a href="/" id="elsewhere">See what else is on sale</a>'), 'a way on, not a dead end');
+  }
   const pre = queuePage({ ...ticket, state: 'prequeue', opensAt: '2026-12-01T13:00:00Z' }, product, alice, 'k');
   t.regex(pre, /drawn\s+at random at the opening/);
   t.regex(pre, /http-equiv="refresh"/);
@@ -131,6 +134,7 @@ test('the queue page of a spent turn links to its purchase instead of Buy, and s
   t.false(unsold.includes('Join the queue again'), 'no new place is offered');
   t.false(unsold.includes('href="/p/runner-42"'));
   t.false(unsold.includes('action="/p/runner-42/buy"'));
+  t.true(unsold.includes('id="elsewhere"'), 'the rest of the sale');
 });
 
 const purchase: PurchaseModel = {
@@ -147,7 +151,7 @@ const purchase: PurchaseModel = {
 test('the purchase page has words for every outcome, and refreshes only while news may come', (t) => {
   const cases: [Partial<PurchaseModel>, RegExp, boolean][] = [
     [{ status: 'holding' }, /being reserved/, true],
-    [{ status: 'awaiting_payment', checkoutUrl: 'https://pay.example/cs_1' }, /Confirming your payment/, true],
+    [{ status: 'awaiting_payment', checkoutUrl: 'https://pay.example/cs_1' }, /Your item is reserved/, true],
     [{ status: 'confirmed' }, /Your purchase is confirmed/, false],
     [{ status: 'late_confirmed' }, /arrived after your reservation had ended[\s\S]*still there, so it is yours/, false],
     [{ status: 'expired', reason: 'the hold lapsed before payment' }, /expired before the payment arrived/, false],
