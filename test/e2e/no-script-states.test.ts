@@ -1,7 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
-import type { Locator, Page } from 'playwright-core';
 import { signInAs } from '../helpers/browser';
 import { AS_SUPPORT } from '../helpers/credentials';
+import { follow, onCheckout, onPurchase, press, purchaseIdOf, reloadOf, reloads, words } from '../helpers/no-script';
 import { pageSuite, ROOM_PAGES_SYSTEM } from '../helpers/page-suite';
 import { sellTo, sessionOf } from '../helpers/system';
 
@@ -10,7 +10,8 @@ import { sellTo, sessionOf } from '../helpers/system';
 // Stripe's hosted page on the emulator, back to the shop, try again, pay, Join the queue, Buy in
 // turn). A page still waiting for news reloads itself from <noscript>: the tests wait for what that
 // reload brings, they never reload. The same states with JavaScript on, and axe-core on each, are
-// buyer-pages', page-states', honest-pages' and room-pages'.
+// buyer-pages', page-states', honest-pages' and room-pages'; the other states with JavaScript off are
+// no-script-more-states', no-script-room-states' and no-script-checkout-line's.
 
 const suite = pageSuite(test, ROOM_PAGES_SYSTEM);
 
@@ -18,42 +19,6 @@ const suite = pageSuite(test, ROOM_PAGES_SYSTEM);
 const noScript = (t: ExecutionContext, buyer?: string) => suite.page(t, { js: false, ...(buyer ? { buyer } : {}) });
 
 const at = (path: string) => `${suite.sys.apiUrl}${path}`;
-
-/** The text of `what` (a selector, or a locator) as a reader hears it, its white space folded. */
-async function words(page: Page, what: string | Locator = 'main'): Promise<string> {
-  const text = await (typeof what === 'string' ? page.locator(what) : what).textContent();
-  return (text ?? '').replace(/\s+/g, ' ').trim();
-}
-
-/** The content of the page's <noscript> reload ("2"): the page must have one (it waits for it). */
-const reloadOf = (page: Page) => page.locator('meta[http-equiv="refresh"]').getAttribute('content');
-
-/** A page whose state is final reloads nothing (only for pages that do not reload themselves). */
-const reloads = async (page: Page) => (await page.locator('meta[http-equiv="refresh"]').count()) > 0;
-
-/** Presses a link or button of a page that does not reload itself, and waits for the page it leads to. */
-async function press(page: Page, selector: string, to: (u: URL) => boolean): Promise<void> {
-  await Promise.all([page.waitForURL(to), page.locator(selector).click()]);
-}
-
-/**
- * Follows the link `selector` of a page that reloads itself to where `to` says. A reload landing just
- * as the link is pressed may bring the same page back instead: its link is then pressed again (a
- * link, a GET: pressing it twice goes to the same page).
- */
-async function follow(page: Page, selector: string, to: (u: URL) => boolean): Promise<void> {
-  for (let tries = 1; ; tries++) {
-    const loaded = page.waitForEvent('load');
-    await page.locator(selector).click();
-    await loaded;
-    if (to(new URL(page.url()))) return;
-    if (tries === 3) throw new Error(`${selector} never left ${page.url()}`);
-  }
-}
-
-const onCheckout = (u: URL) => u.pathname.startsWith('/checkout/cs_');
-const onPurchase = (u: URL) => u.pathname.startsWith('/purchases/');
-const purchaseIdOf = (page: Page) => new URL(page.url()).pathname.split('/').pop()!;
 
 // Serial: it holds the emulator's webhooks back, which every test of this file shares (serial tests
 // run before the others).
