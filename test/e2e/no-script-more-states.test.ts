@@ -159,6 +159,10 @@ test('a second Buy by a buyer who holds one is refused in words, and its link le
   );
   t.is(await page.locator('#pay').textContent(), 'Go to the checkout');
   t.is(await reloadOf(page), '30', 'the next step is the buyer’s');
+  const withJs = await suite.page(t, { buyer: 'nm-eve' });
+  await withJs.goto(page.url());
+  t.is(await withJs.locator('h1').textContent(), 'Your item is reserved');
+  await axeClean(t, withJs, 'your item is reserved');
   await follow(page, '#pay', onCheckout);
   t.is(new URL(page.url()).pathname, `/checkout/${first.sessionId}`, 'the same checkout');
   await press(page, '#pay', (u) => u.pathname === `/purchases/${first.purchaseId}`);

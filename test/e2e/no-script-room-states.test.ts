@@ -2,7 +2,7 @@ import test, { type ExecutionContext } from 'ava';
 import type { Page } from 'playwright-core';
 import { ADMIN_TOKEN, asBuyer } from '../helpers/credentials';
 import { onQueue, press, reloadSeconds, reloads, words } from '../helpers/no-script';
-import { pageSuite, ROOM_PAGES_SYSTEM } from '../helpers/page-suite';
+import { axeClean, pageSuite, ROOM_PAGES_SYSTEM } from '../helpers/page-suite';
 import { openNow } from '../helpers/room';
 
 // The waiting room's states with JavaScript off, at a phone's size (issue 32; no-script-states.test.ts
@@ -100,6 +100,11 @@ test('a full room, then paused, each in words with the page reloading itself, an
     /The shop has paused letting buyers in for now\. Your place is kept, and the line moves again when it lets buyers in\. .*at least \d+ (s|min).*more for every minute it stays paused\.$/,
   );
   await reloadsSanely(t, page, 'a paused room');
+  const withJs = await suite.page(t, { buyer: 'nr-ben' });
+  await withJs.goto(page.url());
+  await withJs.waitForSelector('#queue[data-state="waiting"] #paused');
+  await axeClean(t, withJs, 'a paused room');
+  await withJs.close();
 
   // Open again, and the buyer inside takes a unit and gives it back: they leave, and this buyer is let in.
   t.is((await suite.sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: 'open' }, ADMIN)).status, 200);
@@ -191,6 +196,9 @@ test('a turn spent on a purchase leads to it; once that purchase came to nothing
   );
   t.is(await page.locator('main button').count(), 0, 'no second turn offered');
   t.false(await reloads(page));
+  const withJs = await suite.page(t, { buyer: 'nr-dee' });
+  await withJs.goto(page.url());
+  await axeClean(t, withJs, 'a turn spent on a purchase that came to nothing');
   await press(page, '#elsewhere', (u) => u.pathname === '/');
   t.is(await page.locator(`a[href="/p/${sku}"]`).count(), 1, 'the sale, this product in it');
 });
