@@ -68,6 +68,11 @@ export interface ApiDeps {
    * holds its unit is answered 202 (its session waits for the Stripe budget), one that does not 503.
    */
   purchaseTimeoutMs: number;
+  /**
+   * How long after a hold's lapse the webhook keeps its session's expiry from the saga, taking it for
+   * the saga's own expire (EXPIRE_ANSWER_GRACE_MS); default 30 s (api/stripe-events.ts).
+   */
+  expireAnswerGraceMs?: number;
   /** The pace Checkout Sessions open at: the Stripe budget (STRIPE_MAX_REQUESTS_PER_SECOND); default 20 (api/checkout-pace.ts). */
   checkoutsPerSecond?: number;
   /** Where POST /v1/purchases waits for the session once the hold is taken (the purchase record). */

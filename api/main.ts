@@ -99,6 +99,7 @@ async function main(): Promise<void> {
     lifecycle: { draining: false },
     logger: root,
     purchaseTimeoutMs: config.purchaseTimeoutMs,
+    expireAnswerGraceMs: config.expireAnswerGraceMs,
     checkouts,
     checkoutsPerSecond: config.stripeMaxSessionsPerSecond,
     catalogue: new CatalogueCache(config.catalogueCacheMs),

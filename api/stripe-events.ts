@@ -11,6 +11,7 @@ import {
   type PurchaseState,
 } from '../vocabulary';
 import type { Shipping } from '../store/confirmation';
+import { variable } from '../config/variables';
 
 // Verified Stripe events, reduced to what the sagas need and to whom they claim to belong.
 
@@ -184,9 +185,10 @@ export function toMoneyNews(event: Stripe.Event): MoneyNews | null {
 
 /**
  * How long after the hold's lapse an expired session is taken for the saga's own expire: that call is
- * first in the Stripe queue and answers in seconds. An expiry heard later reaches the saga.
+ * first in the Stripe queue and answers in seconds. An expiry heard later reaches the saga. The
+ * default of EXPIRE_ANSWER_GRACE_MS (config/variables/tuning.ts), which the API reads.
  */
-export const EXPIRE_ANSWER_GRACE_MS = 30_000;
+export const EXPIRE_ANSWER_GRACE_MS = Number(variable('EXPIRE_ANSWER_GRACE_MS').default);
 
 /**
  * Why a purchase's own verified payment event need not reach its saga (the webhook records it and
@@ -198,13 +200,14 @@ export const EXPIRE_ANSWER_GRACE_MS = 30_000;
  *   hears the same payment again from the webhook;
  * - the hold lapsed moments ago and the saga is closing the session itself: the session's expiry is
  *   the one it asked for (or Stripe's own at the same time), and its own expire call says how the
- *   session ended. Past EXPIRE_ANSWER_GRACE_MS the saga hears it: its call has not answered (Stripe
+ *   session ended. Past `graceMs` (EXPIRE_ANSWER_GRACE_MS) the saga hears it: its call has not answered (Stripe
  *   failing it with 5xx), and the session expired by hand or at its own time is what ends that call.
  */
 export function whyTheSagaNeedNotHear(
   e: Pick<PaymentEvent, 'type' | 'paymentStatus' | 'sessionId'>,
   purchase: Pick<PurchaseState, 'status' | 'sessionId' | 'holdExpiresAt'>,
   now: number,
+  graceMs = EXPIRE_ANSWER_GRACE_MS,
 ): string | null {
   const money = bringsMoney(e);
   const { status } = purchase;
@@ -214,7 +217,7 @@ export function whyTheSagaNeedNotHear(
     return "the session's payment is already settled";
   const holding = (HOLDING_STATUSES as readonly string[]).includes(status);
   const lapsedAt = purchase.holdExpiresAt === undefined ? undefined : Date.parse(purchase.holdExpiresAt);
-  const closing = lapsedAt !== undefined && lapsedAt <= now && now - lapsedAt < EXPIRE_ANSWER_GRACE_MS;
+  const closing = lapsedAt !== undefined && lapsedAt <= now && now - lapsedAt < graceMs;
   if (e.type === 'checkout.session.expired' && holding && closing)
     return 'the hold has lapsed: the saga closes the session itself';
   return null;

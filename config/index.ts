@@ -6,12 +6,18 @@ import { isDevelopment, isLiveKey, stripe, type StripeConfig } from './stripe';
 
 export { isDevelopment, isLiveKey, STRIPE_ACCOUNT_LIMITS, type StripeConfig } from './stripe';
 import { MIN_SECRET_LENGTH, type BuyerTokenConfig } from './buyer-tokens';
+import { workerDeployment, type WorkerDeploymentVersion } from './temporal';
 import {
-  loadTemporalSettings,
-  workerDeployment,
-  type TemporalSettings,
-  type WorkerDeploymentVersion,
-} from './temporal';
+  common,
+  poolTimeouts,
+  publicUrl,
+  QUERY_TIMEOUT_MARGIN_MS,
+  serviceStart,
+  temporal,
+  type CommonConfig,
+  type PoolTimeouts,
+  type ServiceStart,
+} from './common';
 import { roomSecretFromBuyerSecret } from './room-tokens';
 import { trustedProxies } from './trusted-proxies';
 import { ACTIVITY_TIMEOUT_MS } from '../vocabulary/limits';
@@ -21,22 +27,7 @@ import { ACTIVITY_TIMEOUT_MS } from '../vocabulary/limits';
 // stops the process with a message naming every problem at once.
 
 export { ConfigError } from './reader';
-
-/** What every process that talks to Postgres and Temporal needs. */
-export interface CommonConfig {
-  databaseUrl: string;
-  temporalAddress: string;
-  temporalNamespace: string;
-  /** Address, namespace, TLS and API key (config/temporal.ts: a TOML profile and TEMPORAL_* variables). */
-  temporal: TemporalSettings;
-  taskQueue: string;
-}
-
-/** What the API and the worker do at start besides their configuration. */
-export interface ServiceStart {
-  /** MIGRATE_AT_BOOT: apply the missing migrations at start (true), or only check that none is missing. */
-  migrateAtBoot: boolean;
-}
+export { QUERY_TIMEOUT_MARGIN_MS, type CommonConfig, type PoolTimeouts, type ServiceStart } from './common';
 
 export interface ApiConfig extends CommonConfig, StripeConfig, ServiceStart {
   stripeWebhookSecret: string;
@@ -50,6 +41,8 @@ export interface ApiConfig extends CommonConfig, StripeConfig, ServiceStart {
   shutdownGraceMs: number;
   /** How long POST /v1/purchases waits for the hold and the Checkout Session before answering 503. */
   purchaseTimeoutMs: number;
+  /** How long after a hold's lapse the webhook takes its session's expiry for the saga's own expire call. */
+  expireAnswerGraceMs: number;
   /** How often the gate reads every SKU's stock again even without a notification. */
   gateResyncMs: number;
   /** How buyer tokens (JWTs) are verified. */
@@ -114,46 +107,6 @@ export interface WorkerConfig extends CommonConfig, StripeConfig, ServiceStart {
   deployment?: WorkerDeploymentVersion;
 }
 
-/** How much longer than `statement_timeout` a pool's client waits for an answer (the server cancels first). */
-export const QUERY_TIMEOUT_MARGIN_MS = 1_000;
-
-/** Timeouts of a Postgres pool (config/clients.ts `createPool`). */
-export interface PoolTimeouts {
-  /** How long a query waits for a connection (a free one of the pool, or a new one) before failing. */
-  connectTimeoutMs: number;
-  /** Postgres cancels a statement that runs longer (`statement_timeout`); the client gives up soon after. */
-  statementTimeoutMs: number;
-  /** A connection idle in the pool this long is closed. */
-  idleTimeoutMs: number;
-}
-
-function temporal(r: Reader): Omit<CommonConfig, 'databaseUrl'> {
-  const settings = loadTemporalSettings(r.env, r.problems);
-  return {
-    temporalAddress: settings.address,
-    temporalNamespace: settings.namespace,
-    temporal: settings,
-    taskQueue: r.text('TASK_QUEUE'),
-  };
-}
-
-/** PG_CONNECT_TIMEOUT_MS, PG_STATEMENT_TIMEOUT_MS, PG_IDLE_TIMEOUT_MS, with this process's defaults. */
-function poolTimeouts(r: Reader): PoolTimeouts {
-  return {
-    connectTimeoutMs: r.int('PG_CONNECT_TIMEOUT_MS'),
-    statementTimeoutMs: r.int('PG_STATEMENT_TIMEOUT_MS'),
-    idleTimeoutMs: r.int('PG_IDLE_TIMEOUT_MS'),
-  };
-}
-
-/** PUBLIC_URL: where buyers reach the API's pages; an http(s) origin, default this machine's PORT. */
-function publicUrl(r: Reader): string {
-  const url = r.text('PUBLIC_URL', `http://127.0.0.1:${r.env.PORT || 3000}`).replace(/\/$/, '');
-  if (!/^https?:\/\/[^/?#]+(?:\/[^?#]*)?$/.test(url))
-    r.problems.push(`PUBLIC_URL must be an http(s) URL, got "${url}"`);
-  return url;
-}
-
 /** PURCHASE_ID: the placeholder of the Checkout return URLs, replaced by the purchase id. */
 export const PURCHASE_ID_PLACEHOLDER = '{purchaseId}';
 
@@ -177,17 +130,6 @@ function checkoutUrl(r: Reader, name: string, dflt: string): string {
     );
   }
   return url;
-}
-
-function common(r: Reader): CommonConfig {
-  return { databaseUrl: r.postgresUrl('DATABASE_URL', 'the Postgres holding stock and purchases'), ...temporal(r) };
-}
-
-/** MIGRATE_AT_BOOT: `1` (the table's default) or `0`. */
-function serviceStart(r: Reader): ServiceStart {
-  const raw = r.text('MIGRATE_AT_BOOT');
-  if (raw !== '0' && raw !== '1') r.problems.push(`MIGRATE_AT_BOOT must be 0 or 1, got "${raw}"`);
-  return { migrateAtBoot: raw !== '0' };
 }
 
 /** Admin and support tokens outside development: long enough not to be guessed. */
@@ -310,6 +252,7 @@ export function loadApiConfig(env: Env): ApiConfig {
     metricsToken: metricsToken(r, host),
     shutdownGraceMs: r.int('SHUTDOWN_GRACE_MS'),
     purchaseTimeoutMs: r.int('PURCHASE_TIMEOUT_MS'),
+    expireAnswerGraceMs: r.int('EXPIRE_ANSWER_GRACE_MS'),
     gateResyncMs: r.int('GATE_RESYNC_MS'),
     buyerTokens: buyers,
     roomTokenSecret: roomTokenSecret(r, buyers),

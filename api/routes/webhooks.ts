@@ -181,7 +181,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
       ctx.body = { received: true, duplicate: true };
       return;
     }
-    const unheard = whyTheSagaNeedNotHear(mapped.payment, purchase, Date.now());
+    const unheard = whyTheSagaNeedNotHear(mapped.payment, purchase, Date.now(), deps.expireAnswerGraceMs);
     if (unheard) {
       await recordIgnoredEvent(deps.db, event.id, event.type, purchase.purchaseId, unheard);
       deps.metrics.webhookEvents.inc({ result: 'ignored' });

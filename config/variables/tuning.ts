@@ -110,6 +110,14 @@ export const TUNING_VARIABLES: readonly Variable[] = [
     example: '',
   },
   {
+    name: 'EXPIRE_ANSWER_GRACE_MS',
+    section: 'service',
+    readBy: API,
+    default: 30_000,
+    min: 0,
+    doc: "how long after a hold's lapse the webhook takes its session's `checkout.session.expired` for the expiry the saga asked for (its own expire call, first in the Stripe queue, answers within it) and keeps it from the saga; an expiry heard later reaches the saga, which ends an expire Stripe keeps failing. `0`: every expiry reaches the saga",
+  },
+  {
     name: 'CATALOGUE_CACHE_MS',
     section: 'service',
     readBy: API,

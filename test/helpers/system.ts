@@ -4,12 +4,7 @@ import type { Server } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import pg from 'pg';
-import {
-  startEmulator,
-  type Emulator,
-  type PayControlExtras,
-  type RateLimitSettings,
-} from '@flash-sale/stripe-emulator';
+import { startEmulator, type Emulator, type PayControlExtras } from '@flash-sale/stripe-emulator';
 import { HoldDesk } from '../../store/hold-desk';
 import { Admissions } from '../../store/admission';
 import { DbClock } from '../../store/clock';
@@ -18,21 +13,22 @@ import { Gate } from '../../store/gate';
 import { NotifyListener } from '../../store/notify-listener';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
-import { BotCheck, type BotCheckOptions } from '../../api/bot-check';
+import { BotCheck } from '../../api/bot-check';
 import { createMetrics } from '../../api/metrics';
 import { CatalogueCache } from '../../api/catalogue-view';
-import { createRateLimits, type RateLimitConfig } from '../../api/rate-limits';
+import { createRateLimits } from '../../api/rate-limits';
 import { createBuyerVerifier } from '../../config/buyer-tokens';
 import { createRoomTokens } from '../../config/room-tokens';
 import { WaitingRoom } from '../../api/waiting-room';
 import { Admitter } from '../../store/admitter';
 import { RoomCache } from '../../store/room-cache';
 import { createStripe } from '../../config/clients';
-import { createLogger, type Logger } from '../../config/log';
+import { createLogger } from '../../config/log';
 import { createPurchaseWorker, type PurchaseWorker } from '../../worker/create-worker';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
 import { migrate } from '../../store/migrate';
 import { testDb, uniqueSku } from './db';
+import type { SystemOptions } from './system-options';
 
 import {
   ADMIN_TOKEN,
@@ -48,6 +44,7 @@ import { temporalAddress, workflowBundle } from './temporal';
 import { notificationParts } from './notification-parts';
 
 export * from './credentials';
+export type { SystemOptions } from './system-options';
 export { temporalAddress, workflowBundle } from './temporal';
 
 export interface System {
@@ -119,44 +116,7 @@ export interface System {
  * task queue of its own. stripe-node talks to the emulator over HTTP; the emulator signs and
  * delivers webhooks to the API.
  */
-export async function startSystem(
-  opts: {
-    worker?: boolean;
-    retryBaseMs?: number;
-    purchaseTimeoutMs?: number;
-    gateResyncMs?: number;
-    rateLimits?: RateLimitConfig;
-    /** The balancers whose X-Forwarded-For the API believes (TRUSTED_PROXIES); default none. */
-    trustedProxies?: string[];
-    /** How long each API instance keeps the home page's catalogue (CATALOGUE_CACHE_MS); default 1000. */
-    catalogueCacheMs?: number;
-    /** The API's logger (default: silent); a test that reads the access log passes its own. */
-    logger?: Logger;
-    /** The admitter's tick and each API's room-cache refresh (ROOM_ADMIT_TICK_MS, ROOM_REFRESH_MS). */
-    roomTickMs?: number;
-    roomRefreshMs?: number;
-    /**
-     * A database of this file's own on the suite's Postgres (migrated): its waiting rooms are stepped
-     * by this file's admitter alone, not by whichever test process holds the shared database's lock.
-     */
-    ownDatabase?: boolean;
-    /** The development sign-in of the buyer's pages (DEV_SIGN_IN=1, as `npm start` runs them); off by default, as in production. */
-    devSignIn?: boolean;
-    /**
-     * The Stripe budget as the API paces checkouts and rooms by it (STRIPE_MAX_REQUESTS_PER_SECOND);
-     * the worker's is startWorker's `stripeRequestsPerSecond` (default 20). Default 1000: no pacing
-     * to speak of. The pace is one row of the database, shared by every test file on it: a test
-     * that sets a slow one uses `ownDatabase`, so no other file's purchases wait behind its line.
-     */
-    checkoutsPerSecond?: number;
-    /** The emulator's rate limits (default: Stripe's sandbox figures, 25/s). */
-    emulatorRateLimit?: RateLimitSettings;
-    /** The bot check's secret and cost (BOT_CHECK by default). */
-    botCheck?: BotCheckOptions;
-    /** NOTIFY_* of the worker: with them it delivers buyer notifications (else they wait in their table). */
-    notify?: Record<string, string>;
-  } = {},
-): Promise<System> {
+export async function startSystem(opts: SystemOptions = {}): Promise<System> {
   const databaseUrl = opts.ownDatabase ? await createOwnDatabase() : process.env.DATABASE_URL!;
   const db = new pg.Pool({ connectionString: databaseUrl, max: 30 });
   // Each API instance measures its own offset to Postgres, as each API process does.
@@ -220,6 +180,7 @@ export async function startSystem(
     logger: opts.logger ?? createLogger('api', { LOG_LEVEL: 'silent' }),
     room: roomOf(clock),
     purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
+    ...(opts.expireAnswerGraceMs === undefined ? {} : { expireAnswerGraceMs: opts.expireAnswerGraceMs }),
     checkoutsPerSecond,
     // One LISTEN connection for this API, as in api/main.ts: stock changes and checkouts.
     checkouts: new CheckoutWatch(db, checkoutListener),

@@ -53,6 +53,10 @@ test('the expiry of a hold that lapsed longer ago than the saga’s own expire t
   // Its expire has not answered (Stripe failing it with 5xx): the expiry by hand is what ends that call.
   t.is(whyTheSagaNeedNotHear(expired, of('awaiting_payment', longAgo), now), null);
   t.is(whyTheSagaNeedNotHear(expired, of('holding', longAgo), now), null);
+  // A grace of the deployment's own (EXPIRE_ANSWER_GRACE_MS) draws the same line.
+  const ago = (ms: number) => of('awaiting_payment', new Date(now - ms).toISOString());
+  t.truthy(whyTheSagaNeedNotHear(expired, ago(1_999), now, 2_000));
+  t.is(whyTheSagaNeedNotHear(expired, ago(2_000), now, 2_000), null);
 });
 
 test('a closed purchase keeps back every event that brings no money', (t) => {
