@@ -1,5 +1,5 @@
 import test from 'ava';
-import { onCheckout, onPurchase, press, reloadOf, words } from '../helpers/no-script';
+import { onCheckout, onPurchase, press, reloadOf, titleOf, words } from '../helpers/no-script';
 import { pageSuite } from '../helpers/page-suite';
 
 // The checkout line with JavaScript off, at a phone's size (issue 32; checkout-line-pages.test.ts is
@@ -43,7 +43,7 @@ test('a checkout waiting for its turn reads "Preparing your checkout", reloading
 
   // The turn comes: a reload brings "ready", whose own refresh goes on to Stripe's page.
   await page.waitForSelector('h1:text("Your checkout is ready")');
-  t.is(await page.title(), 'Your checkout is ready');
+  t.is(await titleOf(page), 'Your checkout is ready');
   t.regex(await words(page, '#outcome'), /payment page is open for you: taking you there now\.$/);
   const pay = (await page.locator('#pay').getAttribute('href')) ?? '';
   t.regex(pay, /\/checkout\/cs_/);

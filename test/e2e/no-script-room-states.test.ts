@@ -1,7 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import type { Page } from 'playwright-core';
 import { ADMIN_TOKEN, asBuyer } from '../helpers/credentials';
-import { onQueue, press, reloadSeconds, reloads, words } from '../helpers/no-script';
+import { onQueue, press, reloads, reloadSeconds, titleOf, words } from '../helpers/no-script';
 import { axeClean, pageSuite, ROOM_PAGES_SYSTEM } from '../helpers/page-suite';
 import { openNow } from '../helpers/room';
 
@@ -84,7 +84,7 @@ test('a full room, then paused, each in words with the page reloading itself, an
   await page.goto(at(`/p/${sku}`));
   await join(page);
   await page.waitForSelector('#queue[data-state="waiting"] #full');
-  t.is(await page.title(), '0 ahead · Queue · Crowded cap');
+  t.is(await titleOf(page), '0 ahead · Queue · Crowded cap');
   t.regex(
     await words(page, '#queue'),
     /^Buyers ahead of you: 0\. The shop is full: the buyers inside are paying, and the next in line is let in as each finishes\. Estimated wait: about \d+ (s|min).*; it grows while nobody is let in\.$/,

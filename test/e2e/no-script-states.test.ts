@@ -1,7 +1,17 @@
 import test, { type ExecutionContext } from 'ava';
 import { signInAs } from '../helpers/browser';
 import { AS_SUPPORT } from '../helpers/credentials';
-import { follow, onCheckout, onPurchase, press, purchaseIdOf, reloadOf, reloads, words } from '../helpers/no-script';
+import {
+  follow,
+  onCheckout,
+  onPurchase,
+  press,
+  purchaseIdOf,
+  reloadOf,
+  reloads,
+  titleOf,
+  words,
+} from '../helpers/no-script';
 import { pageSuite, ROOM_PAGES_SYSTEM } from '../helpers/page-suite';
 import { sellTo, sessionOf } from '../helpers/system';
 
@@ -191,7 +201,7 @@ test('the queue: waiting with its place and a <noscript> reload, let in by that 
     page.getByRole('button', { name: 'Join the queue' }).click(),
   ]);
   await page.waitForSelector('#queue[data-state="waiting"] #full');
-  t.is(await page.title(), '0 ahead · Queue · Quiet drop');
+  t.is(await titleOf(page), '0 ahead · Queue · Quiet drop');
   t.regex(await words(page, '#queue'), /^Buyers ahead of you: 0\. The shop is full: .*Estimated wait: about \d+/);
   t.regex(await words(page, '#come-back'), /need not keep this page open/);
   t.regex((await reloadOf(page)) ?? '', /^\d+$/, 'the <noscript> reload');

@@ -26,6 +26,15 @@ export async function reloadSeconds(page: Page): Promise<number | null> {
   return content !== null && /^\d+$/.test(content) ? Number(content) : null;
 }
 
+/**
+ * The title of a page, read from its document's <title>: on a page that reloads itself, `page.title()`
+ * read while a reload is under way answers the browser's "Loading …" instead; the locator waits for
+ * the document that has one.
+ */
+export async function titleOf(page: Page): Promise<string> {
+  return ((await page.locator('head > title').textContent()) ?? '').trim();
+}
+
 /** Presses a link or button of a page that does not reload itself, and waits for the page it leads to. */
 export async function press(page: Page, selector: string, to: (u: URL) => boolean): Promise<void> {
   await Promise.all([page.waitForURL(to), page.locator(selector).click()]);
