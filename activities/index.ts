@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ProductTerms, PurchaseInput, PurchaseState, Rejection } from '../vocabulary';
 import type { Clock } from '../store/clock';
-import type { Db } from '../store/db';
+import type { Db, Tx } from '../store/db';
 import type { HoldDesk } from '../store/hold-desk';
 import * as holds from '../store/holds';
 import { getProduct, termsOf } from '../store/products';
@@ -167,8 +167,9 @@ export function createStoreActivities(deps: ActivityDeps) {
   const holdOf = (outcome: string, purchaseId: string) =>
     ApplicationFailure.nonRetryable(`no hold for ${purchaseId} (${outcome})`, 'HoldNotFound');
 
+  const confirmation = createConfirmationSteps(deps);
   return {
-    ...createConfirmationSteps(deps),
+    ...confirmation,
 
     /** Takes the stock hold through the hold desk (coalesced per SKU). Keyed by purchaseId; compensation: releaseHold. */
     async takeHold(input: PurchaseInput): Promise<TakeHoldOutput> {
@@ -197,8 +198,18 @@ export function createStoreActivities(deps: ActivityDeps) {
     },
 
     /** Returns the hold's units to stock, once (`active` → `released|expired`). The compensation of takeHold. */
-    async releaseHold(purchaseId: string, reason: 'release' | 'expire'): Promise<holds.ReleaseResult> {
-      return holds.releaseHold(db, purchaseId, reason);
+    async releaseHold(
+      purchaseId: string,
+      reason: 'release' | 'expire',
+      ending?: purchases.PurchasePatch,
+    ): Promise<holds.ReleaseResult> {
+      // With the purchase's ending: its record in the same transaction, one activity task, not two.
+      const record =
+        ending &&
+        (async (tx: Tx) => {
+          await purchases.recordPurchase(tx, purchaseId, ending);
+        });
+      return holds.releaseHold(db, purchaseId, reason, record);
     },
 
     /**
@@ -216,12 +227,16 @@ export function createStoreActivities(deps: ActivityDeps) {
     async convertHold(
       purchaseId: string,
       sale: purchases.PurchasePatch,
+      o: { notice?: boolean } = {},
     ): Promise<'sold' | 'lapsed' | 'limit_exceeded'> {
       // The sale's record in the same transaction: one activity task for a paid buyer, not two.
       const r = await holds.convertHold(db, purchaseId, async (tx) => {
         await purchases.recordPurchase(tx, purchaseId, sale);
       });
       if (r.outcome === 'not_found') throw holdOf(r.outcome, purchaseId);
+      // `notice`: the buyer's confirmation notice too (a sale with no address to read first), once
+      // per purchase however often the step is retried.
+      if (r.outcome === 'sold' && o.notice) await confirmation.notifyConfirmed(purchaseId);
       return r.outcome;
     },
 

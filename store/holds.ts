@@ -112,21 +112,23 @@ export type ReleaseResult = { released: boolean; status: HoldStatus | 'not_found
 /**
  * Returns a hold's units to stock: `active` → `released` (or `expired`), at most once. Calling it
  * again, or after the hold lapsed and was reclaimed, or after it was sold, changes nothing.
+ * `andThen` writes within the same transaction, every time (the purchase's ending, once per step).
  */
 export async function releaseHold(
   db: Db,
   purchaseId: string,
   reason: 'release' | 'expire' = 'release',
+  andThen?: (tx: Tx) => Promise<void>,
 ): Promise<ReleaseResult> {
   return withTx(db, async (tx) => {
     const { rows } = await tx.query<HoldRow>(
       `UPDATE holds SET status = $2, updated_at = now() WHERE purchase_id = $1 AND status = 'active' RETURNING *`,
       [purchaseId, reason === 'release' ? 'released' : 'expired'],
     );
-    if (rows[0]) {
-      await returnToStock(tx, rows, reason);
-      return { released: true, status: rows[0].status };
-    }
+    if (rows[0]) await returnToStock(tx, rows, reason);
+    // The purchase's record in the same transaction, whether this call or an earlier one released it.
+    await andThen?.(tx);
+    if (rows[0]) return { released: true, status: rows[0].status };
     const hold = await findHold(tx, purchaseId);
     return { released: false, status: hold?.status ?? 'not_found' };
   });

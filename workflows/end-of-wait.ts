@@ -2,7 +2,7 @@ import { condition } from '@temporalio/workflow';
 import type { PurchaseStatus } from '../vocabulary';
 import type { SessionState } from '../activities';
 import type { Payment, PaymentFold } from './payment-fold';
-import { acts, stripeActs } from './proxies';
+import { stripeActs } from './proxies';
 import { DURATIONS } from './durations';
 import type { PurchaseSaga } from './saga';
 
@@ -64,8 +64,7 @@ export async function settle(saga: PurchaseSaga, sessionId: string): Promise<voi
     return take(saga, completed);
   }
   const ending = unpaidEnding(fold, saga.cancelRequested);
-  await acts.releaseHold(saga.input.purchaseId, ending.releaseAs);
-  await saga.setStatus(ending.status, { reason: ending.reason });
+  await saga.endReleased(ending.releaseAs, ending.status, { reason: ending.reason });
   await settleStragglers(saga);
 }
 
@@ -112,8 +111,7 @@ async function take(saga: PurchaseSaga, next: SettleStep): Promise<void> {
     case 'hold-until-settled':
       return saga.holdUntilSettled();
     case 'payment-failed':
-      await acts.releaseHold(saga.input.purchaseId, 'release');
-      await saga.setStatus('payment_failed', { reason: 'the delayed payment failed' });
+      await saga.endReleased('release', 'payment_failed', { reason: 'the delayed payment failed' });
       return settleStragglers(saga);
   }
 }

@@ -155,8 +155,7 @@ async function openSession(saga: PurchaseSaga, hold: Hold): Promise<string | nul
     const reason = lapsed
       ? 'the hold lapsed before the Checkout Session could open'
       : (err.cause ?? /* istanbul ignore next -- Temporal gives every activity failure its cause */ err).message;
-    await acts.releaseHold(purchaseId, 'release');
-    await saga.setStatus('failed', { reason: `could not open the Checkout Session: ${reason}` });
+    await saga.endReleased('release', 'failed', { reason: `could not open the Checkout Session: ${reason}` });
     // An attempt whose answer was lost may have opened the session anyway: close it, so no one pays
     // for a purchase that failed. The purchase never recorded that session, so a payment that beat
     // this is foreign to it and refunded as a stray payment.

@@ -18,6 +18,14 @@ import { DURATIONS } from './durations';
 export const CONFIRMATION_NOTICE_PATCH = 'confirmation-notice';
 
 /**
+ * The marker of sagas that run as one activity two steps that used to be two (issue 34: fewer
+ * Temporal actions a saga): the hold's release with how the purchase ended, and the sale with the
+ * buyer's confirmation notice when no address is read from Stripe between them. Sagas from before
+ * it replay their two steps.
+ */
+export const ONE_STEP_ENDINGS_PATCH = 'one-step-endings';
+
+/**
  * The state of one purchase saga and the steps that settle it once the hold is taken. Shared by the
  * first run (purchase.ts) and the follow-up run (follow-up.ts). Every step writes the record before
  * the in-memory state, so whatever the API reads from a query or update is already durable.
@@ -54,6 +62,22 @@ export class PurchaseSaga {
     // The record first: once the state says so (and an update or query answers with it), the API can read it.
     await acts.recordPurchase(this.state.purchaseId, { ...patch, status });
     this.markStatus(status, patch);
+  }
+
+  /** Gives the hold back (`releaseAs`) and records how the purchase ended: one activity (ONE_STEP_ENDINGS_PATCH). */
+  async endReleased(
+    releaseAs: 'release' | 'expire',
+    status: PurchaseStatus,
+    patch: Partial<PurchaseState>,
+  ): Promise<void> {
+    /* istanbul ignore else -- only the replay of a history from before the patch takes the other path */
+    if (patched(ONE_STEP_ENDINGS_PATCH)) {
+      await acts.releaseHold(this.input.purchaseId, releaseAs, { ...patch, status });
+      this.markStatus(status, patch);
+    } else {
+      await acts.releaseHold(this.input.purchaseId, releaseAs);
+      await this.setStatus(status, patch);
+    }
   }
 
   /** The state and search attributes only, for a step whose activity already wrote the record. */
@@ -226,11 +250,15 @@ export class PurchaseSaga {
       paymentIntentId: this.state.paymentIntentId,
       reason: late ? 'paid after the hold lapsed; its unit was still held' : 'paid in time',
     };
-    // convertHold writes the sale's record in its own transaction: one activity for a paid buyer.
-    const converted = await acts.convertHold(this.input.purchaseId, { ...sale, status });
+    // convertHold writes the sale's record in its own transaction, and the buyer's notice when no
+    // address is read first: one activity for a paid buyer.
+    const notice = !this.readsAddress() && patched(ONE_STEP_ENDINGS_PATCH);
+    const converted = notice
+      ? await acts.convertHold(this.input.purchaseId, { ...sale, status }, { notice })
+      : await acts.convertHold(this.input.purchaseId, { ...sale, status });
     if (converted === 'sold') {
       this.markStatus(status, sale);
-      return this.announceSale();
+      return notice ? undefined : this.announceSale();
     }
     // A late payment of another purchase of this buyer was re-taken while this hold was taken: the
     // activity gave the hold back, and the payment is refunded.
@@ -248,8 +276,7 @@ export class PurchaseSaga {
   private async announceSale(): Promise<void> {
     if (!patched(CONFIRMATION_NOTICE_PATCH)) return;
     const { purchaseId, sessionId } = this.state;
-    const terms = this.input.terms;
-    if (sessionId && (!terms || terms.shippingCountries?.length)) {
+    if (sessionId && this.readsAddress()) {
       try {
         await stripeActs().recordShippingAddress(purchaseId, sessionId);
       } catch (err) {
@@ -258,6 +285,12 @@ export class PurchaseSaga {
       }
     }
     await acts.notifyConfirmed(purchaseId);
+  }
+
+  /** Where the purchase ships is read before the notice: a product that ships, or one whose terms the saga was not given. */
+  private readsAddress(): boolean {
+    const terms = this.input.terms;
+    return this.state.sessionId !== undefined && (!terms || (terms.shippingCountries?.length ?? 0) > 0);
   }
 
   /** A delayed payment was completed in time: keep the unit until it settles (or fails, or never does). */
@@ -280,8 +313,7 @@ export class PurchaseSaga {
       }
     }
     if (this.payment === 'paid') return this.confirmPaid();
-    await acts.releaseHold(this.input.purchaseId, 'release');
-    await this.setStatus('payment_failed', {
+    await this.endReleased('release', 'payment_failed', {
       reason: settled ? 'the delayed payment failed' : 'the delayed payment never settled',
     });
   }

@@ -117,6 +117,7 @@ const HAPPY: {
   cardOfPayment: () => 'fp_1',
   refundPayment: (c) => ({ refundId: c.nextRefundId(), status: 'pending' }),
   getRefund: (_c, refundId) => ({ refundId, status: 'succeeded' }),
+  // With the purchase's ending (a third argument) the record is written too: see World.activities.
   releaseHold: () => ({ released: true, status: 'released' }),
   extendHold: () => new Date(Date.now() + 3_600_000).toISOString(),
   convertHold: (c, purchaseId, sale) => {
@@ -176,7 +177,12 @@ export class World {
         const c = this.caseOf(name, args);
         c.calls.push({ name, args });
         const answer = (c.overrides[name] ?? HAPPY[name]) as (c: Case, ...a: unknown[]) => unknown;
-        return answer(c, ...args);
+        const result = await answer(c, ...args);
+        // The real release writes the purchase's ending in its own transaction, whatever the hold's
+        // answer (an override's too); a release that throws writes nothing.
+        const [purchaseId, , ending] = args as [string, string, Partial<PurchaseState> | undefined];
+        if (name === 'releaseHold' && ending) HAPPY.recordPurchase(c, purchaseId, ending);
+        return result;
       };
     }
     return fakes as unknown as Fakes;

@@ -39,7 +39,10 @@ test('a product that ships nowhere is confirmed and told without a Stripe read',
   await saga.signal(paymentEventSignal, c.event('checkout.session.completed'));
   t.like(await saga.result(), { status: 'confirmed' });
   t.is(c.count('recordShippingAddress'), 0);
-  t.is(c.count('notifyConfirmed'), 1);
+  // The notice is written by the sale's own step: one activity, not two.
+  t.is(c.count('notifyConfirmed'), 0);
+  t.deepEqual(c.names('convertHold', 'notifyConfirmed'), ['convertHold']);
+  t.deepEqual(c.calls.find((x) => x.name === 'convertHold')!.args[2], { notice: true });
 });
 
 test('a late payment whose unit is re-taken is told too; a refused read of the address still tells', async (t) => {
