@@ -85,7 +85,8 @@ export function noticeOf(p: Problem, signInHref?: string): Notice {
       return {
         ...base,
         title: 'You already have one reserved',
-        message: 'You already hold this product in another purchase: finish or cancel that one first.',
+        message:
+          'You already hold this product in another purchase: pay for it there, or let its reservation end before you buy again.',
         links: extra.heldBy
           ? [{ href: `/purchases/${encodeURIComponent(extra.heldBy)}`, text: 'Your reserved purchase' }, home]
           : [home],
