@@ -105,9 +105,15 @@ export function measuredSections(s: Summary): Section[] {
       notes: [
         `${c.sales} sales, ${c.refused} refused buyers (no checkout), ${c.sagas} sagas, over ${c.windowSeconds} s; ${c.averageCores} cores busy on average; the drill's own buyers used ${c.drillCpuSeconds} CPU-s beside them`,
         '"for the crowd": CPU-s less the idle rate measured before the drop; per sale and per refused buyer each divide the whole of it (docs/capacity.md splits it).',
+        ...(c.apiLanes
+          ? [
+              `the APIs by lane (--crowd-apis): the waiting crowd's ${c.apiLanes.crowd} CPU-s (room joins and polls, queue pages, product reads), the buyers' ${c.apiLanes.buyers} CPU-s (purchases, their reads and pages, webhooks)`,
+            ]
+          : []),
       ],
     });
   }
+  if (s.footprint) sections.push(footprintSection(s.footprint, s.cost?.sales ?? s.headline.sold));
   if (s.temporalActions) {
     const a = s.temporalActions;
     const per = (n: number, d: number | null) => (d ? (n / d).toFixed(2) : '—');
@@ -153,6 +159,57 @@ export function measuredSections(s: Summary): Section[] {
     });
   }
   return sections;
+}
+
+const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+
+/** Memory and logs by kind of process, and the WAL, rows and bytes Postgres gained (issue 31, item 2). */
+function footprintSection(f: NonNullable<Summary['footprint']>, sales: number): Section {
+  const kinds = [...new Set([...f.memory.map((m) => m.kind), ...f.logs.map((l) => l.kind)])];
+  const per = (n: number) => (sales ? (n / sales).toFixed(1) : '—');
+  const notes: string[] = [];
+  const pg = f.postgres;
+  if (pg) {
+    const byDb = pg.statementWal
+      ? ` (by statements: ${Object.entries(pg.statementWal)
+          .map(([db, n]) => `${db} ${mb(n)} MB`)
+          .join(', ')})`
+      : '';
+    notes.push(`WAL written ${mb(pg.walBytes)} MB, ${per(pg.walBytes / 1024)} KB per sale${byDb}`);
+    for (const [db, d] of Object.entries(pg.databases)) {
+      const top = Object.entries(d.tables)
+        .sort(([, a], [, b]) => b.bytes - a.bytes)
+        .slice(0, 4)
+        .map(([t, g]) => `${t} ${g.rows} rows ${mb(g.bytes)} MB`)
+        .join(', ');
+      notes.push(`${db}: ${d.rows} rows, ${mb(d.bytes)} MB gained (${per(d.bytes / 1024)} KB per sale): ${top}`);
+    }
+  }
+  if (f.peakConnections)
+    notes.push(
+      `most backends at once: ${Object.entries(f.peakConnections)
+        .map(([db, n]) => `${db} ${n}`)
+        .join(', ')}`,
+    );
+  return {
+    id: 'footprint',
+    title: 'Memory, logs and Postgres over the drop',
+    head: ['kind', 'peak resident memory MB', 'log lines', 'log MB', 'log bytes per sale'],
+    rows: kinds.map((k) => {
+      const log = f.logs.find((l) => l.kind === k);
+      return [
+        k,
+        f.memory
+          .filter((m) => m.kind === k)
+          .map((m) => `${m.name} ${m.peakMb}`)
+          .join(', ') || '—',
+        log?.lines ?? 0,
+        mb(log?.bytes ?? 0),
+        per(log?.bytes ?? 0),
+      ];
+    }),
+    notes,
+  };
 }
 
 function sum(values: number[], digits = 2): number {

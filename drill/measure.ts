@@ -2,10 +2,12 @@
 // each moved the drop, the CPU each kind of process spent (with --cluster) per sale and per refused
 // buyer, the Temporal actions of the drop's workflows, and Stripe's calls, 429s and floor.
 import type { ProcessKind } from '../dev/cluster';
+import { connectionsNow, dbGrowth, dbSnapshot, type DbGrowth, type DbSnapshot } from '../dev/db-footprint';
 import { countActions, versionFigures, type ActionCount, type ActionType } from './actions';
-import { CpuMeter } from './cpu';
+import { CpuMeter, type MemoryPeak } from './cpu';
 import { DRILL_DEPLOYMENT, faultEffects, runFaults, type FaultEffect, type FaultRecord } from './faults';
 import { sleep, type DrillHttp } from './http';
+import type { LogVolume } from './log-tally';
 import type { DrillOptions } from './options';
 import type { Recorder } from './recorder';
 import {
@@ -57,6 +59,11 @@ export interface CostFigures {
   averageCores: number;
   /** The drill itself (its buyers' HTTP and JSON), for what was left of the machine. */
   drillCpuSeconds: number;
+  /**
+   * With --crowd-apis K: the APIs' CPU-seconds by lane, each less its share of the APIs' idle rate: the
+   * waiting crowd's (room joins and polls, queue pages, product reads) and the buyers' (the rest).
+   */
+  apiLanes?: { crowd: number; buyers: number };
 }
 
 export interface ActionFigures {
@@ -82,9 +89,22 @@ export interface BaselineFigures {
   invariantsHeld: boolean;
 }
 
+/** What the drop left besides CPU (issue 31, item 2): memory, logs and, with --cluster, Postgres's growth. */
+export interface Footprint {
+  /** Each process's largest resident memory over the drop (with --cluster). */
+  memory: MemoryPeak[];
+  /** Lines and bytes logged per kind of process over the drop. */
+  logs: LogVolume[];
+  /** The WAL written and the rows and bytes gained, per database (the app's, Temporal's two). */
+  postgres?: DbGrowth;
+  /** The most backends each database had at once, read every 5 s. */
+  peakConnections?: Record<string, number>;
+}
+
 export interface Measured {
   faults: FaultSummary[];
   cost?: CostFigures;
+  footprint?: Footprint;
   temporalActions?: ActionFigures;
   stripe?: StripeFigures;
   baseline?: BaselineFigures;
@@ -117,6 +137,9 @@ export class DropMeasures {
   private drillCpuAt = process.cpuUsage();
   private stripeBefore?: RateLimits;
   private faultsRun: Promise<FaultRecord[]> = Promise.resolve([]);
+  private dbBefore?: DbSnapshot;
+  private readonly peakConnections: Record<string, number> = {};
+  private samples = 0;
   /** When the buyers' API calls were answered 5xx or failed on the network, ms since the opening. */
   readonly errorTimes: number[] = [];
 
@@ -146,11 +169,23 @@ export class DropMeasures {
     this.startedAt = Date.now();
     this.drillCpuAt = process.cpuUsage();
     this.stripeBefore = await readRateLimits(this.emulator);
+    this.target.logs?.begin();
+    const url = this.target.cluster?.databaseUrl;
+    if (url) this.dbBefore = await dbSnapshot(url).catch(() => undefined);
   }
 
   /** Once a second, from the drill's sampler: a process killed later keeps what it used until now. */
   sample(): void {
     this.meter?.sample();
+    const url = this.target.cluster?.databaseUrl;
+    if (url && this.samples++ % 5 === 0) {
+      void connectionsNow(url)
+        .then((now) => {
+          for (const [db, n] of Object.entries(now))
+            this.peakConnections[db] = Math.max(this.peakConnections[db] ?? 0, n);
+        })
+        .catch(() => {});
+    }
   }
 
   /** Each answer the drill records, with when it came (ms since the opening). */
@@ -184,6 +219,7 @@ export class DropMeasures {
     const checkoutTimes = buyers.filter((b) => b.checkoutAt !== undefined).map((b) => b.checkoutAt!);
     const stripeAfter = await readRateLimits(this.emulator);
     const measured: Measured = { faults: [] };
+    measured.footprint = await this.footprint();
     if (this.stripeBefore && stripeAfter) {
       measured.stripe = stripeFigures({
         before: this.stripeBefore,
@@ -240,9 +276,36 @@ export class DropMeasures {
         rows,
         averageCores: round(rows.reduce((n, r) => n + r.cpuSeconds, 0) / windowSeconds),
         drillCpuSeconds: round((drillCpu.user + drillCpu.system) / 1e6),
+        ...this.apiLanes(windowSeconds),
       };
     }
     return measured;
+  }
+
+  /** The first `crowdApis` APIs (api-1 …) serve the crowd's lane (dev/cluster.ts). */
+  private apiLanes(windowSeconds: number): Pick<CostFigures, 'apiLanes'> {
+    const k = this.opts.cluster?.crowdApis ?? 0;
+    if (!this.meter || k === 0) return {};
+    const apis = [...this.meter.byProcess()].filter(([name]) => /^api-\d+$/.test(name));
+    const idleEach = ((this.idle.get('api') ?? 0) * windowSeconds) / Math.max(1, apis.length);
+    const lane = (crowd: boolean) =>
+      round(
+        apis
+          .filter(([name]) => Number(name.slice(4)) <= k === crowd)
+          .reduce((sum, [, seconds]) => sum + Math.max(0, seconds - idleEach), 0),
+      );
+    return { apiLanes: { crowd: lane(true), buyers: lane(false) } };
+  }
+
+  private async footprint(): Promise<Footprint> {
+    const url = this.target.cluster?.databaseUrl;
+    const after = url && this.dbBefore ? await dbSnapshot(url).catch(() => undefined) : undefined;
+    return {
+      memory: this.meter?.memoryPeaks() ?? [],
+      logs: this.target.logs?.since() ?? [],
+      ...(after && this.dbBefore ? { postgres: dbGrowth(this.dbBefore, after) } : {}),
+      ...(url ? { peakConnections: { ...this.peakConnections } } : {}),
+    };
   }
 }
 

@@ -100,6 +100,8 @@ export interface Summary {
   faults: Measured['faults'];
   /** With --cluster: CPU by kind of process, per sale and per refused buyer. */
   cost?: Measured['cost'];
+  /** Memory peaks, log volume and (with --cluster) Postgres's growth over the drop. */
+  footprint?: Measured['footprint'];
   /** Temporal Cloud actions counted from the drop's histories (when the drill sees Temporal). */
   temporalActions?: Measured['temporalActions'];
   /** Stripe's calls and 429s during the drop, and its floor (when the emulator has a rate limiter). */
@@ -220,6 +222,7 @@ export function summarise(o: {
     timeline: o.timeline,
     faults: o.measured?.faults ?? [],
     ...(o.measured?.cost ? { cost: o.measured.cost } : {}),
+    ...(o.measured?.footprint ? { footprint: o.measured.footprint } : {}),
     ...(o.measured?.temporalActions ? { temporalActions: o.measured.temporalActions } : {}),
     ...(o.measured?.stripe ? { stripe: o.measured.stripe } : {}),
     ...(o.measured?.baseline ? { baseline: o.measured.baseline } : {}),

@@ -9,6 +9,7 @@ import { DRILL_DEPLOYMENT } from './faults';
 import { startLocalSystem } from '../dev/local-system';
 import type { Db } from '../store/db';
 import { crowdAddresses, loopbackAddressesWork } from './addresses';
+import { LogTally } from './log-tally';
 import type { DrillOptions } from './options';
 
 export interface Target {
@@ -25,6 +26,8 @@ export interface Target {
   temporal?: Client;
   /** With --cluster: its processes, to kill and to meter. */
   cluster?: Cluster;
+  /** The lines the processes the drill started have logged (none against --base). */
+  logs?: LogTally;
   /** Where each new connection of the crowd comes from, when the per-address limits are on for it. */
   crowdAddress?: () => string;
   /** The per-address limits the APIs run with, in words. */
@@ -76,10 +79,14 @@ export async function openTarget(
         temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
       };
     } else {
+      const logs = new LogTally();
       const launch = {
         name: 'drill',
         say: o.say,
-        log: opts.verbose ? o.say : undefined,
+        log: (line: string) => {
+          logs.line(line);
+          if (opts.verbose) o.say(line);
+        },
         signal: o.signal,
         // One machine plays the whole crowd from one address: the per-IP limits would turn the drill away.
         // The simulated humans solve the bot check on this machine too: a low cost keeps their CPU out of the measure.
@@ -110,6 +117,7 @@ export async function openTarget(
         where = {
           ...cluster,
           cluster,
+          logs,
           apiUrls: cluster.balancer ? [cluster.base] : cluster.apiUrls,
           ...(spread ? { crowdAddress: crowdAddresses() } : {}),
           addressLimits: spread
@@ -121,6 +129,7 @@ export async function openTarget(
         closers.push(() => system.stop());
         where = {
           ...system,
+          logs,
           describe: 'the local stack (API, worker and emulator in child processes)',
           addressLimits: 'off (the crowd plays from one address)',
         };
