@@ -1,3 +1,4 @@
+import { BUYER_COOKIE } from '../api/buyer-session';
 import { cpuSeconds, linePhase } from './crowd-line';
 import { countBy, fmt, latencies, type Drive, type Phase } from './crowd-report';
 import { parseJson, type HttpClient } from './http-client';
@@ -11,6 +12,8 @@ const LINE_BUYERS = 3000;
  * /v1/products/:sku/queue, one ticket row each), then N polls of their tickets (GET /v1/queue/:ticket,
  * answered from the signed ticket and the API's cached serving counter). The room is paused, so every
  * poll is of a waiting ticket: the steady state of a drop. Target: polls at >= 0.5x the bare route.
+ * Then N renders of the queue page (GET /queue/:ticket with the buyer's cookie: what a browser fetches
+ * when its poll brings news, or reloads without JavaScript; it reads the ticket's row).
  * Then the line (bench/crowd-line.ts): how often buyers poll, and notice their turn, by either rule.
  */
 export async function roomBench(o: {
@@ -50,12 +53,20 @@ export async function roomBench(o: {
   });
   cpu.push(cpuSeconds(o.apiPid));
   const known = tickets.filter(Boolean);
+  const owners = tokens.filter((_, n) => tickets[n]);
   if (known.length === 0) throw new Error('no buyer got a ticket');
   console.error(`room: ${tokens.length} polls of those tickets, ${o.concurrency} in flight...`);
   const polls = await o.drive('polls: GET /v1/queue/:ticket', tokens.length, o.concurrency, async (n) => {
     const r = await client.send('GET', `/v1/queue/${known[n % known.length]}`);
     const state = parseJson(r.body).state;
     return { cls: r.status === 200 && state === 'waiting' ? 'ok' : `${r.status} ${String(state)}` };
+  });
+  cpu.push(cpuSeconds(o.apiPid));
+  console.error(`room: ${tokens.length} renders of the queue page, ${o.concurrency} in flight...`);
+  const pages = await o.drive('pages: GET /queue/:ticket', tokens.length, o.concurrency, async (n) => {
+    const i = n % known.length;
+    const r = await client.send('GET', `/queue/${known[i]}`, { cookie: `${BUYER_COOKIE}=${owners[i]}` });
+    return { cls: r.status === 200 && r.body.includes('data-poll') ? 'ok' : `${r.status}` };
   });
   cpu.push(cpuSeconds(o.apiPid));
   // API CPU per answer of a phase (ms), when this run started the API.
@@ -72,9 +83,10 @@ export async function roomBench(o: {
   console.log(line({ ...o.healthz, name: 'baseline: GET /healthz' }));
   console.log(`${line(joins)}  API CPU ${fmt(cpuMs(0, joins), 2)} ms each`);
   console.log(`${line(polls)}  API CPU ${fmt(cpuMs(1, polls), 2)} ms each`);
+  console.log(`${line(pages)}  API CPU ${fmt(cpuMs(2, pages), 2)} ms each`);
   const ok = rate(polls) >= 0.5 * rate(o.healthz);
   console.log(`polls at >= 0.5x the bare route: ${ok ? 'yes' : 'NO'}`);
   await linePhase({ ...o, tokens: o.tokens.slice(0, LINE_BUYERS) });
-  const failed = [...joins.answers, ...polls.answers].filter((a) => a.cls !== 'ok').length;
+  const failed = [...joins.answers, ...polls.answers, ...pages.answers].filter((a) => a.cls !== 'ok').length;
   return failed === 0 ? 0 : 1;
 }

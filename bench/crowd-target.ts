@@ -35,7 +35,11 @@ export async function startLocal(opts: { stripeRate?: number; stripeBudget?: num
     say: (line) => console.error(line),
     signal: aborter.signal,
     // One machine plays the whole crowd from one address: the per-IP and per-buyer limits would be the bottleneck measured.
-    apiEnv: { RATE_LIMIT_PER_IP_PER_SECOND: '0', RATE_LIMIT_PER_BUYER_PER_MINUTE: '0' },
+    apiEnv: {
+      RATE_LIMIT_PER_IP_PER_SECOND: '0',
+      RATE_LIMIT_PAGES_PER_IP_PER_SECOND: '0',
+      RATE_LIMIT_PER_BUYER_PER_MINUTE: '0',
+    },
     // A child dying mid-run (not at teardown) spoils the figures: say so and stop.
     onUnexpectedExit: (name, info, output) => {
       if (isTearingDown()) return;
