@@ -50,29 +50,39 @@ function assertOneLine(t: import('ava').ExecutionContext, ended: Ended, message:
 
 test('the API stops with one line naming PORT when the port is in use, and HOST when it is no address here', async (t) => {
   const port = await heldPort(t);
+  const hosts = ['not-a-host', '999.1.1.1'];
+  // The processes start side by side: each waits mostly on its own start.
+  const [inUse, ...badHosts] = await Promise.all([
+    run('api/main.ts', { PORT: String(port), HOST: '127.0.0.1' }),
+    ...hosts.map((host) => run('api/main.ts', { PORT: '0', HOST: host })),
+  ]);
   assertOneLine(
     t,
-    await run('api/main.ts', { PORT: String(port), HOST: '127.0.0.1' }),
+    inUse,
     new RegExp(`^PORT ${port} is already in use \\(EADDRINUSE\\); set PORT to a free port$`),
     'port in use',
   );
-  for (const host of ['not-a-host', '999.1.1.1']) {
+  hosts.forEach((host, i) =>
     assertOneLine(
       t,
-      await run('api/main.ts', { PORT: '0', HOST: host }),
+      badHosts[i],
       new RegExp(
         `^HOST "${host.replace(/\./g, '\\.')}" is not an address of this machine \\(ENOTFOUND\\); set HOST to`,
       ),
       `HOST=${host}`,
-    );
-  }
+    ),
+  );
 });
 
 test('the worker stops with one line naming WORKER_METRICS_PORT or WORKER_METRICS_HOST', async (t) => {
   const port = await heldPort(t);
+  const [inUse, badHost] = await Promise.all([
+    run('worker/main.ts', { WORKER_METRICS_PORT: String(port), WORKER_METRICS_HOST: '127.0.0.1' }),
+    run('worker/main.ts', { WORKER_METRICS_PORT: '0', WORKER_METRICS_HOST: '999.1.1.1' }),
+  ]);
   assertOneLine(
     t,
-    await run('worker/main.ts', { WORKER_METRICS_PORT: String(port), WORKER_METRICS_HOST: '127.0.0.1' }),
+    inUse,
     new RegExp(
       `^WORKER_METRICS_PORT ${port} is already in use \\(EADDRINUSE\\); set WORKER_METRICS_PORT to a free port$`,
     ),
@@ -80,7 +90,7 @@ test('the worker stops with one line naming WORKER_METRICS_PORT or WORKER_METRIC
   );
   assertOneLine(
     t,
-    await run('worker/main.ts', { WORKER_METRICS_PORT: '0', WORKER_METRICS_HOST: '999.1.1.1' }),
+    badHost,
     /^WORKER_METRICS_HOST "999\.1\.1\.1" is not an address of this machine \(ENOTFOUND\); set WORKER_METRICS_HOST to/,
     'WORKER_METRICS_HOST=999.1.1.1',
   );
@@ -100,15 +110,20 @@ function fatalLine(t: import('ava').ExecutionContext, ended: Ended, what: string
 
 test('the API and the worker stop with a fatal line naming DATABASE_URL or TEMPORAL_ADDRESS when Postgres or Temporal cannot be reached', async (t) => {
   const port = await freePort();
-  for (const script of ['api/main.ts', 'worker/main.ts']) {
+  const started = ['api/main.ts', 'worker/main.ts'].map(async (script) => {
     const ports = script === 'api/main.ts' ? { PORT: '0', HOST: '127.0.0.1' } : { WORKER_METRICS_PORT: '0' };
-    const noPostgres = await run(script, { ...ports, DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/flashsale` });
+    const [noPostgres, noTemporal] = await Promise.all([
+      run(script, { ...ports, DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/flashsale` }),
+      run(script, { ...ports, TEMPORAL_ADDRESS: `127.0.0.1:${port}` }),
+    ]);
+    return { script, noPostgres, noTemporal };
+  });
+  for (const { script, noPostgres, noTemporal } of await Promise.all(started)) {
     t.regex(
       fatalLine(t, noPostgres, `${script} without Postgres`).msg ?? '',
       new RegExp(`^cannot reach Postgres at 127\\.0\\.0\\.1:${port}/flashsale \\(DATABASE_URL\\): `),
       script,
     );
-    const noTemporal = await run(script, { ...ports, TEMPORAL_ADDRESS: `127.0.0.1:${port}` });
     t.regex(
       fatalLine(t, noTemporal, `${script} without Temporal`).msg ?? '',
       new RegExp(`^cannot reach Temporal at 127\\.0\\.0\\.1:${port} \\(TEMPORAL_ADDRESS\\): `),
