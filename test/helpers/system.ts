@@ -26,9 +26,9 @@ import { createStripe } from '../../config/clients';
 import { createLogger } from '../../config/log';
 import { createPurchaseWorker, type PurchaseWorker } from '../../worker/create-worker';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
-import { migrate } from '../../store/migrate';
-import { testDb, uniqueSku } from './db';
+import { uniqueSku } from './db';
 import type { SystemOptions } from './system-options';
+import { createOwnDatabase } from './own-database';
 
 import {
   ADMIN_TOKEN,
@@ -45,6 +45,7 @@ import { notificationParts } from './notification-parts';
 
 export * from './credentials';
 export type { SystemOptions } from './system-options';
+export { createOwnDatabase } from './own-database';
 export { temporalAddress, workflowBundle } from './temporal';
 
 export interface System {
@@ -368,19 +369,4 @@ export async function sellTo(sys: System, sku: string, buyer: string): Promise<{
   if (paid.status !== 200) throw new Error(`paying: ${paid.status} ${JSON.stringify(paid.body)}`);
   const sold = await sys.waitForPurchase(purchaseId, (r) => ['confirmed', 'late_confirmed'].includes(r.status));
   return { purchaseId, status: sold.status };
-}
-
-/** A new, migrated database on the suite's Postgres server; its URL. */
-export async function createOwnDatabase(): Promise<string> {
-  const base = testDb(1);
-  const name = `test_${randomUUID().replace(/-/g, '')}`;
-  try {
-    await base.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await base.end();
-  }
-  const url = new URL(process.env.DATABASE_URL!);
-  url.pathname = `/${name}`;
-  await migrate(url.toString(), () => {});
-  return url.toString();
 }
