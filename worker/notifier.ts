@@ -58,8 +58,13 @@ export async function dispatchOwed(db: Db, notifier: Notifier): Promise<number> 
   }
 }
 
-/** Hands over what is owed now and every NOTIFICATION_HAND_OVER_MS; `stop` ends it. */
-export function startHandOver(db: Db, notifier: Notifier, log: (line: string) => void): { stop(): void } {
+/** Hands over what is owed now and every `everyMs` (NOTIFICATION_HAND_OVER_MS); `stop` ends it. */
+export function startHandOver(
+  db: Db,
+  notifier: Notifier,
+  log: (line: string) => void,
+  everyMs = NOTIFICATION_HAND_OVER_MS,
+): { stop(): void } {
   const look = () =>
     dispatchOwed(db, notifier).then(
       (n) => {
@@ -68,6 +73,6 @@ export function startHandOver(db: Db, notifier: Notifier, log: (line: string) =>
       (err: Error) => log(`buyer notifications: handing over: ${err.message}`),
     );
   void look();
-  const timer = setInterval(() => void look(), NOTIFICATION_HAND_OVER_MS);
+  const timer = setInterval(() => void look(), everyMs);
   return { stop: () => clearInterval(timer) };
 }

@@ -51,7 +51,8 @@ export async function sender(
     activities: parts.activities,
   });
   const running = worker.run();
-  const handOver = startHandOver(db, parts.notifier, (l) => parts.lines.push(l));
+  // Every half second rather than the worker's five: a requeued delivery is handed over soon.
+  const handOver = startHandOver(db, parts.notifier, (l) => parts.lines.push(l), 500);
   t.teardown(async () => {
     handOver.stop();
     worker.shutdown();

@@ -55,14 +55,18 @@ test('a 4xx from the merchant (not 408 or 429) is dead after one attempt, and th
   t.deepEqual(outcomes, ['webhook:dead']);
 
   const env = { DATABASE_URL: url };
-  const list = await runOpsCli('support', ['notifications', 'list'], env);
+  // Each pair of CLI runs reads the same state: they run side by side.
+  const [list, listed] = await Promise.all([
+    runOpsCli('support', ['notifications', 'list'], env),
+    runOpsCli('support', ['notifications', 'list', '--json'], env),
+  ]);
   t.is(list.code, 0, list.stderr);
   t.regex(
     list.stdout,
     new RegExp(`ntf_${id}  webhook  purchase pur_\\w+  buyer buyer-1  refunded_by_support  1 attempt`),
   );
   t.regex(list.stdout, /the webhook answered 410/);
-  const json = JSON.parse((await runOpsCli('support', ['notifications', 'list', '--json'], env)).stdout);
+  const json = JSON.parse(listed.stdout);
   t.like(json.data[0], { id, channel: 'webhook', attempts: 1, lastError: 'the webhook answered 410' });
 
   fixed = true;
@@ -80,10 +84,13 @@ test('a 4xx from the merchant (not 408 or 429) is dead after one attempt, and th
 
   // Nothing dead any more: retry says so with exit 1 (bad input is a usage error of the parser,
   // exit 2 before the database is opened: test/fast/ops/support-args.test.ts).
-  const again = await runOpsCli('support', ['notifications', 'retry', `ntf_${id}`], env);
+  const [again, listedAgain] = await Promise.all([
+    runOpsCli('support', ['notifications', 'retry', `ntf_${id}`], env),
+    runOpsCli('support', ['notifications', 'list'], env),
+  ]);
   t.is(again.code, 1);
   t.regex(again.stderr, new RegExp(`ntf_${id}: no dead delivery`));
-  t.regex((await runOpsCli('support', ['notifications', 'list'], env)).stdout, /no dead notifications/);
+  t.regex(listedAgain.stdout, /no dead notifications/);
 });
 
 test('a 500 is retried until NOTIFY_MAX_ATTEMPTS, then dead; 408 and 429 are retried too', async (t) => {
