@@ -2,14 +2,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { findTemporalCli } from '../../dev/temporal-cli';
+import { startTemporal, type TemporalServer } from '../../dev/temporal';
 import { seconds } from '../../dev/proc';
 import { bundleFastWorkflows } from '../fast/helpers/bundle';
 import { reportWorkflowCoverage } from './coverage';
 import { log, repoRoot, type Interrupts } from './ava';
 
-// The fast tier: test/fast/, with no Postgres, emulator or browser. Each workflow test file starts a
-// local Temporal dev server of its own (the CLI the project fetches); the workflows are bundled once
-// here, with short waits and coverage counted, and the report says which workflow branches ran.
+// The fast tier: test/fast/, with no Postgres, emulator or browser. One local Temporal dev server in
+// memory (the CLI the project fetches) serves every workflow test file, each on task queues of its
+// own; the workflows are bundled once here, with short waits and coverage counted, while it starts;
+// and the report says which workflow branches ran.
 
 export const FAST_DIR = 'test/fast';
 const AVA_CONFIG = path.join(FAST_DIR, 'ava.config.mjs');
@@ -23,19 +25,23 @@ const FAST_DEADLINE_MS = 5 * 60_000;
 export async function runFastTier(interrupts: Interrupts, files: string[], avaFlags: string[]): Promise<number> {
   const started = Date.now();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'flash-sale-fast-'));
+  let temporal: TemporalServer | undefined;
   try {
     const bundleFile = path.join(dir, 'workflow-bundle.js');
+    const { signal } = interrupts.aborter;
     const [cli] = await Promise.all([
-      findTemporalCli(log, { signal: interrupts.aborter.signal }),
+      findTemporalCli(log, { signal }),
+      startTemporal({ log: (l) => log(`[temporal] ${l}`), signal }).then((t) => (temporal = t)),
       bundleFastWorkflows().then((code) => fs.writeFileSync(bundleFile, code)),
     ]);
-    log(`fast tier: workflows bundled (short waits, coverage counted) in ${seconds(started)}`);
+    log(`fast tier: Temporal started and workflows bundled (short waits, coverage counted) in ${seconds(started)}`);
     const coverageDir = path.join(repoRoot, 'coverage', 'workflows');
     fs.rmSync(coverageDir, { recursive: true, force: true });
     const code = await interrupts.runAva(
       ['--config', AVA_CONFIG, ...avaFlags, ...files],
       {
         TEMPORAL_CLI_PATH: cli,
+        FAST_TEMPORAL_ADDRESS: temporal!.address,
         FAST_WORKFLOW_BUNDLE_PATH: bundleFile,
         FAST_COVERAGE_DIR: coverageDir,
       },
@@ -62,6 +68,7 @@ export async function runFastTier(interrupts: Interrupts, files: string[], avaFl
     log(`fast tier: every statement, branch and function of the ${verdict.files} workflow files ran`);
     return 0;
   } finally {
+    await temporal?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -16,7 +16,15 @@ const root = path.resolve(__dirname, '../../..');
 const read = (file: string) => fs.readFileSync(path.join(root, file), 'utf8');
 
 /** Variables the project reads but does not own: the system's, and the fast tier's runner talking to its own child. */
-const NOT_OURS = new Set(['PATH', 'HOME', 'USER', 'NODE_ENV', 'FAST_COVERAGE_DIR', 'FAST_WORKFLOW_BUNDLE_PATH']);
+const NOT_OURS = new Set([
+  'PATH',
+  'HOME',
+  'USER',
+  'NODE_ENV',
+  'FAST_COVERAGE_DIR',
+  'FAST_TEMPORAL_ADDRESS',
+  'FAST_WORKFLOW_BUNDLE_PATH',
+]);
 
 const SOURCE_DIRS = [
   'api',

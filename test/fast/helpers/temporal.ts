@@ -10,8 +10,9 @@ import { bundleFastWorkflows, enableCoverage, writeCoverage } from './bundle';
 import { NotificationWorld } from './notification-world';
 import { World } from './world';
 
-// One test file's Temporal: a local dev server (the CLI the project already fetches, started by the
-// SDK's TestWorkflowEnvironment.createLocal), the fast tier's workflow bundle (short waits, coverage
+// One test file's Temporal: the fast tier's dev server (test/runner/fast.ts starts one for every file:
+// FAST_TEMPORAL_ADDRESS), else a local one of the file's own (the CLI the project already fetches,
+// started by the SDK's TestWorkflowEnvironment.createLocal), the fast tier's workflow bundle (short waits, coverage
 // counted), and one worker per task queue running the world's fake activities. Each test opens its
 // own case in the world; the workers serve every test of the file at once.
 
@@ -38,15 +39,18 @@ export function useFastTemporal(test: TestFn): () => FastTemporal {
   let running: { temporal: FastTemporal; workers: Worker[]; done: Promise<unknown> } | undefined;
   const coverage = enableCoverage();
   test.before(async () => {
-    const executable = await findTemporalCli(() => {});
-    const env = await TestWorkflowEnvironment.createLocal({
-      server: {
-        executable: { type: 'existing-path', path: executable },
-        ip: '127.0.0.1',
-        ui: false,
-        searchAttributes: [PurchaseStatusKey, SkuKey, BuyerIdKey, HoldExpiresAtKey],
-      },
-    });
+    // The tier's one server (test/runner/fast.ts), else one of the file's own (ava run by hand).
+    const shared = process.env.FAST_TEMPORAL_ADDRESS;
+    const env = shared
+      ? await TestWorkflowEnvironment.createFromExistingServer({ address: shared, namespace: 'default' })
+      : await TestWorkflowEnvironment.createLocal({
+          server: {
+            executable: { type: 'existing-path', path: await findTemporalCli(() => {}) },
+            ip: '127.0.0.1',
+            ui: false,
+            searchAttributes: [PurchaseStatusKey, SkuKey, BuyerIdKey, HoldExpiresAtKey],
+          },
+        });
     const world = new World();
     const notifications = new NotificationWorld();
     const taskQueue = `fast-${randomUUID()}`;
