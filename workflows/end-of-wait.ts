@@ -75,7 +75,7 @@ export async function settle(saga: PurchaseSaga, sessionId: string): Promise<voi
 export async function settleStragglers(saga: PurchaseSaga): Promise<void> {
   for (;;) {
     if (saga.payment === 'paid') return saga.settleLatePayment();
-    if (saga.payment !== 'pending' || saga.state.status === 'payment_failed') return;
+    if (saga.nothingLeftToSettle()) return;
     if (!(await condition(() => saga.payment !== 'pending', DURATIONS.asyncSettleMs))) return;
     if ((saga.payment as Payment) === 'failed') return;
   }

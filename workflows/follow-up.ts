@@ -20,8 +20,7 @@ export async function followUp(saga: PurchaseSaga): Promise<PurchaseState> {
   if (saga.payment === 'paid' && !isPaid(record.status)) {
     await saga.settleLatePayment();
   } else if (saga.payment === 'failed' && !isFinal(record.status)) {
-    await acts.releaseHold(saga.input.purchaseId, 'release');
-    await saga.setStatus('payment_failed', { reason: 'the delayed payment failed' });
+    await saga.endReleased('release', 'payment_failed', { reason: 'the delayed payment failed' });
   }
   return state;
 }

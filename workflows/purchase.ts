@@ -14,7 +14,7 @@ import type { OpenCheckoutInput, SessionState, TakeHoldOutput } from '../activit
 import { cancelUpdate, holdAnsweredUpdate, paymentEventSignal, purchaseStateQuery } from './definitions';
 import { settle, settleStragglers } from './end-of-wait';
 import { followUp } from './follow-up';
-import { acts, checkoutActs, localActs, stripeActs } from './proxies';
+import { checkoutActs, localActs, stripeActs } from './proxies';
 import { PurchaseSaga } from './saga';
 
 type Hold = Extract<TakeHoldOutput, { outcome: 'held' }>;
@@ -230,6 +230,5 @@ async function compensateOperatorCancel(saga: PurchaseSaga): Promise<void> {
     if (hears && !isPaid(state.status) && fold.payment === 'paid') return saga.confirmPaid();
   }
   if (isPaid(state.status)) return;
-  await acts.releaseHold(input.purchaseId, 'release');
-  await saga.setStatus('failed', { reason: 'cancelled by an operator' });
+  await saga.endReleased('release', 'failed', { reason: 'cancelled by an operator' });
 }

@@ -18,12 +18,20 @@ import { DURATIONS } from './durations';
 export const CONFIRMATION_NOTICE_PATCH = 'confirmation-notice';
 
 /**
- * The marker of sagas that run as one activity two steps that used to be two (issue 34: fewer
- * Temporal actions a saga): the hold's release with how the purchase ended, and the sale with the
- * buyer's confirmation notice when no address is read from Stripe between them. Sagas from before
- * it replay their two steps.
+ * The marker of sagas that end in fewer Temporal actions (issue 34): the hold's release and how the
+ * purchase ended in one activity, the sale and the buyer's confirmation notice in one when no
+ * address is read from Stripe between them, and the endings of `UNPUBLISHED_ENDINGS` left off the
+ * search attributes when the run ends with them. Sagas from before it replay their steps.
  */
 export const ONE_STEP_ENDINGS_PATCH = 'one-step-endings';
+
+/**
+ * Endings a run that ends with them does not publish as its `PurchaseStatus`: nothing looks a closed
+ * run up by them (`sagas stuck` and the operators' filters ask for running sagas; the outcome is the
+ * run's result and the purchase's record), and each would cost an action and a visibility write.
+ * `failed`, `rejected`, `refunded` and `needs_attention` are published.
+ */
+const UNPUBLISHED_ENDINGS: readonly PurchaseStatus[] = ['confirmed', 'late_confirmed', 'expired', 'payment_failed'];
 
 /**
  * The state of one purchase saga and the steps that settle it once the hold is taken. Shared by the
@@ -73,15 +81,28 @@ export class PurchaseSaga {
     /* istanbul ignore else -- only the replay of a history from before the patch takes the other path */
     if (patched(ONE_STEP_ENDINGS_PATCH)) {
       await acts.releaseHold(this.input.purchaseId, releaseAs, { ...patch, status });
-      this.markStatus(status, patch);
+      this.markStatus(status, patch, { runEnds: this.nothingLeftToSettle(status) });
     } else {
       await acts.releaseHold(this.input.purchaseId, releaseAs);
       await this.setStatus(status, patch);
     }
   }
 
-  /** The state and search attributes only, for a step whose activity already wrote the record. */
-  markStatus(status: PurchaseStatus, patch: Partial<PurchaseState>): void {
+  /**
+   * No payment can change the purchase once it has `status`: none made, none on its way (or the one
+   * on its way failed as the purchase ends `payment_failed`). Its run ends there (settleStragglers).
+   */
+  nothingLeftToSettle(status = this.state.status): boolean {
+    if (this.payment === 'paid') return false;
+    return this.payment !== 'pending' || status === 'payment_failed';
+  }
+
+  /**
+   * The state and search attributes only, for a step whose activity already wrote the record.
+   * `runEnds`: the run ends with this status, which then stays unpublished if it is one of
+   * UNPUBLISHED_ENDINGS (only under ONE_STEP_ENDINGS_PATCH).
+   */
+  markStatus(status: PurchaseStatus, patch: Partial<PurchaseState>, o: { runEnds?: boolean } = {}): void {
     // Not a command: logged once when it happens, not again on replay.
     const from = this.state.status;
     if (status !== from) log.info('purchase status changed', { purchaseId: this.state.purchaseId, from, to: status });
@@ -89,6 +110,7 @@ export class PurchaseSaga {
     /* istanbul ignore if -- a bug's trace: the fast tier fails when any of its sagas logs it (test/fast/helpers/temporal.ts) */
     if (!canMove(from, status)) log.error('purchase status moved outside PURCHASE_TRANSITIONS', { from, to: status });
     Object.assign(this.state, patch, { status });
+    if (o.runEnds && UNPUBLISHED_ENDINGS.includes(status)) return;
     upsertSearchAttributes([
       { key: PurchaseStatusKey, value: status },
       ...(this.state.holdExpiresAt ? [{ key: HoldExpiresAtKey, value: new Date(this.state.holdExpiresAt) }] : []),
@@ -257,7 +279,8 @@ export class PurchaseSaga {
       ? await acts.convertHold(this.input.purchaseId, { ...sale, status }, { notice })
       : await acts.convertHold(this.input.purchaseId, { ...sale, status });
     if (converted === 'sold') {
-      this.markStatus(status, sale);
+      // With the notice sent, nothing follows the sale: the run ends.
+      this.markStatus(status, sale, { runEnds: notice });
       return notice ? undefined : this.announceSale();
     }
     // A late payment of another purchase of this buyer was re-taken while this hold was taken: the
