@@ -1,4 +1,5 @@
 import test, { type ExecutionContext } from 'ava';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { createStripe } from '../../config/clients';
 import { assertInvariants } from '../helpers/db';
 import { foreignSession } from '../helpers/attention';
@@ -45,7 +46,18 @@ function forgedCompleted(sessionId: string, claimed: string, paymentIntentId: st
 
 /** The stray-payment saga of `sessionId` once it ended, and the row it left. */
 async function strayOutcome(sessionId: string) {
-  const result = await sys.temporal.workflow.getHandle(`stray-${sessionId}`).result();
+  const handle = sys.temporal.workflow.getHandle(`stray-${sessionId}`);
+  // The webhook notes the stray payment, then starts its saga: the row can be there before the run.
+  await until('the stray saga started', async () => {
+    try {
+      await handle.describe();
+      return true;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return undefined;
+      throw err;
+    }
+  });
+  const result = await handle.result();
   const { rows } = await sys.db.query('SELECT * FROM stray_payments WHERE session_id = $1', [sessionId]);
   return { result, row: rows[0] };
 }
