@@ -32,12 +32,13 @@ export async function allowRefunds(sys: System): Promise<void> {
  * meanwhile: the saga must refund it. `beforePay` runs just before the late payment.
  */
 async function latePaymentStockGone(sys: System, buyer: string, beforePay: () => Promise<void>) {
-  const sku = await sys.createProduct({ stock: 1, holdSeconds: 2 });
+  // 5 s: the session must open within the hold (a 2 s hold lapsed before it on a loaded machine).
+  const sku = await sys.createProduct({ stock: 1, holdSeconds: 5 });
   const late = await sys.buy(sku, buyer);
   if (late.status !== 201) throw new Error(`buying: ${late.status} ${JSON.stringify(late.body)}`);
   const purchaseId = late.body.purchaseId as string;
   await sys.waitForPurchase(purchaseId, (r) => r.status === 'expired', 20_000);
-  // Sold to a rival (forced: its 2-second hold may lapse before its payment lands on a busy machine).
+  // Sold to a rival (forced: its hold may lapse before its payment lands on a busy machine).
   await sellTo(sys, sku, `${buyer}-rival`);
   await beforePay();
   await sys.pay(await sessionOf(sys.db, purchaseId), 'succeeded', { force: true });

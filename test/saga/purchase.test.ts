@@ -55,7 +55,7 @@ test('the same Idempotency-Key returns the same purchase and never a second hold
 });
 
 test('a lapsed hold returns its unit, expires the session and ends expired', async (t) => {
-  const sku = await product({ holdSeconds: 2 });
+  const sku = await product({ holdSeconds: 5 });
   const res = await sys.buy(sku, 'carol');
   t.is(res.status, 201);
   const p = await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'expired', 20_000);
@@ -72,7 +72,7 @@ test('a lapsed hold returns its unit, expires the session and ends expired', asy
 });
 
 test('a payment after the hold lapsed, with stock still free, ends late_confirmed', async (t) => {
-  const sku = await product({ holdSeconds: 2 });
+  const sku = await product({ holdSeconds: 5 });
   const res = await sys.buy(sku, 'dave');
   await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'expired', 20_000);
   const sessionId = await sessionOf(sys.db, res.body.purchaseId);
@@ -84,7 +84,7 @@ test('a payment after the hold lapsed, with stock still free, ends late_confirme
 });
 
 test('a payment after the hold lapsed, with stock gone, is refunded once with the reason', async (t) => {
-  const sku = await product({ holdSeconds: 2, stock: 1 });
+  const sku = await product({ holdSeconds: 5, stock: 1 });
   const late = await sys.buy(sku, 'erin');
   await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'expired', 20_000);
   await sellTo(sys, sku, 'frank');
