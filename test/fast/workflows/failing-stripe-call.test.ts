@@ -1,6 +1,6 @@
 import test from 'ava';
 import { paymentEventSignal, supportActionSignal } from '../../../workflows/definitions';
-import { called, sessionOpen, sleep, startPurchase, until } from '../helpers/saga';
+import { called, sagaKnowsSession, sessionOpen, sleep, startPurchase, until } from '../helpers/saga';
 import { useFastTemporal } from '../helpers/temporal';
 import type { Overrides } from '../helpers/world';
 
@@ -23,6 +23,9 @@ async function cancelStuckOnExpire(overrides: Overrides = {}) {
   const c = temporal().world.open({ ...expireFails500, ...overrides });
   const saga = await startPurchase(temporal(), c);
   await sessionOpen(c);
+  // The record has the session before the saga reads the step's answer: a cancel in between
+  // cancels that step, and the saga, knowing no session, has none to expire.
+  await sagaKnowsSession(saga);
   await saga.cancel();
   await called(c, 'expireCheckout', 2);
   return { c, saga };

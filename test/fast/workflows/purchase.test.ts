@@ -237,6 +237,7 @@ test('an operator’s cancel on an open session expires it first; a buyer who ha
   for (const c of [unpaid, paid]) {
     const saga = await startPurchase(temporal(), c);
     await sessionOpen(c);
+    await sagaKnowsSession(saga); // a cancel before the saga reads the step's answer cancels the step
     await saga.cancel();
     await t.throwsAsync(saga.result());
   }
@@ -255,6 +256,7 @@ test('an operator’s cancel whose expire Stripe refuses waits for support, who 
   });
   const saga = await startPurchase(temporal(), c);
   await sessionOpen(c);
+  await sagaKnowsSession(saga);
   await saga.cancel();
   await until(() => c.record?.status === 'needs_attention', 'needs_attention');
   await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'expired in the Dashboard' });
