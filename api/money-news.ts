@@ -2,7 +2,7 @@ import { deliverRefundNews, tellOrRefundAgain } from '../client/refunds';
 import { recordDispute } from '../store/disputes';
 import { findPurchaseByPaymentIntent, recordRefundNews } from '../store/payments';
 import { appendAudit, getPurchase, recordPurchase, type PurchaseRecord } from '../store/purchases';
-import { DISPUTE_LOST_ACTOR, isRefundable } from '../vocabulary';
+import { DISPUTE_ACTOR, isRefundable } from '../vocabulary';
 import type { ApiDeps } from './deps';
 import type { MoneyNews } from './stripe-events';
 
@@ -72,10 +72,17 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
       return 'recorded';
     case 'dispute': {
       const { disputeId, status, reason, dueBy } = news;
-      if (!(await recordDispute(deps.db, purchaseId, { disputeId, status, reason, ...(dueBy ? { dueBy } : {}) })))
-        return 'recorded';
+      const recorded = await recordDispute(deps.db, purchaseId, {
+        disputeId,
+        status,
+        reason,
+        ...(dueBy ? { dueBy } : {}),
+      });
+      if (!recorded) return 'recorded';
       await appendAudit(deps.db, purchaseId, 'stripe', 'dispute', { disputeId, status });
-      if (status === 'lost') await settleRefundByLostDispute(deps, purchase, disputeId);
+      // Once per closing: Stripe sends a won dispute's news twice (closed, funds reinstated).
+      if (recorded.moved && status === 'lost') await settleRefundByLostDispute(deps, purchase, disputeId);
+      if (recorded.moved && status === 'won') await retryRefundAfterWonDispute(deps, purchase, disputeId);
       return 'recorded';
     }
   }
@@ -89,14 +96,34 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
  */
 async function settleRefundByLostDispute(deps: ApiDeps, purchase: PurchaseRecord, disputeId: string): Promise<void> {
   // Only a refund: whatever else a saga may wait for (a session's expire) a chargeback does not settle.
-  if (!purchase.refund || ['succeeded', 'settled'].includes(purchase.refund.status)) return;
+  if (!owesRefund(purchase)) return;
   const note = `settled by the dispute ${disputeId}, lost: the money went back to the buyer through the chargeback`;
   const told = await tellOrRefundAgain({ temporal: deps.temporal, taskQueue: deps.taskQueue }, purchase, {
     action: 'settled',
-    actor: DISPUTE_LOST_ACTOR,
+    actor: DISPUTE_ACTOR,
     note,
   });
   await appendAudit(deps.db, purchase.purchaseId, 'stripe', 'refund_settled_by_dispute', { disputeId, told });
+}
+
+/**
+ * A won dispute gave the money back to the merchant, and Stripe takes a refund of the charge again: a
+ * refund of ours still owed (refused while the dispute was open) is tried again now, not at its saga's
+ * next backoff (up to an hour) or support's retry. A refund that failed after its saga ended gets a run
+ * that makes it again.
+ */
+async function retryRefundAfterWonDispute(deps: ApiDeps, purchase: PurchaseRecord, disputeId: string): Promise<void> {
+  if (purchase.status !== 'needs_attention' || !owesRefund(purchase)) return;
+  const told = await tellOrRefundAgain({ temporal: deps.temporal, taskQueue: deps.taskQueue }, purchase, {
+    action: 'retry',
+    actor: DISPUTE_ACTOR,
+  });
+  await appendAudit(deps.db, purchase.purchaseId, 'stripe', 'refund_retried_after_dispute', { disputeId, told });
+}
+
+/** A refund was asked for and has not gone through (pending, refused or failed). */
+function owesRefund(purchase: PurchaseRecord): boolean {
+  return purchase.refund !== undefined && !['succeeded', 'settled'].includes(purchase.refund.status);
 }
 
 /**

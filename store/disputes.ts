@@ -14,15 +14,24 @@ import type { Db } from './db';
 /**
  * Records a dispute on the purchase: the status Stripe reported, its reason and its response
  * deadline. A closed dispute (won, lost) is not reopened by a late or redelivered event of the same
- * dispute. Returns whether the record changed.
+ * dispute. Returns null when the record was left as it was, else whether the dispute's status moved
+ * (a new dispute, or a new status of this one: Stripe sends two events as a dispute is won).
  */
-export async function recordDispute(db: Db, purchaseId: string, dispute: DisputeSummary): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE purchases
+export async function recordDispute(
+  db: Db,
+  purchaseId: string,
+  dispute: DisputeSummary,
+): Promise<{ moved: boolean } | null> {
+  const { rows } = await db.query<{ moved: boolean }>(
+    `WITH old AS (SELECT dispute_id, dispute_status FROM purchases WHERE purchase_id = $1 FOR UPDATE)
+     UPDATE purchases p
         SET dispute_id = $2, dispute_status = $3, dispute_reason = $4,
-            dispute_due_by = COALESCE($5, dispute_due_by), updated_at = now()
-      WHERE purchase_id = $1
-        AND NOT (dispute_id IS NOT DISTINCT FROM $2 AND dispute_status = ANY($6::text[]) AND dispute_status <> $3)`,
+            dispute_due_by = COALESCE($5, p.dispute_due_by), updated_at = now()
+       FROM old
+      WHERE p.purchase_id = $1
+        AND NOT (old.dispute_id IS NOT DISTINCT FROM $2 AND old.dispute_status = ANY($6::text[])
+                 AND old.dispute_status <> $3)
+      RETURNING old.dispute_id IS DISTINCT FROM $2 OR old.dispute_status IS DISTINCT FROM $3 AS moved`,
     [
       purchaseId,
       dispute.disputeId,
@@ -32,7 +41,7 @@ export async function recordDispute(db: Db, purchaseId: string, dispute: Dispute
       [...CLOSED_DISPUTE_STATUSES],
     ],
   );
-  return (rowCount ?? 0) > 0;
+  return rows[0] ?? null;
 }
 
 export interface DisputedPurchase {

@@ -172,10 +172,11 @@ export function isDisputeOpen(status: string): boolean {
 }
 
 /**
- * Who settles a purchase's pending refund when its dispute is lost: the bank already gave the money
- * back (the chargeback), so the refund Stripe refuses is not owed any more. The record says so.
+ * Who acts on a purchase's refund still owed when its dispute closes. Lost: it settles the refund,
+ * since the bank already gave the money back (the chargeback) and the refund is not owed any more;
+ * the record says so. Won: it asks the refund's saga to try again now, since Stripe takes it again.
  */
-export const DISPUTE_LOST_ACTOR = 'stripe-dispute';
+export const DISPUTE_ACTOR = 'stripe-dispute';
 
 /** The saga's view of a purchase: what the `purchaseState` query returns and the record stores. */
 export interface PurchaseState {

@@ -62,7 +62,8 @@ export type Attended<T> =
   | { outcome: 'interrupted' }
   /**
    * Support settled the step by hand. `whileCalling`: while the call itself was being retried (a 5xx,
-   * no answer), not after a refusal: the settlement is this step's alone (see SETTLE_ENDS_CALL_PATCH).
+   * no answer), not after a refusal. Either way the settlement is this step's alone
+   * (SETTLE_ENDS_CALL_PATCH, SETTLEMENT_ONE_STEP_PATCH).
    */
   | { outcome: 'settled'; note: string; actor: string; whileCalling?: true };
 
@@ -73,6 +74,14 @@ export type Attended<T> =
  * keeps their histories replaying (the settlement cancels the running activity: a new command).
  */
 export const SETTLE_ENDS_CALL_PATCH = 'settle-ends-a-failing-call';
+
+/**
+ * Support's settlement of a step Stripe refused (a 4xx) is that step's alone too, as one made while
+ * the call was retried: a payment that lands after a settled expire is refunded through Stripe. Sagas
+ * from before it carried the settlement on and recorded that refund as settled by hand, with none
+ * made; the patch keeps their histories replaying (the refund is a new command).
+ */
+export const SETTLEMENT_ONE_STEP_PATCH = 'settlement-is-one-steps';
 
 export interface AttendOptions {
   desk: SupportDesk;

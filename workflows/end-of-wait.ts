@@ -1,8 +1,9 @@
-import { condition } from '@temporalio/workflow';
+import { condition, patched } from '@temporalio/workflow';
 import type { PurchaseStatus } from '../vocabulary';
 import type { SessionState } from '../activities';
 import type { Payment, PaymentFold } from './payment-fold';
 import { stripeActs } from './proxies';
+import { SETTLEMENT_ONE_STEP_PATCH } from './attended';
 import { DURATIONS } from './durations';
 import type { PurchaseSaga } from './saga';
 
@@ -97,9 +98,11 @@ async function closeSession(saga: PurchaseSaga, sessionId: string): Promise<Sess
     true,
   );
   if (answer.outcome === 'done') return answer.value;
-  // Settled while Stripe kept failing the call: the session was closed by hand, and that is all that
-  // was settled. A payment that still arrives is re-taken or refunded through Stripe, not taken as settled.
-  if (answer.outcome === 'settled' && answer.whileCalling) saga.desk.settled = undefined;
+  // Settled while Stripe kept failing or refusing the call: the session was closed by hand, and that is
+  // all that was settled. A payment that still arrives is re-taken or refunded through Stripe, not taken
+  // as settled.
+  if (answer.outcome === 'settled' && (answer.whileCalling || patched(SETTLEMENT_ONE_STEP_PATCH)))
+    saga.desk.settled = undefined;
   if (answer.outcome === 'settled' || saga.payment === 'none') return expired;
   return null;
 }

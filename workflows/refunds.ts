@@ -1,6 +1,6 @@
 import { condition } from '@temporalio/workflow';
 import type { RefundState } from '../activities/stripe';
-import { DISPUTE_LOST_ACTOR, type RefundSummary } from '../vocabulary';
+import { DISPUTE_ACTOR, type RefundSummary } from '../vocabulary';
 import { attended, refundSettled, refusalOf, type SupportDesk } from './attended';
 import { DURATIONS } from './durations';
 import { stripeActs } from './proxies';
@@ -35,7 +35,7 @@ export type RefundEnd =
 
 /** What the record says of a refund settled by hand: who settled it, and their note (a lost dispute's says itself). */
 export function settledByHand(by: { actor: string; note: string }): string {
-  return by.actor === DISPUTE_LOST_ACTOR ? by.note : `settled by hand by ${by.actor}: ${by.note}`;
+  return by.actor === DISPUTE_ACTOR ? by.note : `settled by hand by ${by.actor}: ${by.note}`;
 }
 
 /** The refund on the record once it ended: Stripe's refund, or, settled by hand, who did it and how. */

@@ -156,3 +156,39 @@ test('a refund Stripe refused for an open dispute is settled when the dispute is
   t.regex((await supportCli(own, ['disputes', '--all', '--sku', sku])).stdout, new RegExp(`${disputeId}  lost`));
   await assertInvariants(t, own.db, sku);
 });
+
+test('a refund Stripe refused for an open dispute is made when the dispute is won, at once and once', async (t) => {
+  const own = await ownSystem(t);
+  const { sku, purchaseId } = await confirmedPurchase(own, 'dispute-won');
+  const pi = await paymentOf(own, purchaseId);
+  await own.emulatorCall('POST', '/_emulator/webhooks', { pause: true });
+  t.teardown(() => own.emulatorCall('POST', '/_emulator/webhooks', { pause: false }));
+  const disputeId = await dispute(own, pi);
+  const asked = await own.api(
+    'POST',
+    `/v1/support/purchases/${purchaseId}/refund`,
+    { reason: 'never arrived', restock: false },
+    AS_SUPPORT,
+  );
+  t.is(asked.status, 409, JSON.stringify(asked.body));
+  t.like(asked.body, { purchaseStatus: 'needs_attention' });
+  await own.emulatorCall('POST', '/_emulator/webhooks', { pause: false });
+  await own.waitForPurchase(purchaseId, (p) => p.dispute_status === 'needs_response');
+
+  // The merchant's evidence wins: the money is back with the merchant, and the buyer is still owed it.
+  // The saga's next try after the refusal is seconds to an hour away; the won dispute's news tries now.
+  const won = await own.emulatorCall('POST', `/_emulator/disputes/${disputeId}/close`, { outcome: 'won' });
+  t.is(won.status, 200, JSON.stringify(won.body));
+  const refunded = await own.waitForPurchase(purchaseId, (p) => p.status === 'refunded', 30_000);
+  t.like(refunded, { dispute_status: 'won', refund_status: 'succeeded' });
+  await own.temporal.workflow.getHandle(refundWorkflowId(purchaseId)).result();
+  const { rows } = await own.db.query(
+    `SELECT actor, detail FROM audit_log WHERE purchase_id = $1 AND action = 'refund_retried_after_dispute'`,
+    [purchaseId],
+  );
+  t.is(rows.length, 1);
+  t.like(rows[0], { actor: 'stripe', detail: { disputeId, told: [refundWorkflowId(purchaseId)] } });
+  t.is(await refundsAtStripe(own, pi), 1, 'one refund at Stripe');
+  await metricReads(own, 'flashsale_purchases{status="needs_attention"}', 0);
+  await assertInvariants(t, own.db, sku);
+});

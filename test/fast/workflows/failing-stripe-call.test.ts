@@ -2,7 +2,7 @@ import test from 'ava';
 import { paymentEventSignal, supportActionSignal } from '../../../workflows/definitions';
 import { called, sagaKnowsSession, sessionOpen, sleep, startPurchase, until } from '../helpers/saga';
 import { useFastTemporal } from '../helpers/temporal';
-import type { Overrides } from '../helpers/world';
+import { refusal, type Overrides } from '../helpers/world';
 
 // A Stripe call that keeps failing with 5xx (the activity retries it, no refusal reaches the saga):
 // the session expired by hand, a payment, or support's settlement ends it, whether the saga was
@@ -82,4 +82,23 @@ test('support’s settlement of a failing expire settles that step only: a payme
   t.like(await saga.result(), { status: 'refunded', refund: { status: 'succeeded' } });
   t.is(c.count('refundPayment'), 1, 'a real refund, not one taken as settled by hand');
   await until(() => c.notified.includes('refunded_sold_out'), 'the buyer told');
+});
+
+test('support’s settlement of a refused expire settles that step only: a payment that lands after is refunded through Stripe', async (t) => {
+  const c = temporal().world.open({
+    // Stripe refuses the expire (a 4xx): the purchase waits for support, who closes it in the Dashboard.
+    expireCheckout: () => {
+      throw refusal('expiring the Checkout Session: Stripe answered 400: the session cannot be expired');
+    },
+    releaseHold: () => sleep(800).then(() => ({ released: true, status: 'expired' as const })),
+    retakeForLatePayment: () => ({ outcome: 'sold_out', oversold: false }),
+  });
+  c.holdMs = 1_500;
+  const saga = await startPurchase(temporal(), c);
+  await until(() => c.record?.status === 'needs_attention', 'the refusal shown to support');
+  await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'expired in the Dashboard' });
+  await called(c, 'releaseHold');
+  await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'paid' }));
+  t.like(await saga.result(), { status: 'refunded', refund: { status: 'succeeded' } });
+  t.is(c.count('refundPayment'), 1, 'a real refund, not one taken as settled by hand');
 });

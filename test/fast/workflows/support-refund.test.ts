@@ -2,7 +2,7 @@ import test from 'ava';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { RefundInput } from '../../../activities/stripe';
-import { DISPUTE_LOST_ACTOR, type PurchaseState, type RefundEvent, type SupportRefundInput } from '../../../vocabulary';
+import { DISPUTE_ACTOR, type PurchaseState, type RefundEvent, type SupportRefundInput } from '../../../vocabulary';
 import { supportRefundWorkflow } from '../../../workflows';
 import { refundEventSignal, supportActionSignal } from '../../../workflows/definitions';
 import { useFastTemporal } from '../helpers/temporal';
@@ -174,7 +174,7 @@ test('a refund Stripe refuses for an open dispute is settled by the dispute once
   const h = await refund(c, { restock: false });
   await until(() => c.record?.status === 'needs_attention', 'the refusal flagged');
   const note = 'settled by the dispute dp_1, lost: the money went back to the buyer through the chargeback';
-  await h.signal(supportActionSignal, { action: 'settled', actor: DISPUTE_LOST_ACTOR, note });
+  await h.signal(supportActionSignal, { action: 'settled', actor: DISPUTE_ACTOR, note });
   const summary = { status: 'settled', reason: note };
   t.deepEqual(await h.result(), { purchaseId: c.id, outcome: 'refunded', refund: summary, restocked: false });
   t.like(c.record, { status: 'refunded', refund: summary });
