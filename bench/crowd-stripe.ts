@@ -54,6 +54,8 @@ export interface StripeDrop {
   newKeys: number;
   answered202: number;
   confirmMs: number[];
+  /** When each winner was told, in ms from the crowd's start, by its answer (201 or 202). */
+  toldMs: Record<'201' | '202', number[]>;
   rateLimits: RateReport;
   sessionsOpened: number;
   /** When the drop's first and last sessions were created, in seconds from the first buyer (whole seconds). */
@@ -99,6 +101,7 @@ export async function stripeDrop(o: StripeDropOptions): Promise<StripeDrop> {
   let newKeys = 0;
   let answered202 = 0;
   const confirmMs: number[] = [];
+  const toldMs: StripeDrop['toldMs'] = { '201': [], '202': [] };
   const payments: Promise<void>[] = [];
 
   const follow = async (purchaseId: string, token: string): Promise<Record<string, unknown>> => {
@@ -155,6 +158,7 @@ export async function stripeDrop(o: StripeDropOptions): Promise<StripeDrop> {
       if (r.status === 409) return { cls: 'sold-out', final: body.final };
       if (r.status !== 201 && r.status !== 202) return { cls: `${r.status} ${JSON.stringify(body.type ?? '')}` };
       if (r.status === 202) answered202++;
+      toldMs[r.status === 201 ? '201' : '202'].push(performance.now() - t0);
       const purchaseId = String(body.purchaseId);
       const seen = typeof body.checkoutUrl === 'string' ? body : await follow(purchaseId, token);
       if (typeof seen.checkoutUrl !== 'string') return { cls: `no checkout (${String(seen.status)})`, purchaseId };
@@ -177,6 +181,7 @@ export async function stripeDrop(o: StripeDropOptions): Promise<StripeDrop> {
     newKeys,
     answered202,
     confirmMs,
+    toldMs,
     rateLimits,
     sessionsOpened,
   };
@@ -207,6 +212,13 @@ export function stripeDropReport(d: StripeDrop, o: Pick<StripeDropOptions, 'unit
   const calls = d.rateLimits.endpoints.reduce((n, e) => n + e.served + e.limited, 0);
   const limitedShare = calls ? d.rateLimits.limited / calls : 0;
   const confirms = [...d.confirmMs].sort((a, b) => a - b);
+  const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+  const told = sorted([...d.toldMs['201'], ...d.toldMs['202']]);
+  const lastTold = told.length ? told[told.length - 1] : 0;
+  const toldBy = (status: '201' | '202') => {
+    const xs = sorted(d.toldMs[status]);
+    return `${status} ${xs.length}${xs.length ? ` (p50 ${percentile(xs, 50).toFixed(0)}, last ${xs[xs.length - 1].toFixed(0)})` : ''}`;
+  };
   const lines = [
     `Stripe at ${o.stripeRate}/s, budget ${o.stripeBudget}/s: floor ${floorS.toFixed(1)} s (units ÷ rate)`,
     `  last checkout at ${lastS.toFixed(1)} s = ${(lastS / floorS).toFixed(2)}x the floor (target <= 1.10x)`,
@@ -215,6 +227,7 @@ export function stripeDropReport(d: StripeDrop, o: Pick<StripeDropOptions, 'unit
     `  sessions opened ${d.sessionsOpened} for ${d.checkouts} checkouts (target <= checkouts + 1 %), created from ${d.sessionSpan[0].toFixed(0)} s to ${d.sessionSpan[1].toFixed(0)} s`,
     `  buyers by outcome: ${[...countBy(d.crowd.answers, (a) => a.cls)].map(([k, v]) => `${k} ${v}`).join(', ')}`,
     `  answers of 503 to buyers: ${d.answered503} (${d.newKeys} with retryWithNewKey; target 0); 202 while the session waited: ${d.answered202}`,
+    `  winners told (201 or 202) after the crowd's start: p50 ${percentile(told, 50).toFixed(0)} ms, p99 ${percentile(told, 99).toFixed(0)} ms, last ${lastTold.toFixed(0)} ms (target: every one within 3000 ms); ${toldBy('201')}, ${toldBy('202')}`,
     `  payments during the drop: ${confirms.length}, confirmed p50 ${percentile(confirms, 50).toFixed(0)} ms, p99 ${percentile(confirms, 99).toFixed(0)} ms (target p99 <= 2000 ms)`,
   ];
   const checks: Array<[string, boolean]> = [
@@ -222,6 +235,7 @@ export function stripeDropReport(d: StripeDrop, o: Pick<StripeDropOptions, 'unit
     ['at most 2 % of Stripe calls answered 429', limitedShare <= 0.02],
     ['sessions opened at most checkouts + 1 %', d.sessionsOpened <= Math.ceil(d.checkouts * 1.01)],
     ['no 503 to a buyer', d.answered503 === 0],
+    ['every winner told within 3 s of the crowd’s start', lastTold <= 3000],
     ['payments confirmed within 2 s (p99)', confirms.length === 0 || percentile(confirms, 99) <= 2000],
   ];
   return { lines, checks };

@@ -178,6 +178,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       publicUrl: base,
       secrets,
     });
+    Object.assign(shared, opts.env);
     opts.say?.(
       `starting the payments emulator, ${workers} workers and ${apis} APIs${balancer ? ` behind ${balancer.describe}` : ' (no balancer installed)'}...`,
     );

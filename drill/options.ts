@@ -125,7 +125,9 @@ nothing was oversold or lost, and writes report.html and summary.json.
   --no-baseline           with faults: skip the same drop without them that runs first (the faults'
                           delays are measured against it; the drill then takes half as long)
   --stripe-rate N         the emulator limits Stripe calls to N a second, for the account and each
-                          endpoint (0: no limit; default: the emulator's own, the sandbox's 25/s)
+                          endpoint (0: no limit; default: the emulator's own, the sandbox's 25/s);
+                          the stack it starts gets the budget N (STRIPE_MAX_REQUESTS_PER_SECOND and
+                          STRIPE_MAX_SESSIONS_PER_SECOND), as for an account limited to N
   --base URL              drill a running deployment instead of starting the local stack; needs
     --admin-token T       (or ADMIN_TOKEN),
     --buyer-token-secret  (or BUYER_TOKEN_SECRET) to sign the buyers' tokens, and

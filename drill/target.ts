@@ -49,6 +49,11 @@ function withAddressLimits(env: Record<string, string>, limit: number): Record<s
   };
 }
 
+/** The service's Stripe budget for an account limited to `perSecond` calls (STRIPE_MAX_* of config/variables/tuning.ts). */
+function stripeBudgetEnv(perSecond: number): Record<string, string> {
+  return { STRIPE_MAX_REQUESTS_PER_SECOND: String(perSecond), STRIPE_MAX_SESSIONS_PER_SECOND: String(perSecond) };
+}
+
 export async function openTarget(
   opts: DrillOptions,
   env: NodeJS.ProcessEnv,
@@ -96,6 +101,9 @@ export async function openTarget(
           RATE_LIMIT_CHALLENGES_PER_IP_PER_SECOND: '0',
           BOT_CHECK_MAX_NUMBER: String(opts.botCheckMaxNumber),
         },
+        // An emulator limited to N calls a second stands for an account whose limit is N: the service's
+        // budget is set to it, as an operator sets it for the account (nothing else shares it here).
+        ...(opts.stripeRate ? { env: stripeBudgetEnv(opts.stripeRate) } : {}),
         onUnexpectedExit: (name: string, info: { code: number | null; signal: string | null }, output: string) =>
           o.onCrash(`${name} exited (${info.code ?? info.signal}) during the drill:\n${output}`),
       };
