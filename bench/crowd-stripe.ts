@@ -11,7 +11,8 @@ import { parseJson, type HttpClient } from './http-client';
  * `bench:crowd --stripe-rate N`: the drop against the payments emulator limiting like Stripe at N
  * requests a second, the deployment's budget at N too (STRIPE_MAX_REQUESTS_PER_SECOND, unless
  * --stripe-budget says otherwise). Buyers behave as the contract says: a 503 is tried again after its
- * Retry-After (with a new key when `retryWithNewKey`), a 202 is followed until its checkout URL shows.
+ * Retry-After (with a new key when `retryWithNewKey`), a 202 is followed until its checkout URL shows
+ * (beside the crowd: the next buyer's request does not wait for it).
  * One winner in PAYING_SHARE pays as soon as its checkout is open, and the time until its purchase
  * reads confirmed is measured. Prints Stripe's floor (units ÷ N), the last checkout's time, 429s by
  * endpoint, sessions opened against checkouts, 503s, and the confirmations' latency.
@@ -49,6 +50,8 @@ interface RateReport {
 export interface StripeDrop {
   crowd: Phase;
   checkouts: number;
+  /** Winners whose purchase never showed a checkout URL: the status it ended with. */
+  withoutCheckout: string[];
   lastCheckoutMs: number;
   answered503: number;
   newKeys: number;
@@ -134,6 +137,19 @@ export async function stripeDrop(o: StripeDropOptions): Promise<StripeDrop> {
     confirmMs.push(performance.now() - paidAt);
   };
 
+  const withoutCheckout: string[] = [];
+  const followers: Promise<void>[] = [];
+  const throughCheckout = async (purchaseId: string, token: string, answer: Record<string, unknown>) => {
+    const seen = typeof answer.checkoutUrl === 'string' ? answer : await follow(purchaseId, token);
+    if (typeof seen.checkoutUrl !== 'string') {
+      withoutCheckout.push(String(seen.status));
+      return;
+    }
+    checkouts++;
+    lastCheckoutMs = Math.max(Number.isNaN(lastCheckoutMs) ? 0 : lastCheckoutMs, performance.now() - t0);
+    if (checkouts % PAYING_SHARE === 0) payments.push(pay(purchaseId, seen.checkoutUrl));
+  };
+
   const crowd = await o.drive(`crowd at Stripe ${o.stripeRate}/s`, o.tokens.length, o.concurrency, async (n) => {
     const token = o.tokens[n];
     let key = randomUUID();
@@ -160,14 +176,12 @@ export async function stripeDrop(o: StripeDropOptions): Promise<StripeDrop> {
       if (r.status === 202) answered202++;
       toldMs[r.status === 201 ? '201' : '202'].push(performance.now() - t0);
       const purchaseId = String(body.purchaseId);
-      const seen = typeof body.checkoutUrl === 'string' ? body : await follow(purchaseId, token);
-      if (typeof seen.checkoutUrl !== 'string') return { cls: `no checkout (${String(seen.status)})`, purchaseId };
-      checkouts++;
-      lastCheckoutMs = Math.max(Number.isNaN(lastCheckoutMs) ? 0 : lastCheckoutMs, performance.now() - t0);
-      if (checkouts % PAYING_SHARE === 0) payments.push(pay(purchaseId, seen.checkoutUrl));
+      // Followed beside the crowd, as a buyer's own page would: the crowd's next buyer does not wait for it.
+      followers.push(throughCheckout(purchaseId, token, body));
       return { cls: 'winner', purchaseId };
     }
   });
+  await Promise.all(followers);
   await Promise.all(payments);
   const rateLimits = (await (await fetch(`${o.emulatorUrl}/_emulator/rate-limits`)).json()) as RateReport;
   const sessionsOpened = rateLimits.endpoints.find((e) => e.endpoint === 'POST /v1/checkout/sessions')?.served ?? 0;
@@ -176,6 +190,7 @@ export async function stripeDrop(o: StripeDropOptions): Promise<StripeDrop> {
     sessionSpan: times.length ? [times[0] - startedAt, times[times.length - 1] - startedAt] : [NaN, NaN],
     crowd,
     checkouts,
+    withoutCheckout,
     lastCheckoutMs,
     answered503,
     newKeys,
@@ -225,7 +240,7 @@ export function stripeDropReport(d: StripeDrop, o: Pick<StripeDropOptions, 'unit
     `  Stripe calls ${calls}, answered 429: ${d.rateLimits.limited} (${(limitedShare * 100).toFixed(1)} %, target <= 2 %)`,
     ...d.rateLimits.endpoints.map((e) => `    ${e.endpoint.padEnd(40)} served ${e.served}, 429 ${e.limited}`),
     `  sessions opened ${d.sessionsOpened} for ${d.checkouts} checkouts (target <= checkouts + 1 %), created from ${d.sessionSpan[0].toFixed(0)} s to ${d.sessionSpan[1].toFixed(0)} s`,
-    `  buyers by outcome: ${[...countBy(d.crowd.answers, (a) => a.cls)].map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `  buyers by outcome: ${[...countBy(d.crowd.answers, (a) => a.cls)].map(([k, v]) => `${k} ${v}`).join(', ')}; winners without a checkout: ${d.withoutCheckout.length}${d.withoutCheckout.length ? ` (${[...countBy(d.withoutCheckout, (x) => x)].map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,
     `  answers of 503 to buyers: ${d.answered503} (${d.newKeys} with retryWithNewKey; target 0); 202 while the session waited: ${d.answered202}`,
     `  winners told (201 or 202) after the crowd's start: p50 ${percentile(told, 50).toFixed(0)} ms, p99 ${percentile(told, 99).toFixed(0)} ms, last ${lastTold.toFixed(0)} ms (target: every one within 3000 ms); ${toldBy('201')}, ${toldBy('202')}`,
     `  payments during the drop: ${confirms.length}, confirmed p50 ${percentile(confirms, 50).toFixed(0)} ms, p99 ${percentile(confirms, 99).toFixed(0)} ms (target p99 <= 2000 ms)`,
@@ -233,6 +248,7 @@ export function stripeDropReport(d: StripeDrop, o: Pick<StripeDropOptions, 'unit
   const checks: Array<[string, boolean]> = [
     ['last checkout within 1.1x of the floor', lastS <= floorS * 1.1],
     ['at most 2 % of Stripe calls answered 429', limitedShare <= 0.02],
+    ['every winner reached its checkout', d.withoutCheckout.length === 0],
     ['sessions opened at most checkouts + 1 %', d.sessionsOpened <= Math.ceil(d.checkouts * 1.01)],
     ['no 503 to a buyer', d.answered503 === 0],
     ['every winner told within 3 s of the crowd’s start', lastTold <= 3000],
