@@ -87,9 +87,9 @@ export class HoldDesk {
 }
 
 /**
- * Serves many requests for one SKU in one transaction and one round trip (`take_holds_batch` in
- * store/migrations/003): one conditional UPDATE for the batch, one multi-row INSERT. Answers follow
- * arrival order exactly; a throw fails this batch only.
+ * Serves many requests for one SKU in one transaction and one round trip (`take_holds_batch`, from
+ * store/migrations/003, as 034 has it now): one conditional UPDATE for the batch, one multi-row
+ * INSERT. Answers follow arrival order exactly; a throw fails this batch only.
  */
 export async function takeHoldsBatch(db: Db, sku: string, reqs: PurchaseInput[], start = 0): Promise<HoldResult[]> {
   const { rows } = await db.query<{
