@@ -8,7 +8,7 @@ import {
   runOpsCli,
 } from '../helpers/attention';
 import { assertInvariants } from '../helpers/db';
-import { inBatches } from '../helpers/poll';
+import { inBatches, until } from '../helpers/poll';
 import { USAGE } from '../../ops/support-args';
 import { asBuyer, sessionOf, startSystem, type System } from '../helpers/system';
 
@@ -259,11 +259,16 @@ test.serial('retry-stray and settle-stray reach the refund saga of a stray payme
   t.is(retried.code, 0, retried.stderr);
   t.regex(retried.stdout, new RegExp(`stray payment ${first.sessionId}: (refunded|refunding)`));
 
-  const { rows } = await own.db.query(
-    'SELECT session_id, status FROM stray_payments WHERE session_id = ANY($1) ORDER BY session_id',
-    [[first.sessionId, second.sessionId]],
-  );
-  t.deepEqual(Object.fromEntries(rows.map((r) => [r.session_id, r.status])), {
+  // `refunding` until Stripe's answer (or the refund's webhook) says it went through.
+  const statuses = await until('the stray refund to be refunded', async () => {
+    const { rows } = await own.db.query(
+      'SELECT session_id, status FROM stray_payments WHERE session_id = ANY($1) ORDER BY session_id',
+      [[first.sessionId, second.sessionId]],
+    );
+    const byId = Object.fromEntries(rows.map((r) => [r.session_id as string, r.status as string]));
+    return byId[first.sessionId] === 'refunding' ? undefined : byId;
+  });
+  t.deepEqual(statuses, {
     [first.sessionId]: 'refunded',
     [second.sessionId]: 'settled_by_hand',
   });
