@@ -6,6 +6,7 @@ import { checkoutQueueOf, takeCheckoutSlot } from '../store/checkout-line';
 import { getPurchase, purchaseIdFor, type PurchaseRecord } from '../store/purchases';
 import { isFinal, type PurchaseInput, type PurchaseRequest, type PurchaseState } from '../vocabulary';
 import { DEFAULT_CHECKOUTS_PER_SECOND } from './checkout-pace';
+import { nextPollSeconds } from './next-poll';
 import type { ApiDeps } from './deps';
 import { invalid, Problem } from './problem';
 import { validator } from './validate';
@@ -55,6 +56,11 @@ export interface CheckoutQueueView {
   ahead: number;
   /** When its session should open: its slot in the budget's pace, or its place behind those still waiting. */
   estimatedWaitSeconds: number;
+  /**
+   * When to read the purchase again (also `Retry-After`): half the estimate (1 to 10 s), or its slot
+   * when later, since its session cannot open before its saga starts there (api/next-poll.ts).
+   */
+  nextPollSeconds: number;
   holdExpiresAt?: string;
 }
 
@@ -68,9 +74,11 @@ export async function checkoutQueueView(
   if (!place) return undefined;
   const pace = deps.checkoutsPerSecond ?? DEFAULT_CHECKOUTS_PER_SECOND;
   const untilSlot = (Date.parse(place.checkoutAt) - deps.clock.now()) / 1000;
+  const estimatedWaitSeconds = Math.max(1, Math.ceil(Math.max(untilSlot, (place.ahead + 1) / pace)));
   return {
     ahead: place.ahead,
-    estimatedWaitSeconds: Math.max(1, Math.ceil(Math.max(untilSlot, (place.ahead + 1) / pace))),
+    estimatedWaitSeconds,
+    nextPollSeconds: nextPollSeconds(estimatedWaitSeconds, untilSlot),
     ...(place.holdExpiresAt ? { holdExpiresAt: place.holdExpiresAt } : {}),
   };
 }
@@ -84,7 +92,15 @@ export function purchaseView(p: PurchaseState & { settlingSince?: string }, queu
     quantity: p.quantity,
     status: p.status === 'rejected' ? 'failed' : p.status,
     holdExpiresAt: p.holdExpiresAt ?? queue?.holdExpiresAt ?? null,
-    ...(queue ? { checkoutQueue: { ahead: queue.ahead, estimatedWaitSeconds: queue.estimatedWaitSeconds } } : {}),
+    ...(queue
+      ? {
+          checkoutQueue: {
+            ahead: queue.ahead,
+            estimatedWaitSeconds: queue.estimatedWaitSeconds,
+            nextPollSeconds: queue.nextPollSeconds,
+          },
+        }
+      : {}),
     ...(p.checkoutUrl && (p.status === 'awaiting_payment' || p.status === 'holding')
       ? { checkoutUrl: p.checkoutUrl }
       : {}),
@@ -239,6 +255,8 @@ export interface PlacedPurchase {
   body: Record<string, unknown>;
   /** Set for 202: where the purchase can be read. */
   location?: string;
+  /** Set for a 202 in the checkout line: when to read it (`Retry-After`, the line's `nextPollSeconds`). */
+  retryAfter?: number;
 }
 
 /**
@@ -349,7 +367,11 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
       const answered = await deps.checkouts.untilAnswered(record.purchaseId, until - Date.now());
       if (!answered) {
         const queue = await checkoutQueueView(deps, state);
-        return waitingForCheckout(record.purchaseId, state, queue ?? { ahead: 0, estimatedWaitSeconds: 1 });
+        return waitingForCheckout(
+          record.purchaseId,
+          state,
+          queue ?? { ahead: 0, estimatedWaitSeconds: 1, nextPollSeconds: 1 },
+        );
       }
       state = answered;
     }
@@ -381,6 +403,7 @@ function waitingForCheckout(purchaseId: string, state: PurchaseState, queue: Che
   return {
     status: 202,
     location: `/v1/purchases/${purchaseId}`,
+    retryAfter: queue.nextPollSeconds,
     body: { purchaseId: id, status, holdExpiresAt, checkoutQueue },
   };
 }

@@ -139,7 +139,7 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
       ctx.rules.accepted(b, altcha);
       b.purchaseId = a.body.purchaseId;
       // 202: the unit is this buyer's, the session waits for its turn in the Stripe budget.
-      checkout = a.status === 202 ? await checkoutOf(ctx, b, authorization, jitter) : a.body;
+      checkout = a.status === 202 ? await checkoutOf(ctx, b, authorization, jitter, a.body) : a.body;
       // Its saga found nothing left when its turn came (the gates of several APIs let in a little more
       // than there was): sold out for now, as a 409 would have said; the buyer tries again.
       if (a.status === 202 && typeof checkout.checkoutUrl !== 'string' && checkout.status === 'failed') {
@@ -185,20 +185,27 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
   await watchPurchase(ctx, b, authorization, plan);
 }
 
-/** A purchase answered 202: its page is read again until its checkout opens (or it ended without one). */
+/**
+ * A purchase answered 202: its page is read again until its checkout opens (or it ended without one),
+ * as the answer says (`checkoutQueue.nextPollSeconds`, the `Retry-After`), else every half second.
+ */
 async function checkoutOf(
   ctx: SaleContext,
   b: BuyerRecord,
   authorization: string,
   jitter: (lo: number, hi: number) => number,
+  accepted: Record<string, unknown>,
 ): Promise<{ holdExpiresAt?: unknown; checkoutUrl?: unknown; status?: unknown }> {
+  let answer = accepted;
   for (;;) {
-    await sleep(jitter(300, 700));
+    const asked = (answer.checkoutQueue as { nextPollSeconds?: unknown } | undefined)?.nextPollSeconds;
+    await sleep(typeof asked === 'number' ? asked * 1000 + jitter(0, 300) : jitter(300, 700));
     try {
       const r = await ctx.api.call('GET', `/v1/purchases/${b.purchaseId}`, '/v1/purchases/:id', {
         headers: { authorization },
       });
       if (r.status === 200 && (typeof r.body.checkoutUrl === 'string' || r.body.status !== 'holding')) return r.body;
+      answer = r.status === 200 ? r.body : {};
       if (r.status === 404) return { status: 'failed' }; // not this buyer's after all: nothing to follow
     } catch {
       // the next read may get through

@@ -43,13 +43,17 @@ export function purchaseRoutes(deps: ApiDeps): Router {
     });
     ctx.status = placed.status;
     if (placed.location) ctx.set('Location', placed.location);
+    if (placed.retryAfter !== undefined) ctx.set('Retry-After', String(placed.retryAfter));
     ctx.body = placed.body;
   });
 
   router.get('/v1/purchases/:id', async (ctx) => {
     const record = await visiblePurchase(deps, ctx.params.id, await readerOf(ctx, deps));
+    const queue = await checkoutQueueView(deps, record);
+    // In the line: when to read it again (its session cannot open before its slot).
+    if (queue) ctx.set('Retry-After', String(queue.nextPollSeconds));
     ctx.body = {
-      ...purchaseView(record, await checkoutQueueView(deps, record)),
+      ...purchaseView(record, queue),
       ...receiptView(await receiptOf(deps, record)),
     };
   });

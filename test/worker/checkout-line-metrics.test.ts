@@ -1,6 +1,6 @@
 import test from 'ava';
 import { selectedValues, selectorsOf } from '../helpers/promql';
-import { startSystem } from '../helpers/system';
+import { asBuyer, startSystem } from '../helpers/system';
 import { startWorkerProcess } from '../helpers/worker-process';
 import { until } from '../helpers/poll';
 
@@ -26,7 +26,18 @@ test('buyers answered 202 from the checkout line are counted when their sessions
     for (const a of answers) {
       t.is(a.status, 202, JSON.stringify(a.body));
       t.true(a.body.checkoutQueue.estimatedWaitSeconds > 1, JSON.stringify(a.body));
+      // Its session cannot open before its slot, 20 s or more away: asked to read it again then, not sooner.
+      t.true(a.body.checkoutQueue.nextPollSeconds >= 19, JSON.stringify(a.body));
+      t.is(a.headers.get('retry-after'), String(a.body.checkoutQueue.nextPollSeconds));
     }
+    const read = await sys.api(
+      'GET',
+      `/v1/purchases/${answers[0].body.purchaseId}`,
+      undefined,
+      await asBuyer('line-1'),
+    );
+    t.is(read.headers.get('retry-after'), String(read.body.checkoutQueue.nextPollSeconds));
+    t.true(read.body.checkoutQueue.nextPollSeconds >= 18, JSON.stringify(read.body));
     const apiScrape = async () => (await sys.api('GET', '/metrics')).body as string;
 
     const waiting = await apiScrape();
