@@ -4,14 +4,15 @@ import path from 'node:path';
 import { findTemporalCli } from '../../dev/temporal-cli';
 import { startTemporal, type TemporalServer } from '../../dev/temporal';
 import { seconds } from '../../dev/proc';
-import { bundleFastWorkflows } from '../fast/helpers/bundle';
+import { cachedFastWorkflows } from '../fast/helpers/bundle';
 import { reportWorkflowCoverage } from './coverage';
 import { log, repoRoot, type Interrupts } from './ava';
 
 // The fast tier: test/fast/, with no Postgres, emulator or browser. One local Temporal dev server in
 // memory (the CLI the project fetches) serves every workflow test file, each on task queues of its
-// own; the workflows are bundled once here, with short waits and coverage counted, while it starts;
-// and the report says which workflow branches ran.
+// own; the workflows are bundled once here (or the last run's bundle taken, when nothing it was built
+// from changed), with short waits and coverage counted, while it starts; and the report says which
+// workflow branches ran.
 
 export const FAST_DIR = 'test/fast';
 const AVA_CONFIG = path.join(FAST_DIR, 'ava.config.mjs');
@@ -29,12 +30,14 @@ export async function runFastTier(interrupts: Interrupts, files: string[], avaFl
   try {
     const bundleFile = path.join(dir, 'workflow-bundle.js');
     const { signal } = interrupts.aborter;
-    const [cli] = await Promise.all([
+    const [cli, , bundle] = await Promise.all([
       findTemporalCli(log, { signal }),
       startTemporal({ log: (l) => log(`[temporal] ${l}`), signal }).then((t) => (temporal = t)),
-      bundleFastWorkflows().then((code) => fs.writeFileSync(bundleFile, code)),
+      cachedFastWorkflows(bundleFile),
     ]);
-    log(`fast tier: Temporal started and workflows bundled (short waits, coverage counted) in ${seconds(started)}`);
+    log(
+      `fast tier: Temporal started and workflows ${bundle.built ? 'bundled' : 'bundle taken from the last run (no input changed)'} (short waits, coverage counted) in ${seconds(started)}`,
+    );
     const coverageDir = path.join(repoRoot, 'coverage', 'workflows');
     fs.rmSync(coverageDir, { recursive: true, force: true });
     const code = await interrupts.runAva(

@@ -6,7 +6,7 @@ import { notificationTaskQueue, stripeTaskQueue } from '../../../vocabulary';
 import { BuyerIdKey, HoldExpiresAtKey, PurchaseStatusKey, SkuKey } from '../../../workflows/definitions';
 import { findTemporalCli } from '../../../dev/temporal-cli';
 import { workflowSpanSinks } from '../../../worker/tracing';
-import { bundleFastWorkflows, enableCoverage, writeCoverage } from './bundle';
+import { bundleFastWorkflows, FastCoverage } from './bundle';
 import { NotificationWorld } from './notification-world';
 import { World } from './world';
 
@@ -37,7 +37,7 @@ export interface FastTemporal {
 /** Registers the file's Temporal: started before its tests, stopped (and coverage written) after them. */
 export function useFastTemporal(test: TestFn): () => FastTemporal {
   let running: { temporal: FastTemporal; workers: Worker[]; done: Promise<unknown> } | undefined;
-  const coverage = enableCoverage();
+  const coverage = new FastCoverage();
   test.before(async () => {
     // The tier's one server (test/runner/fast.ts), else one of the file's own (ava run by hand).
     const shared = process.env.FAST_TEMPORAL_ADDRESS;
@@ -57,19 +57,25 @@ export function useFastTemporal(test: TestFn): () => FastTemporal {
     const prebuilt = process.env.FAST_WORKFLOW_BUNDLE_PATH;
     const workflowBundle = prebuilt ? { codePath: prebuilt } : { code: await bundleFastWorkflows() };
     const activities = world.activities();
-    const options = (queue: string, acts: object = activities) =>
-      coverage.augmentWorkerOptionsWithBundle({
-        connection: env.nativeConnection,
-        namespace: env.namespace ?? 'default',
-        taskQueue: queue,
-        workflowBundle,
-        activities: acts,
-        // The bundle's tracing interceptors hand their spans to this sink (tracing off: dropped).
-        sinks: workflowSpanSinks(),
-      });
+    const options = (queue: string, acts: object = activities) => ({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue: queue,
+      workflowBundle,
+      activities: acts,
+      // The bundle's tracing interceptors hand their spans to this sink (tracing off: dropped), and
+      // its coverage interceptor its counts to this one.
+      sinks: { ...workflowSpanSinks(), ...coverage.sinks() },
+    });
     const workers = await Promise.all([
       Worker.create(options(taskQueue)),
-      Worker.create(options(stripeTaskQueue(taskQueue))),
+      // The Stripe queue runs activities only, as in production (worker/create-worker.ts): no bundle to load.
+      Worker.create({
+        connection: env.nativeConnection,
+        namespace: env.namespace ?? 'default',
+        taskQueue: stripeTaskQueue(taskQueue),
+        activities,
+      }),
       Worker.create(options(notificationTaskQueue(taskQueue), notifications.activities())),
     ]);
     const done = Promise.all(workers.map((w) => w.run()));
@@ -84,7 +90,7 @@ export function useFastTemporal(test: TestFn): () => FastTemporal {
     for (const w of running.workers) w.shutdown();
     await running.done;
     await running.temporal.env.teardown();
-    writeCoverage(coverage);
+    coverage.write();
   });
   return () => {
     if (!running) throw new Error('the fast Temporal is not running (use it inside a test)');

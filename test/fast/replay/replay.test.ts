@@ -4,7 +4,7 @@ import test from 'ava';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { RECORDED_PATHS } from '../../replay/paths';
-import { bundleFastWorkflows, enableCoverage, writeCoverage } from '../helpers/bundle';
+import { bundleFastWorkflows, FastCoverage } from '../helpers/bundle';
 import { workflowSpanSinks } from '../../../worker/tracing';
 
 // The guard of every saga change after 1.0: a change that alters the commands a recorded run made
@@ -45,13 +45,12 @@ function byVersion(a: string, b: string): number {
 
 test('the current workflow code replays every recorded history of every generation', async (t) => {
   t.timeout(50_000);
-  const coverage = enableCoverage();
+  const coverage = new FastCoverage();
   const prebuilt = process.env.FAST_WORKFLOW_BUNDLE_PATH;
   const workflowBundle = prebuilt ? { codePath: prebuilt } : { code: await bundleFastWorkflows() };
-  // Counted during replay too (the coverage package's own sink skips replay).
-  const merge = { ...coverage.sinks.coverage.merge, callDuringReplay: true };
   const replayed = Worker.runReplayHistories(
-    { workflowBundle, sinks: { coverage: { merge }, ...workflowSpanSinks() } },
+    // Counted during replay too (a sink's calls are skipped in replay unless it asks for them).
+    { workflowBundle, sinks: { ...coverage.sinks(true), ...workflowSpanSinks() } },
     histories.map((file) => ({
       workflowId: file,
       history: historyFromJSON(JSON.parse(readFileSync(path.join(dir, file), 'utf8'))),
@@ -65,5 +64,5 @@ test('the current workflow code replays every recorded history of every generati
   }
   t.is(count, histories.length);
   t.deepEqual(failed, []);
-  writeCoverage(coverage);
+  coverage.write();
 });
