@@ -39,6 +39,32 @@ async function refundsAtStripe(on: System, paymentIntentId: string): Promise<num
   return (await stripe.refunds.list({ payment_intent: paymentIntentId })).data.length;
 }
 
+/**
+ * A confirmed purchase whose payment is disputed, and a support refund Stripe refused for it: the
+ * dispute's news was late, so the refund was asked for before the record knew. It waits in
+ * needs_attention, the dispute open.
+ */
+async function refundRefusedForDispute(t: ExecutionContext, own: System, buyer: string) {
+  const { sku, purchaseId } = await confirmedPurchase(own, buyer);
+  const pi = await paymentOf(own, purchaseId);
+  await own.emulatorCall('POST', '/_emulator/webhooks', { pause: true });
+  t.teardown(() => own.emulatorCall('POST', '/_emulator/webhooks', { pause: false }));
+  const disputeId = await dispute(own, pi);
+  const asked = await own.api(
+    'POST',
+    `/v1/support/purchases/${purchaseId}/refund`,
+    { reason: 'never arrived', restock: false },
+    AS_SUPPORT,
+  );
+  t.is(asked.status, 409, JSON.stringify(asked.body));
+  t.like(asked.body, { purchaseStatus: 'needs_attention' });
+  t.regex(asked.body.detail, /charged back|charge_disputed/);
+  await own.emulatorCall('POST', '/_emulator/webhooks', { pause: false });
+  await own.waitForPurchase(purchaseId, (p) => p.dispute_status === 'needs_response');
+  t.is((await own.waitForPurchase(purchaseId, () => true)).status, 'needs_attention');
+  return { sku, purchaseId, pi, disputeId };
+}
+
 /** A gauge of the API's /metrics once it reads `value` (the counts are refreshed every few seconds). */
 function metricReads(on: System, series: string, value: number): Promise<number> {
   return until(
@@ -108,24 +134,7 @@ test('a disputed payment is listed with its deadline, counted, and not refunded 
 
 test('a refund Stripe refused for an open dispute is settled when the dispute is lost: refunded by the chargeback, nothing refunded twice', async (t) => {
   const own = await ownSystem(t);
-  const { sku, purchaseId } = await confirmedPurchase(own, 'dispute-lost');
-  const pi = await paymentOf(own, purchaseId);
-  // The dispute's news is late: support refunds before the record knows, and Stripe refuses it.
-  await own.emulatorCall('POST', '/_emulator/webhooks', { pause: true });
-  t.teardown(() => own.emulatorCall('POST', '/_emulator/webhooks', { pause: false }));
-  const disputeId = await dispute(own, pi);
-  const asked = await own.api(
-    'POST',
-    `/v1/support/purchases/${purchaseId}/refund`,
-    { reason: 'never arrived', restock: false },
-    AS_SUPPORT,
-  );
-  t.is(asked.status, 409, JSON.stringify(asked.body));
-  t.like(asked.body, { purchaseStatus: 'needs_attention' });
-  t.regex(asked.body.detail, /charged back|charge_disputed/);
-  await own.emulatorCall('POST', '/_emulator/webhooks', { pause: false });
-  await own.waitForPurchase(purchaseId, (p) => p.dispute_status === 'needs_response');
-  t.is((await own.waitForPurchase(purchaseId, () => true)).status, 'needs_attention');
+  const { sku, purchaseId, pi, disputeId } = await refundRefusedForDispute(t, own, 'dispute-lost');
 
   // The runbook: leave it. The dispute is lost (no evidence): the money went back through the bank.
   const lost = await own.emulatorCall('POST', `/_emulator/disputes/${disputeId}/close`, { outcome: 'lost' });
@@ -159,21 +168,7 @@ test('a refund Stripe refused for an open dispute is settled when the dispute is
 
 test('a refund Stripe refused for an open dispute is made when the dispute is won, at once and once', async (t) => {
   const own = await ownSystem(t);
-  const { sku, purchaseId } = await confirmedPurchase(own, 'dispute-won');
-  const pi = await paymentOf(own, purchaseId);
-  await own.emulatorCall('POST', '/_emulator/webhooks', { pause: true });
-  t.teardown(() => own.emulatorCall('POST', '/_emulator/webhooks', { pause: false }));
-  const disputeId = await dispute(own, pi);
-  const asked = await own.api(
-    'POST',
-    `/v1/support/purchases/${purchaseId}/refund`,
-    { reason: 'never arrived', restock: false },
-    AS_SUPPORT,
-  );
-  t.is(asked.status, 409, JSON.stringify(asked.body));
-  t.like(asked.body, { purchaseStatus: 'needs_attention' });
-  await own.emulatorCall('POST', '/_emulator/webhooks', { pause: false });
-  await own.waitForPurchase(purchaseId, (p) => p.dispute_status === 'needs_response');
+  const { sku, purchaseId, pi, disputeId } = await refundRefusedForDispute(t, own, 'dispute-won');
 
   // The merchant's evidence wins: the money is back with the merchant, and the buyer is still owed it.
   // The saga's next try after the refusal is seconds to an hour away; the won dispute's news tries now.
