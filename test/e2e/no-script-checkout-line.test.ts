@@ -6,20 +6,13 @@ import { pageSuite } from '../helpers/page-suite';
 // the same with JavaScript on and axe): Buy while the checkout waits for its turn in the Stripe budget
 // reads "Preparing your checkout" and reloads itself every 2 s; once the session opens it reads "Your
 // checkout is ready" and goes on to Stripe's page by its <noscript> refresh, with a link for the same.
-// The budget is slow (one checkout every 18 s, on a database of this file's own), so the third
+// The budget is slow (one checkout every 9 s, on a database of this file's own), so the third
 // buyer's turn is far enough off for the page to be read before it.
 
-const suite = pageSuite(test, { ownDatabase: true, devSignIn: true, checkoutsPerSecond: 0.05 });
+const suite = pageSuite(test, { ownDatabase: true, devSignIn: true, checkoutsPerSecond: 0.1 });
 
 test('a checkout waiting for its turn reads "Preparing your checkout", reloading itself, then "ready", and its refresh goes on to pay', async (t) => {
   const sku = await suite.sys.createProduct({ name: 'Quiet line boot', stock: 5, priceCents: 7_000 });
-  // Two buyers ahead take the budget's next two turns: this buyer's comes two turns (36 s) later, room
-  // enough on a loaded machine to read the page before its reload brings the turn.
-  for (const ahead of ['nl-first', 'nl-second']) {
-    const res = await suite.sys.buy(sku, ahead);
-    t.true([201, 202].includes(res.status), JSON.stringify(res.body));
-  }
-
   const page = await suite.page(t, { js: false, buyer: 'nl-third', timeoutMs: 90_000 });
   // The ready page's refresh to Stripe's page is answered 204 the first time (a browser stays on the
   // page), so the ready state can be read; the test waits for that refresh itself, never for an instant.
@@ -31,6 +24,13 @@ test('a checkout waiting for its turn reads "Preparing your checkout", reloading
   });
 
   await page.goto(`${suite.sys.apiUrl}/p/${sku}`);
+  // Two buyers ahead take the budget's next two turns, once this buyer's page is open: its turn comes
+  // two turns (18 s) later, room enough on a loaded machine to press Buy and read the page before its
+  // reload brings the turn (the browser's start and the first page load are not in that time).
+  for (const ahead of ['nl-first', 'nl-second']) {
+    const res = await suite.sys.buy(sku, ahead);
+    t.true([201, 202].includes(res.status), JSON.stringify(res.body));
+  }
   await press(page, '#buy', onPurchase);
   t.is(new URL(page.url()).searchParams.get('then'), 'pay');
   t.is(await page.locator('h1').textContent(), 'Preparing your checkout');

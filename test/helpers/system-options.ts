@@ -14,6 +14,12 @@ export interface SystemOptions {
   trustedProxies?: string[];
   /** How long each API instance keeps the home page's catalogue (CATALOGUE_CACHE_MS); default 1000. */
   catalogueCacheMs?: number;
+  /**
+   * How old the API's purchases-by-status and dispute counts may get before a scrape of /metrics
+   * counts them again (createMetrics' statusMaxAgeMs); default production's 15 s. A test that waits
+   * for a gauge to change passes a short one, so it waits for the count, not for its age.
+   */
+  statusCountMaxAgeMs?: number;
   /** The API's logger (default: silent); a test that reads the access log passes its own. */
   logger?: Logger;
   /** The admitter's tick and each API's room-cache refresh (ROOM_ADMIT_TICK_MS, ROOM_REFRESH_MS). */

@@ -176,7 +176,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<System> {
     ...(opts.trustedProxies ? { trustedProxies: opts.trustedProxies } : {}),
     adminToken: ADMIN_TOKEN,
     supportToken: SUPPORT_TOKEN,
-    metrics: createMetrics(db, gate, { admitter }),
+    metrics: createMetrics(db, gate, { admitter, statusMaxAgeMs: opts.statusCountMaxAgeMs }),
     lifecycle: { draining: false },
     logger: opts.logger ?? createLogger('api', { LOG_LEVEL: 'silent' }),
     room: roomOf(clock),
@@ -219,7 +219,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<System> {
       await otherGate.start();
       const other = await listen({
         ...deps,
-        metrics: createMetrics(db, otherGate, { admitter: newAdmitter() }),
+        metrics: createMetrics(db, otherGate, { admitter: newAdmitter(), statusMaxAgeMs: opts.statusCountMaxAgeMs }),
         admissions: new Admissions(db, otherGate, otherClock),
         clock: otherClock,
         room: roomOf(otherClock),

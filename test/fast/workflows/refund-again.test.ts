@@ -9,7 +9,8 @@ import type { Case } from '../helpers/world';
 
 // A refund that failed after its saga ended, made again on support's word (the word starts the run,
 // as the API's signal-with-start does): a new refund whose key names the failed one, followed to its
-// end; or settled by hand. Nothing goes on sale; the buyer hears of a refund only when one succeeded.
+// end; or settled by hand. Nothing goes on sale; the buyer hears of the refund once it is made, by
+// Stripe or by hand.
 
 const temporal = useFastTemporal(test);
 
@@ -97,7 +98,7 @@ test('a refund that failed after its saga ended is made again on support’s ret
   t.deepEqual(c.notified, ['refunded_again']);
 });
 
-test('a refused refund with no id on record is made again as "unknown"; that one fails too, support retries (attempt 1), then settles by hand: nothing told to the buyer', async (t) => {
+test('a refused refund with no id on record is made again as "unknown"; that one fails too, support retries (attempt 1), then settles by hand: the buyer is told', async (t) => {
   const c = temporal().world.open();
   c.record = needsAttention(c, { refund: FAILED });
   const h = await again(c);
@@ -136,10 +137,10 @@ test('a refused refund with no id on record is made again as "unknown"; that one
   );
   t.deepEqual(c.audit, ['refund_failed', 'refund_failed', 'refunded']);
   t.is(c.count('restockSale'), 0);
-  t.deepEqual(c.notified, []);
+  t.deepEqual(c.notified, ['refunded_again']);
 });
 
-test('support’s first word settling by hand ends the run at once: no refund made, the purchase refunded as settled, the buyer not told', async (t) => {
+test('support’s first word settling by hand ends the run at once: no refund made, the purchase refunded as settled, the buyer told', async (t) => {
   const c = temporal().world.open();
   c.record = needsAttention(c);
   const result = await (
@@ -149,6 +150,6 @@ test('support’s first word settling by hand ends the run at once: no refund ma
     outcome: 'refunded',
     refund: { status: 'settled', reason: 'settled by hand by ana: refunded in the Dashboard' },
   });
-  t.deepEqual(c.names(), ['loadPurchase', 'recordPurchase', 'appendAudit']);
-  t.deepEqual(c.notified, []);
+  t.deepEqual(c.names(), ['loadPurchase', 'recordPurchase', 'appendAudit', 'notifyBuyer']);
+  t.deepEqual(c.notified, ['refunded_again']);
 });
