@@ -226,8 +226,8 @@ export function stripeDropReport(d: StripeDrop, o: Pick<StripeDropOptions, 'unit
   const lastS = d.lastCheckoutMs / 1000;
   const calls = d.rateLimits.endpoints.reduce((n, e) => n + e.served + e.limited, 0);
   const limitedShare = calls ? d.rateLimits.limited / calls : 0;
-  const confirms = [...d.confirmMs].sort((a, b) => a - b);
   const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+  const confirms = sorted(d.confirmMs);
   const told = sorted([...d.toldMs['201'], ...d.toldMs['202']]);
   const lastTold = told.length ? told[told.length - 1] : 0;
   const toldBy = (status: '201' | '202') => {

@@ -275,9 +275,8 @@ export class PurchaseSaga {
     // convertHold writes the sale's record in its own transaction, and the buyer's notice when no
     // address is read first: one activity for a paid buyer.
     const notice = !this.readsAddress() && patched(ONE_STEP_ENDINGS_PATCH);
-    const converted = notice
-      ? await acts.convertHold(this.input.purchaseId, { ...sale, status }, { notice })
-      : await acts.convertHold(this.input.purchaseId, { ...sale, status });
+    const withNotice: [] | [{ notice: true }] = notice ? [{ notice }] : [];
+    const converted = await acts.convertHold(this.input.purchaseId, { ...sale, status }, ...withNotice);
     if (converted === 'sold') {
       // With the notice sent, nothing follows the sale: the run ends.
       this.markStatus(status, sale, { runEnds: notice });
