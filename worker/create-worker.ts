@@ -165,9 +165,10 @@ export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise
     connection: opts.connection,
     namespace: opts.namespace,
     // Tracing's activity interceptor first: its span is current when ours logs the attempt.
+    // A prebuilt bundle has the workflow interceptors in it: named again, the SDK warns it ignores them.
     interceptors: {
       activity: [...tracingActivityInterceptors(), activityInterceptors],
-      workflowModules: WORKFLOW_INTERCEPTOR_MODULES,
+      ...(bundle ? {} : { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }),
     },
     sinks: workflowSpanSinks(),
     shutdownGraceTime: WORKER_SHUTDOWN_GRACE_MS,

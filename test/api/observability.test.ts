@@ -269,6 +269,13 @@ test.serial(
         [],
         'no line carries a task token',
       );
+      // Started on the suite's prebuilt bundle, which has the workflow interceptors in it: not named twice.
+      t.truthy(process.env.WORKFLOW_BUNDLE_PATH);
+      t.deepEqual(
+        worker.lines.filter((l) => /ignor/i.test(String(l.msg))).map((l) => l.msg),
+        [],
+        'no option the SDK ignores',
+      );
     } finally {
       await stopWorker(worker);
       await sys.close();
