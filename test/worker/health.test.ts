@@ -98,6 +98,14 @@ test("the worker's /healthz says 503 while Temporal does not answer, and 200 aga
       series.some((l) => l.includes('activity_type=')),
       series.join('\n'),
     );
+    // And the workflow tasks' (FlashSaleWorkflowTaskScheduleToStartHigh), per task queue too.
+    const tasks = scrape
+      .split('\n')
+      .filter((l) => l.startsWith('temporal_workflow_task_schedule_to_start_latency_count'));
+    t.true(
+      tasks.some((l) => l.includes(`task_queue="${sys.taskQueue}"`)),
+      `the saga's workflow tasks are counted\n${tasks.join('\n')}`,
+    );
 
     relay.freeze();
     const down = await healthOnce(w.url, 503, 'a /healthz that says Temporal is unreachable');
