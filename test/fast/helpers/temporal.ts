@@ -14,7 +14,9 @@ import { World } from './world';
 // FAST_TEMPORAL_ADDRESS), else a local one of the file's own (the CLI the project already fetches,
 // started by the SDK's TestWorkflowEnvironment.createLocal), the fast tier's workflow bundle (short waits, coverage
 // counted), and one worker per task queue running the world's fake activities. Each test opens its
-// own case in the world; the workers serve every test of the file at once.
+// own case in the world; the workers serve every test of the file at once. The notification queue's
+// worker loads the bundle a second time: only the files that ask for it have one (the world's
+// notifyBuyer is a fake, so the sagas start no delivery).
 
 /** Workflow log lines at error level: a status moved outside the table, a compensation that gave up. */
 const workflowErrors: LogEntry[] = [];
@@ -35,7 +37,7 @@ export interface FastTemporal {
 }
 
 /** Registers the file's Temporal: started before its tests, stopped (and coverage written) after them. */
-export function useFastTemporal(test: TestFn): () => FastTemporal {
+export function useFastTemporal(test: TestFn, opts: { notifications?: boolean } = {}): () => FastTemporal {
   let running: { temporal: FastTemporal; workers: Worker[]; done: Promise<unknown> } | undefined;
   const coverage = new FastCoverage();
   test.before(async () => {
@@ -76,7 +78,9 @@ export function useFastTemporal(test: TestFn): () => FastTemporal {
         taskQueue: stripeTaskQueue(taskQueue),
         activities,
       }),
-      Worker.create(options(notificationTaskQueue(taskQueue), notifications.activities())),
+      ...(opts.notifications
+        ? [Worker.create(options(notificationTaskQueue(taskQueue), notifications.activities()))]
+        : []),
     ]);
     const done = Promise.all(workers.map((w) => w.run()));
     const errorsLogged = (match: RegExp) => workflowErrors.map((e) => e.message).filter((m) => match.test(m));

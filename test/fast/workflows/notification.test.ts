@@ -10,7 +10,7 @@ import { useFastTemporal } from '../helpers/temporal';
 // is marked dead with why. Fakes: test/fast/helpers/notification-world.ts (3 attempts; 1.5 s of age
 // for email, no age limit for the others).
 
-const temporal = useFastTemporal(test);
+const temporal = useFastTemporal(test, { notifications: true });
 
 function deliver(d: Delivery) {
   const { env, taskQueue } = temporal();
