@@ -66,7 +66,7 @@ async function main(): Promise<void> {
   });
   admitter.start();
   const connection = await reaching({ name: 'Temporal', address: config.temporal.address }, () =>
-    connectTemporal(config.temporal, { callTimeoutMs: config.temporalCallTimeoutMs }),
+    connectTemporal(config.temporal, config.temporalConnectTimeoutMs, { callTimeoutMs: config.temporalCallTimeoutMs }),
   );
   const deps: ApiDeps = {
     db,

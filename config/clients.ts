@@ -4,6 +4,7 @@ import Stripe from 'stripe';
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import { QUERY_TIMEOUT_MARGIN_MS, type PoolTimeouts, type StripeConfig } from './index';
 import type { TemporalSettings } from './temporal';
+import { variable } from './variables';
 
 // Long-lived clients, built once by an entry point from its configuration.
 
@@ -107,13 +108,18 @@ function connectionOptions(s: TemporalSettings) {
 }
 
 /**
- * A Temporal client connection (the API and the CLIs; the worker uses a NativeConnection). With
- * `limits` (the API), calls are brief (see `briefCalls`) and a lost connection is tried again at
- * least every second (gRPC's own backoff grows to two minutes), so the API resumes as soon as the
- * server is back.
+ * A Temporal client connection (the API and the CLIs; the worker uses a NativeConnection). It fails
+ * when Temporal has not answered within `connectTimeoutMs` (TEMPORAL_CONNECT_TIMEOUT_MS; default
+ * 10 s). With `limits` (the API), calls are brief (see `briefCalls`) and a lost connection is tried
+ * again at least every second (gRPC's own backoff grows to two minutes), so the API resumes as soon
+ * as the server is back.
  */
-export function connectTemporal(settings: TemporalSettings, limits?: { callTimeoutMs: number }): Promise<Connection> {
-  const base = { ...connectionOptions(settings), connectTimeout: '10s' };
+export function connectTemporal(
+  settings: TemporalSettings,
+  connectTimeoutMs = Number(variable('TEMPORAL_CONNECT_TIMEOUT_MS').default),
+  limits?: { callTimeoutMs: number },
+): Promise<Connection> {
+  const base = { ...connectionOptions(settings), connectTimeout: connectTimeoutMs };
   if (!limits) return Connection.connect(base);
   return Connection.connect({
     ...base,

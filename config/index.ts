@@ -65,6 +65,8 @@ export interface ApiConfig extends CommonConfig, StripeConfig, ServiceStart {
   pool: PoolTimeouts;
   /** The deadline of each Temporal call that does not wait for a saga (start, signal, describe). */
   temporalCallTimeoutMs: number;
+  /** How long the first connection to Temporal may take before the API stops, naming TEMPORAL_ADDRESS. */
+  temporalConnectTimeoutMs: number;
   /** Where the buyer's pages are served (PUBLIC_URL): their forms must come from this origin. */
   publicUrl: string;
   /**
@@ -272,6 +274,7 @@ export function loadApiConfig(env: Env): ApiConfig {
     catalogueCacheMs: r.int('CATALOGUE_CACHE_MS'),
     pool: poolTimeouts(r),
     temporalCallTimeoutMs: r.int('TEMPORAL_CALL_TIMEOUT_MS'),
+    temporalConnectTimeoutMs: r.int('TEMPORAL_CONNECT_TIMEOUT_MS'),
     publicUrl: publicUrl(r),
     devSignIn: devSignIn(r, buyers),
   });
@@ -330,6 +333,8 @@ function workerPool(r: Reader): PoolTimeouts {
 /** What the operator CLIs add: where their links into the Temporal Web UI point. */
 export interface CliExtras {
   temporalUiUrl: string;
+  /** How long the first connection to Temporal may take before the CLI stops, naming TEMPORAL_ADDRESS. */
+  temporalConnectTimeoutMs: number;
 }
 
 function cliExtras(r: Reader): CliExtras {
@@ -337,7 +342,7 @@ function cliExtras(r: Reader): CliExtras {
   if (!/^https?:\/\/[^/\s]+/.test(temporalUiUrl)) {
     r.problems.push(`TEMPORAL_UI_URL must be an http(s) URL, got "${temporalUiUrl}"`);
   }
-  return { temporalUiUrl };
+  return { temporalUiUrl, temporalConnectTimeoutMs: r.int('TEMPORAL_CONNECT_TIMEOUT_MS') };
 }
 
 /** The operator CLIs: Postgres always, Temporal settings (connected only by the CLIs that need it). */

@@ -72,7 +72,7 @@ export async function openCliClients(
   let connection: Connection | undefined;
   if (needs.temporal) {
     connection = await reaching({ name: 'Temporal', address: config.temporalAddress }, () =>
-      connectTemporal(config.temporal),
+      connectTemporal(config.temporal, config.temporalConnectTimeoutMs),
     );
   }
   const db = config.databaseUrl ? createPool(config.databaseUrl, CLI_POOL_SIZE, log) : undefined;

@@ -158,6 +158,14 @@ export const TUNING_VARIABLES: readonly Variable[] = [
     doc: 'deadline of each Temporal call that does not wait for a saga (start, signal, describe, readiness); the calls that wait are bounded by `PURCHASE_TIMEOUT_MS`',
   },
   {
+    name: 'TEMPORAL_CONNECT_TIMEOUT_MS',
+    section: 'service',
+    readBy: ['api', 'cli'],
+    default: 10_000,
+    min: 100,
+    doc: "how long the API and the operator CLIs wait at start for Temporal to answer (gRPC tries a refused connection again until then) before they stop with a line naming `TEMPORAL_ADDRESS`; the worker's connection gives up at the first refusal",
+  },
+  {
     name: 'SWEEP_INTERVAL_MS',
     section: 'service',
     readBy: ['worker'],

@@ -114,7 +114,8 @@ test('the API and the worker stop with a fatal line naming DATABASE_URL or TEMPO
     const ports = script === 'api/main.ts' ? { PORT: '0', HOST: '127.0.0.1' } : { WORKER_METRICS_PORT: '0' };
     const [noPostgres, noTemporal] = await Promise.all([
       run(script, { ...ports, DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/flashsale` }),
-      run(script, { ...ports, TEMPORAL_ADDRESS: `127.0.0.1:${port}` }),
+      // The API waits TEMPORAL_CONNECT_TIMEOUT_MS (10 s by default) for a refused Temporal; the worker does not wait.
+      run(script, { ...ports, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, TEMPORAL_CONNECT_TIMEOUT_MS: '500' }),
     ]);
     return { script, noPostgres, noTemporal };
   });

@@ -207,7 +207,12 @@ test('the sagas CLI says so when nothing is stuck and prints the UI filters', as
 });
 
 test('the sagas CLI cannot reach Temporal: exit 2, so an alert on exit 1 does not mistake it for a finding', async (t) => {
-  const out = await sagasCli(['stuck', '--fail-on-any'], { TEMPORAL_ADDRESS: '127.0.0.1:1', DATABASE_URL: '' });
+  const out = await sagasCli(['stuck', '--fail-on-any'], {
+    TEMPORAL_ADDRESS: '127.0.0.1:1',
+    DATABASE_URL: '',
+    // It would try the refused connection again for 10 s by default.
+    TEMPORAL_CONNECT_TIMEOUT_MS: '500',
+  });
   t.is(out.code, 2, out.stderr);
   t.regex(out.stderr, /cannot reach Temporal at 127\.0\.0\.1:1/);
 });
