@@ -5,6 +5,9 @@ import { acts, stripeActs } from './proxies';
 import { endedRefund, refundToTheEnd } from './refunds';
 import { recordSupportRefund, showStatus } from './support-refund';
 
+/** Runs started before it told the buyer of a refund made again only when Stripe made it, not when settled by hand. */
+export const SETTLED_AGAIN_TELLS_PATCH = 'refund-again-settled-tells-buyer';
+
 /**
  * Makes again a refund that failed after the saga that made it had ended (the purchase is then
  * `needs_attention` and no saga waits to hear support). Started by support's word (retry, settle, or
@@ -19,9 +22,6 @@ import { recordSupportRefund, showStatus } from './support-refund';
  * The key's `unknown` (a failed refund Stripe refused to create has no id) cannot meet itself in a
  * second run: a run ends only refunded or settled, and a refund that fails after that has an id.
  */
-/** Runs started before it told the buyer of a refund made again only when Stripe made it, not when settled by hand. */
-export const SETTLED_AGAIN_TELLS_PATCH = 'refund-again-settled-tells-buyer';
-
 export async function refundAgainWorkflow(input: RefundAgainInput): Promise<SupportRefundResult> {
   const desk = new SupportDesk().listen();
   const { purchaseId } = input;
