@@ -6,7 +6,7 @@ import { endedRefund, refundToTheEnd } from './refunds';
 import { recordSupportRefund, showStatus } from './support-refund';
 
 /** Runs started before it told the buyer of a refund made again only when Stripe made it, not when settled by hand. */
-export const SETTLED_AGAIN_TELLS_PATCH = 'refund-again-settled-tells-buyer';
+const SETTLED_AGAIN_TELLS_PATCH = 'refund-again-settled-tells-buyer';
 
 /**
  * Makes again a refund that failed after the saga that made it had ended (the purchase is then
