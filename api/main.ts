@@ -85,6 +85,7 @@ async function main(): Promise<void> {
       new RoomCache(db, { clock, refreshMs: config.roomRefreshMs }),
       clock,
       config.stripeMaxSessionsPerSecond,
+      config.roomMaxPollSeconds,
     ),
     stripe: createStripe(config),
     webhookSecret: config.stripeWebhookSecret,

@@ -1,11 +1,15 @@
+import { variable } from '../config/variables';
 import type { RoomSnapshot } from '../store/room-cache';
 
 // When a buyer in line should ask again (`nextPollSeconds` and `Retry-After` of a poll's answer): by
 // their position, rarely far from the head and often near it. A poll is cheap (no database read), but
 // a crowd of 10,000 asking every few seconds for minutes is most of what the API does in a drop.
 
-/** The longest a buyer in line is told to wait: news that is not their turn (the room closed, sold out) reaches them within it. */
-export const MAX_POLL_SECONDS = 60;
+/**
+ * The longest a buyer in line is told to wait by default (ROOM_MAX_POLL_SECONDS): news that is not
+ * their turn (the room closed, sold out) reaches them within it.
+ */
+export const MAX_POLL_SECONDS = Number(variable('ROOM_MAX_POLL_SECONDS').default);
 /** The shortest: a buyer at the head asks about once a second, as the queue page always did. */
 export const MIN_POLL_SECONDS = 1;
 /** A buyer the room may let in soon asks after half the estimate, at most this long (the rule before issue 35). */
@@ -14,13 +18,13 @@ const NEAR_POLL_SECONDS = 10;
 /**
  * Seconds until the buyer asks again: half the estimated wait (1 to 10 s), or, when later, the
  * earliest moment their turn can come (`earliestSeconds`, earliestTurn below), at most
- * MAX_POLL_SECONDS. A buyer far from the head polls once their turn can be near, whatever the estimate
- * says: asking before then costs and tells nothing. So no buyer notices a turn later than with
- * half-the-estimate polls capped at 10 s, and a buyer 50 s from the head at full pace polls once.
+ * `maxSeconds` (MAX_POLL_SECONDS). A buyer far from the head polls once their turn can be near, whatever
+ * the estimate says: asking before then costs and tells nothing. So no buyer notices a turn later than
+ * with half-the-estimate polls capped at 10 s, and a buyer 50 s from the head at full pace polls once.
  */
-export function nextPollSeconds(etaSeconds: number, earliestSeconds: number): number {
+export function nextPollSeconds(etaSeconds: number, earliestSeconds: number, maxSeconds = MAX_POLL_SECONDS): number {
   const near = Math.min(NEAR_POLL_SECONDS, Math.max(MIN_POLL_SECONDS, Math.ceil(etaSeconds / 2)));
-  return Math.min(MAX_POLL_SECONDS, Math.max(near, Math.floor(earliestSeconds)));
+  return Math.min(maxSeconds, Math.max(near, Math.floor(earliestSeconds)));
 }
 
 /**
@@ -51,13 +55,15 @@ export interface SoldOutForNow {
 /**
  * What a buyer in line is told besides the estimate: when to ask again, and whether the room is sold
  * out for now. A buyer beyond reach of every unit that may come back keeps their place but has
- * nothing to wait for until a restock or a sale that fails: they ask at the longest interval.
+ * nothing to wait for until a restock or a sale that fails: they ask at the longest interval,
+ * `maxPollSeconds`.
  */
 export function inLine(
   s: RoomSnapshot,
   position: number,
   etaSeconds: number,
   fallbackRate: number,
+  maxPollSeconds = MAX_POLL_SECONDS,
 ): { nextPollSeconds: number; soldOutForNow?: SoldOutForNow } {
   const units = s.room.unitsMayReturn;
   const forNow =
@@ -70,7 +76,7 @@ export function inLine(
         };
   const next =
     forNow && !forNow.withinReach
-      ? MAX_POLL_SECONDS
-      : nextPollSeconds(etaSeconds, earliestTurn(s, position, fallbackRate));
+      ? maxPollSeconds
+      : nextPollSeconds(etaSeconds, earliestTurn(s, position, fallbackRate), maxPollSeconds);
   return { nextPollSeconds: next, ...(forNow ? { soldOutForNow: forNow } : {}) };
 }

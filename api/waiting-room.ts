@@ -6,7 +6,7 @@ import { JoinDesk } from '../store/join-desk';
 import { ticketOutcome } from '../store/room';
 import { stepFor, type RoomCache, type RoomSnapshot } from '../store/room-cache';
 import { DEFAULT_CHECKOUTS_PER_SECOND } from './checkout-pace';
-import { inLine, nextPollSeconds, type SoldOutForNow } from './next-poll';
+import { inLine, MAX_POLL_SECONDS, nextPollSeconds, type SoldOutForNow } from './next-poll';
 import { estimateWait, type WaitEstimate } from './queue-wait';
 
 export type TicketState = 'prequeue' | 'waiting' | 'admitted' | 'sold_out' | 'expired';
@@ -56,6 +56,8 @@ export class WaitingRoom {
     private readonly clock: Clock,
     /** The Stripe budget's pace: the admission rate of a room without its own (until one is measured). */
     private readonly checkoutsPerSecond = DEFAULT_CHECKOUTS_PER_SECOND,
+    /** The longest a buyer in line is told to wait before asking again (ROOM_MAX_POLL_SECONDS). */
+    private readonly maxPollSeconds = MAX_POLL_SECONDS,
   ) {
     this.desk = new JoinDesk(db);
   }
@@ -116,7 +118,7 @@ export class WaitingRoom {
       if (room.soldOut)
         return { view: { ...base, position: null, state: 'sold_out', estimatedWaitSeconds: untilOpen } };
       // Nobody is let in before the opening: ask again then.
-      const nextPoll = nextPollSeconds(untilOpen, untilOpen);
+      const nextPoll = nextPollSeconds(untilOpen, untilOpen, this.maxPollSeconds);
       return {
         view: {
           ...base,
@@ -131,7 +133,7 @@ export class WaitingRoom {
       const position = place - room.serving - 1;
       if (room.soldOut) return { view: { ...base, position, state: 'sold_out', estimatedWaitSeconds: 0 } };
       const wait = this.wait(s, position);
-      const line = inLine(s, position, wait.estimatedWaitSeconds, this.checkoutsPerSecond);
+      const line = inLine(s, position, wait.estimatedWaitSeconds, this.checkoutsPerSecond, this.maxPollSeconds);
       return { view: { ...base, position, state: 'waiting', ...wait, ...line } };
     }
     const step = stepFor(s, place);

@@ -80,6 +80,8 @@ export interface ApiConfig extends CommonConfig, StripeConfig, ServiceStart {
   roomRefreshMs: number;
   /** How often the admitter (one process of all) steps every room. */
   roomAdmitTickMs: number;
+  /** The longest a buyer in a room's line is told to wait before asking again (ROOM_MAX_POLL_SECONDS). */
+  roomMaxPollSeconds: number;
   /**
    * The bot check of products with `botCheck` (api/bot-check.ts): the HMAC secret that signs its
    * challenges (BOT_CHECK_SECRET, the same on every API process) and their cost, the largest counter
@@ -260,6 +262,7 @@ export function loadApiConfig(env: Env): ApiConfig {
     roomTokenSecret: roomTokenSecret(r, buyers),
     roomRefreshMs: r.int('ROOM_REFRESH_MS'),
     roomAdmitTickMs: r.int('ROOM_ADMIT_TICK_MS'),
+    roomMaxPollSeconds: r.int('ROOM_MAX_POLL_SECONDS'),
     botCheck: {
       secret: botCheckSecret(r),
       maxNumber: r.int('BOT_CHECK_MAX_NUMBER'),

@@ -158,6 +158,15 @@ export const TUNING_VARIABLES: readonly Variable[] = [
     doc: 'deadline of each Temporal call that does not wait for a saga (start, signal, describe, readiness); the calls that wait are bounded by `PURCHASE_TIMEOUT_MS`',
   },
   {
+    name: 'ROOM_MAX_POLL_SECONDS',
+    section: 'service',
+    readBy: API,
+    default: 60,
+    min: 1,
+    max: 3_600,
+    doc: "the longest a buyer in a waiting room's line is told to wait before asking again (`nextPollSeconds`): a buyer beyond reach of every unit that may come back asks this often, and learns that the room closed or sold out within it; shorter costs more polls of a crowd that has nothing to wait for",
+  },
+  {
     name: 'TEMPORAL_CONNECT_TIMEOUT_MS',
     section: 'service',
     readBy: ['api', 'cli'],
