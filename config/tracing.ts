@@ -1,21 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { registerInstrumentations } from '@opentelemetry/instrumentation';
-import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
-import { KoaInstrumentation } from '@opentelemetry/instrumentation-koa';
-import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
-import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
-import {
-  detectResources,
-  envDetector,
-  processDetector,
-  hostDetector,
-  resourceFromAttributes,
-} from '@opentelemetry/resources';
 import type { Resource } from '@opentelemetry/resources';
-import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 
 // OpenTelemetry tracing of the API and the worker, off unless the standard OTEL_* variables ask for
@@ -89,8 +74,15 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-/** How long a stopping process waits for its last spans to be exported. */
-const SHUTDOWN_MS = 2_000;
+/**
+ * The OpenTelemetry SDK, its exporter and instrumentations (about 350 modules, a fifth of a
+ * second to load), loaded only when tracing is on: a process without it, a test process among
+ * them, never pays for them.
+ */
+export function tracingSdk(): typeof import('./tracing-sdk') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on demand, synchronously: tracing starts before http and pg load
+  return require('./tracing-sdk') as typeof import('./tracing-sdk');
+}
 
 let started: Tracing | undefined;
 
@@ -111,7 +103,7 @@ function untraced(req: IncomingMessage): boolean {
  * deliveries): with tracing on, each call is a span whose context goes on in the workflow's headers.
  */
 export function temporalClientInterceptors(): { workflow: WorkflowClientInterceptor[] } {
-  return { workflow: activeTracing() ? [new OpenTelemetryWorkflowClientInterceptor()] : [] };
+  return { workflow: activeTracing() ? [tracingSdk().workflowClientInterceptor()] : [] };
 }
 
 /**
@@ -122,30 +114,7 @@ export function temporalClientInterceptors(): { workflow: WorkflowClientIntercep
 export function startTracing(which: keyof typeof DEFAULT_SERVICE_NAMES, env: Env = process.env): Tracing | undefined {
   if (started || !tracingWanted(env)) return started;
   const name = serviceName(env, which);
-  const resource = detectResources({ detectors: [envDetector, processDetector, hostDetector] }).merge(
-    resourceFromAttributes({ 'service.name': name }),
-  );
-  const spanProcessor = new BatchSpanProcessor(new OTLPTraceExporter());
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
-  // The AsyncLocalStorage context manager and the W3C trace-context and baggage propagators.
-  provider.register();
-  registerInstrumentations({
-    tracerProvider: provider,
-    instrumentations: [
-      new HttpInstrumentation({ ignoreIncomingRequestHook: untraced }),
-      new UndiciInstrumentation(),
-      new KoaInstrumentation(),
-      // Only queries of a traced request or activity: the clock's, the admitter's and the sweeper's
-      // ticks would be a trace each, many a second.
-      new PgInstrumentation({ requireParentSpan: true }),
-    ],
-  });
-  // A collector that is gone at the end costs the last spans, not the process's exit or its time.
-  const shutdown = () =>
-    Promise.race([
-      provider.shutdown().catch(() => undefined),
-      new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_MS).unref()),
-    ]);
+  const { resource, spanProcessor, shutdown } = tracingSdk().startProvider(name, untraced);
   started = { serviceName: name, resource, spanProcessor, shutdown };
   return started;
 }

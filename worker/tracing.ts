@@ -1,12 +1,8 @@
 import { TraceFlags, createTraceState } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import {
-  OpenTelemetryActivityInboundInterceptor,
-  OpenTelemetryActivityOutboundInterceptor,
-} from '@temporalio/interceptors-opentelemetry/lib/worker';
 import type { OpenTelemetrySinks, SerializableSpan } from '@temporalio/interceptors-opentelemetry/lib/workflow';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
-import { activeTracing, type Tracing } from '../config/tracing';
+import { activeTracing, tracingSdk, type Tracing } from '../config/tracing';
 
 // The worker's side of tracing (config/tracing.ts): with it on, each activity attempt is a span
 // (RunActivity:<type>) under the workflow's span that scheduled it, whose context came in the
@@ -17,12 +13,7 @@ import { activeTracing, type Tracing } from '../config/tracing';
 /** The activity interceptors of tracing: none when it is off. */
 export function tracingActivityInterceptors(tracing = activeTracing()): ActivityInterceptorsFactory[] {
   if (!tracing) return [];
-  return [
-    (ctx) => ({
-      inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
-      outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
-    }),
-  ];
+  return [tracingSdk().activityInterceptors];
 }
 
 /**

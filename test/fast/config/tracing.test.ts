@@ -70,7 +70,7 @@ test.serial('the service name defaults to flash-sale-api and flash-sale-worker; 
 });
 
 test.serial(
-  'off: nothing is started, no span records, log lines get no ids, the worker adds no interceptor and drops workflow spans',
+  'off: nothing is started or loaded, no span records, log lines get no ids, the worker adds no interceptor and drops workflow spans',
   (t) => {
     t.is(startTracing('api', {}), undefined);
     t.is(activeTracing(), undefined);
@@ -80,6 +80,12 @@ test.serial(
     span.end();
     t.deepEqual(tracingActivityInterceptors(), []);
     t.notThrows(() => workflowSpanSinks().exporter.export.fn({} as never, [workflowSpan()]));
+    // Nor is the SDK loaded (config/tracing-sdk.ts): a process without tracing does not pay for it.
+    const loaded = Object.keys(require.cache);
+    t.false(
+      loaded.some((f) => f.includes('tracing-sdk') || f.includes('@opentelemetry/sdk-trace-node')),
+      'the OpenTelemetry SDK is not loaded',
+    );
   },
 );
 
