@@ -144,6 +144,9 @@ async function main(): Promise<void> {
     await db.end();
     await activeTracing()?.shutdown();
     log('stopped: Temporal connection, Postgres pool and listeners closed');
+    // The lines still being written first: on exit pino writes what it holds at once, ahead of a
+    // write in flight (a pipe that was full), and the drain's last lines would come out after this one.
+    await new Promise<void>((resolve) => root.flush(() => resolve()));
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
