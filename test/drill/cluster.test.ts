@@ -30,7 +30,10 @@ test.serial(
     const started = Date.now();
     const run = await runDrill([
       ...['--cluster', '--faults', 'worker@1,api@1.5', '--no-baseline', ...ABUSE],
-      ...['--buyers', String(buyers), '--units', '30', '--hold', '6', '--arrival', '2', '--settle', '45'],
+      // The hold outlasts the killed worker's sagas' wait (a workflow task timeout, 10 s, and up to
+      // 8 s more on a loaded machine): a saga between its hold and its session when the worker dies
+      // would otherwise find its hold lapsed and fail, as it must (with 6 s, one in a run did).
+      ...['--buyers', String(buyers), '--units', '30', '--hold', '30', '--arrival', '2', '--settle', '45'],
       ...['--seed', '7', '--out', out],
     ]);
     t.log(`cluster drill in ${((Date.now() - started) / 1000).toFixed(1)} s`);
