@@ -184,7 +184,7 @@ test('a declined card, then leaving the checkout, reads "declined: try again" wi
 });
 
 test('an abandoned checkout reads "expired" once the hold lapsed', async (t) => {
-  const sku = await suite.sys.createProduct({ name: 'Abandoned cap', holdSeconds: 2 });
+  const sku = await suite.sys.createProduct({ name: 'Abandoned cap', holdSeconds: 6 });
   const page = await openPage(t);
   await page.goto(`${suite.sys.apiUrl}/p/${sku}`);
   await signInAs(page, 'pages-dave');

@@ -98,7 +98,7 @@ test('a bank debit: settling with nothing to pay and a slow reload, then "The pa
 });
 
 test('a payment after the reservation ended, its unit still there, reads as a late sale: the receipt, listed under My purchases', async (t) => {
-  const sku = await suite.sys.createProduct({ name: 'Late kettle', holdSeconds: 2, priceCents: 3_000 });
+  const sku = await suite.sys.createProduct({ name: 'Late kettle', holdSeconds: 6, priceCents: 3_000 });
   const { purchaseId, sessionId } = await bought(sku, 'nm-cy');
   await suite.sys.waitForPurchase(purchaseId, (r) => r.status === 'expired', 20_000);
   t.is((await suite.sys.pay(sessionId, 'succeeded', { force: true })).status, 200);

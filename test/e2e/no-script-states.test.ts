@@ -113,7 +113,7 @@ test('leaving the checkout reads "You have not paid yet", a declined card "decli
 });
 
 test('a lapsed reservation reads "expired", and its Buy again leads to a Buy form', async (t) => {
-  const sku = await suite.sys.createProduct({ name: 'Lapsed cap', holdSeconds: 2 });
+  const sku = await suite.sys.createProduct({ name: 'Lapsed cap', holdSeconds: 6 });
   const bought = await suite.sys.buy(sku, 'ns-cy');
   t.is(bought.status, 201, JSON.stringify(bought.body));
   await suite.sys.waitForPurchase(bought.body.purchaseId, (r) => r.status === 'expired', 20_000);

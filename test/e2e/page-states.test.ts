@@ -69,7 +69,7 @@ test('a bank debit that fails reads "The payment failed", with a way to buy agai
 });
 
 test('a payment after the reservation ended, its unit still there, is a late sale', async (t) => {
-  const sku = await suite.sys.createProduct({ name: 'Late jacket', holdSeconds: 2 });
+  const sku = await suite.sys.createProduct({ name: 'Late jacket', holdSeconds: 6 });
   const { purchaseId, sessionId } = await bought(sku, 'ps-cy');
   await suite.sys.waitForPurchase(purchaseId, (r) => r.status === 'expired', 20_000);
   t.is((await suite.sys.pay(sessionId, 'succeeded', { force: true })).status, 200);
