@@ -75,7 +75,7 @@ export interface Tracing {
 }
 
 /**
- * The OpenTelemetry SDK, its exporter and instrumentations (about 350 modules, a fifth of a
+ * The OpenTelemetry SDK, its exporter and instrumentations (about 310 modules, a fifth of a
  * second to load), loaded only when tracing is on: a process without it, a test process among
  * them, never pays for them.
  */

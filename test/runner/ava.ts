@@ -11,7 +11,7 @@ export const repoRoot = path.resolve(__dirname, '..', '..');
 const AVA_GRACE_MS = 10_000;
 /**
  * V8's compiled code for every module a test process loads, kept on disk (Node's module compile
- * cache): each of the ~140 test files and the processes they start loads the same ~1,800 modules.
+ * cache): each of the ~140 test files and the processes they start loads the same ~1,500 modules.
  */
 const COMPILE_CACHE_DIR = path.join(os.tmpdir(), 'flash-sale-compile-cache');
 export const SIGNAL_EXIT_CODES: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
