@@ -6,6 +6,8 @@ import https from 'node:https';
 export interface Reply {
   status: number;
   body: string;
+  /** ms the request waited in this client for one of its sockets (all busy) before it was sent. */
+  waitedMs: number;
 }
 
 export class HttpClient {
@@ -43,6 +45,8 @@ export class HttpClient {
 
   send(method: string, pathname: string, headers: Record<string, string> = {}, body?: string): Promise<Reply> {
     return new Promise((resolve, reject) => {
+      const asked = performance.now();
+      let waitedMs = 0;
       const req = this.transport.request(
         {
           host: this.url.hostname,
@@ -55,10 +59,14 @@ export class HttpClient {
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), waitedMs }),
+          );
           res.on('error', reject);
         },
       );
+      // A request queued behind busy sockets is given one later: the wait is the client's, not the server's.
+      req.once('socket', () => (waitedMs = performance.now() - asked));
       req.setTimeout(this.timeoutMs, () => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)));
       req.on('error', reject);
       req.end(body);

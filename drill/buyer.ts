@@ -62,7 +62,7 @@ export function planBuyers(opts: DrillOptions): BuyerPlan[] {
 export interface SaleContext {
   /** Buy and join: the crowd's sockets (`--concurrency`). */
   api: DrillHttp;
-  /** Polls of tickets and purchases, on sockets of their own: a buyer watching its purchase does not queue behind the crowd. */
+  /** Polls of tickets and purchases, on `--concurrency` sockets of their own: a buyer watching its purchase does not queue behind the crowd. */
   poll: DrillHttp;
   emulator: DrillHttp;
   recorder: Recorder;

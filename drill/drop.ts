@@ -21,8 +21,8 @@ import type { Target } from './target';
 const SAMPLE_EVERY_MS = 1000;
 /** Without a room, buyers may start a second after the product exists. */
 const NO_ROOM_LEAD_MS = 1000;
-/** Sockets for the buyers' polls and their payments on the emulator. */
-const POLL_SOCKETS = 64;
+/** Sockets for the payments on the emulator. */
+const EMULATOR_SOCKETS = 64;
 
 export interface DropResult {
   sku: string;
@@ -86,17 +86,17 @@ export async function runDrop(o: {
   say(o.describe(sku));
   // The opening is set once the product exists; until then the recorder counts from now.
   let recorder = new Recorder(Date.now());
-  const record = (a: string, ms: number) => {
-    recorder.record(a, ms);
+  const record = (a: string, ms: number, waitedMs: number) => {
+    recorder.record(a, ms, waitedMs);
     measures.count(a, recorder.now());
   };
   // The crowd's own connections come from many addresses where the per-address limits are on.
   const crowd = { localAddress: target.crowdAddress };
   const api = new DrillHttp(target.apiUrls, opts.concurrency, record, crowd);
-  const poll = new DrillHttp(target.apiUrls, POLL_SOCKETS, record, crowd);
+  const poll = new DrillHttp(target.apiUrls, opts.concurrency, record, crowd);
   // The progress and the timeline read the product on a socket of their own, so they stay live under the crowd.
   const watch = new DrillHttp(target.apiUrls, 2 * target.apiUrls.length, record);
-  const emulator = new DrillHttp(target.emulatorUrl, POLL_SOCKETS, record);
+  const emulator = new DrillHttp(target.emulatorUrl, EMULATOR_SOCKETS, record);
   // The drill's own control calls (limits, faults, counts) are not the buyers' answers: not recorded.
   const control = new DrillHttp(target.emulatorUrl, 4, () => {});
   const measures = new DropMeasures(target, opts, control, say);

@@ -26,8 +26,11 @@ export class DrillHttp {
   constructor(
     base: string | string[],
     sockets: number,
-    /** Where each answer's latency goes (`Recorder.record`). */
-    private readonly record: (answer: string, ms: number) => void,
+    /**
+     * Where each answer's latency goes (`Recorder.record`): from when a socket took the request, as a
+     * buyer with a connection of its own would see it; `waitedMs` is what it waited for one of ours.
+     */
+    private readonly record: (answer: string, ms: number, waitedMs: number) => void,
     o: { localAddress?: () => string } = {},
   ) {
     const bases = typeof base === 'string' ? [base] : base;
@@ -75,14 +78,14 @@ export class DrillHttp {
         );
         const body = parseJson(r.body);
         const type = typeof body.type === 'string' ? ` ${body.type.replace(/^.*\//, '')}` : '';
-        this.record(`${method} ${route} ${r.status}${type}`, performance.now() - started);
+        this.record(`${method} ${route} ${r.status}${type}`, performance.now() - started - r.waitedMs, r.waitedMs);
         return { status: r.status, body };
       } catch (err) {
         if (this.clients.length > 1) this.downUntil[n] = Date.now() + DOWN_FOR_MS;
         // A refused connection carried nothing to the API (an API killed by a fault): any call,
         // a purchase too, goes to another base at once, as the balancer's `retry-on conn-failure` would.
         if (refused(err) && tried.size < this.clients.length) continue;
-        this.record(`${method} ${route} network error`, performance.now() - started);
+        this.record(`${method} ${route} network error`, performance.now() - started, 0);
         throw err;
       }
     }

@@ -94,7 +94,9 @@ nothing was oversold or lost, and writes report.html and summary.json.
     .map(([k, v]) => `${k}=${v}`)
     .join(',')}); shares are normalised
   --seed N                the random seed: the same seed, the same crowd (default: the time)
-  --concurrency C         HTTP sockets to the API (default 256)
+  --concurrency C         HTTP sockets to the API for the buyers' calls, and as many for their polls
+                          (default 2048: a crowd's requests should not queue in the drill; the
+                          headline says what they waited for a socket)
   --bot-check-max N       the local stack's BOT_CHECK_MAX_NUMBER (default 50: the simulated humans solve
                           on this machine too); with bot=<share> in --mix the product has the bot check,
                           maxPerAddress 1 and ships to FR, every human solves and ships to an address of
@@ -288,7 +290,7 @@ export function readOptions(argv: string[], env: NodeJS.ProcessEnv, cwd = proces
     early: room ? num('--early', values.early, 0.1, { min: 0, max: 1 }) : 0,
     mix: parseMix(values.mix),
     seed: num('--seed', values.seed, Date.now() % 2 ** 31, { int: true, min: 0, max: 2 ** 32 - 1 }),
-    concurrency: num('--concurrency', values.concurrency, 256, { int: true, min: 1, max: 10_000 }),
+    concurrency: num('--concurrency', values.concurrency, 2048, { int: true, min: 1, max: 10_000 }),
     botCheckMaxNumber: num('--bot-check-max', values['bot-check-max'], 50, { int: true, min: 1, max: 10_000_000 }),
     settleSeconds: num('--settle', values.settle, 60 + holdSeconds, { min: 1, max: 86_400 }),
     out: path.resolve(cwd, values.out ?? path.join('.data', 'drills', stamp())),

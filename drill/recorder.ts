@@ -60,6 +60,8 @@ export class Recorder {
   private readonly byAnswer = new Map<string, number[]>();
   /** Per second since the opening: the latencies of POST /v1/purchases answered in it. */
   private readonly purchaseSeconds = new Map<number, number[]>();
+  /** What each request waited for one of the drill's own sockets (`--concurrency`), left out of its latency. */
+  private readonly socketWaits: number[] = [];
   readonly buyers: BuyerRecord[] = [];
 
   constructor(t0: number) {
@@ -71,7 +73,8 @@ export class Recorder {
   }
 
   /** `answer` names the route and what it said: `POST /v1/purchases 409 sold-out`. */
-  record(answer: string, ms: number): void {
+  record(answer: string, ms: number, waitedMs = 0): void {
+    this.socketWaits.push(waitedMs);
     let list = this.byAnswer.get(answer);
     if (!list) this.byAnswer.set(answer, (list = []));
     list.push(ms);
@@ -92,6 +95,11 @@ export class Recorder {
   /** Every latency of one route (`GET /v1/queue/:ticket`), whatever it answered. */
   latenciesOf(route: string): number[] {
     return [...this.byAnswer].filter(([answer]) => answer.startsWith(`${route} `)).flatMap(([, values]) => values);
+  }
+
+  /** What the requests waited for a drill socket: near 0 unless `--concurrency` throttled the crowd. */
+  socketWait(): Percentiles {
+    return percentiles(this.socketWaits);
   }
 
   /** Every POST /v1/purchases answer's latency, whatever it said. */

@@ -80,6 +80,11 @@ export interface Summary {
     purchaseP99Ms: number;
     /** From a winner's arrival to its checkout URL. */
     waitForCheckout: Percentiles;
+    /**
+     * What the requests waited for one of the drill's own sockets (`--concurrency`), left out of every
+     * latency here: a buyer has a connection of its own. Far from 0, the drill throttled its crowd.
+     */
+    socketWait: Percentiles;
     durationSeconds: number;
     invariantsHeld: boolean;
   };
@@ -201,6 +206,7 @@ export function summarise(o: {
       waitForCheckout: percentiles(
         buyers.filter((b) => b.checkoutAt !== undefined).map((b) => b.checkoutAt! - Math.max(0, b.arrivedAt ?? 0)),
       ),
+      socketWait: recorder.socketWait(),
       durationSeconds: Math.round(o.endedAt / 100) / 10,
       invariantsHeld: o.checks.every((c) => c.result !== 'fail'),
     },
@@ -247,6 +253,10 @@ export function headlineTable(s: Summary): string {
     ['wait for a checkout', `p50 ${h.waitForCheckout.p50} ms, p99 ${h.waitForCheckout.p99} ms (from arrival)`],
     ['longest queue', String(h.peakQueue)],
     ...(s.crowd ? crowdRows(s.crowd) : []),
+    [
+      'drill sockets',
+      `${s.options.concurrency} for calls, as many for polls; a request waited for one p50 ${h.socketWait.p50} ms, p99 ${h.socketWait.p99} ms (left out of the latencies)`,
+    ],
     ['duration', `${h.durationSeconds} s`],
     ['invariants', h.invariantsHeld ? 'all held' : 'FAILED'],
   ];

@@ -15,7 +15,7 @@ import { runDrill } from '../helpers/drill';
  * One abusive address beside the crowd, under per-address limits of 50 a second: a limit the abuser
  * outruns (it sends up to 500 a second over 32 connections), and one above what any of the crowd's
  * addresses sends here (a few hundred buyers, each waiting half a second or more between tries,
- * spread over up to 256 keep-alive connections and addresses; at 10 a second a burst of retries on
+ * spread over as many keep-alive connections and addresses (up to --concurrency, 2048); at 10 a second a burst of retries on
  * one connection was refused 11 times in 774 requests on a loaded machine).
  */
 const ABUSE = ['--abuser', '--address-limit', '50'];

@@ -1,0 +1,29 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import test from 'ava';
+import { DrillHttp } from '../../../drill/http';
+import { Recorder } from '../../../drill/recorder';
+
+test('a request that waits for one of the drill’s sockets is timed from when it got one, and its wait is counted apart', async (t) => {
+  // Each answer takes 500 ms; with one socket, the second request waits for the first.
+  const server = http.createServer((_req, res) => setTimeout(() => res.end('{}'), 500));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  const recorder = new Recorder(Date.now());
+  const drill = new DrillHttp(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, 1, (answer, ms, waited) =>
+    recorder.record(answer, ms, waited),
+  );
+  t.teardown(() => drill.close());
+
+  await Promise.all([drill.call('GET', '/a', '/a'), drill.call('GET', '/b', '/b')]);
+
+  const [a, b] = ['/a', '/b'].map((route) => recorder.latenciesOf(`GET ${route}`)[0]);
+  for (const ms of [a, b]) {
+    t.true(ms >= 490, `each answer took the server's 500 ms (${ms})`);
+    t.true(ms < 950, `neither counts the other's turn on the socket (${ms})`);
+  }
+  const wait = recorder.socketWait();
+  t.is(wait.count, 2);
+  t.true(wait.max >= 490, `the second waited for the first (${wait.max})`);
+  t.true(wait.p50 < 50, `the first did not wait (${wait.p50})`);
+});
