@@ -1,7 +1,8 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, type webcrypto } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRemoteJWKSet, jwtVerify, SignJWT, type JWTVerifyGetKey } from 'jose';
+import { hmacCryptoKey } from './hs256-key';
 
 // Buyer tokens: JWTs whose `sub` is the buyer id and which carry an `exp`. The merchant's login
 // issues them, signed HS256 with BUYER_TOKEN_SECRET or with a key published at BUYER_JWKS_URL; the
@@ -29,12 +30,13 @@ export interface BuyerVerifier {
 }
 
 export function createBuyerVerifier(config: BuyerTokenConfig): BuyerVerifier {
-  const key: Uint8Array | JWTVerifyGetKey = config.jwksUrl
-    ? createRemoteJWKSet(new URL(config.jwksUrl))
-    : new TextEncoder().encode(config.secret ?? '');
   if (!config.jwksUrl && (config.secret ?? '').length < MIN_SECRET_LENGTH) {
     throw new Error(`a buyer token secret needs at least ${MIN_SECRET_LENGTH} characters`);
   }
+  // The secret imported once, not by jose for every token (every buyer request verifies one).
+  const key: Promise<webcrypto.CryptoKey> | JWTVerifyGetKey = config.jwksUrl
+    ? createRemoteJWKSet(new URL(config.jwksUrl))
+    : hmacCryptoKey(new TextEncoder().encode(config.secret ?? ''));
   const options = {
     requiredClaims: ['sub', 'exp'],
     ...(config.jwksUrl ? {} : { algorithms: ['HS256'] }),
@@ -46,7 +48,7 @@ export function createBuyerVerifier(config: BuyerTokenConfig): BuyerVerifier {
       let sub: unknown;
       try {
         const { payload } =
-          typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, key, options);
+          typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, await key, options);
         sub = payload.sub;
       } catch (err) {
         throw new BadBuyerToken((err as Error).message);
