@@ -39,18 +39,43 @@ function stallSeconds(s: RoomSnapshot, now: number, rate: number): number {
   return Math.max(0, since - 1 / rate);
 }
 
+/** What every buyer's estimate in one room shares: worked out once per snapshot and FIGURES_FOR_MS. */
+interface RoomFigures {
+  at: number;
+  fallbackRate: number;
+  rate: number;
+  stall: number;
+  live: number;
+}
+
+/**
+ * How long the shared figures are reused: a crowd polls a room hundreds of times a second, and each
+ * figure walks the counter's steps (thousands in a long sale: 10 a second, kept for the session and
+ * STEP_MEMORY_SECONDS after).
+ */
+const FIGURES_FOR_MS = 100;
+const figures = new WeakMap<RoomSnapshot, RoomFigures>();
+
+function roomFigures(s: RoomSnapshot, now: number, fallbackRate: number): RoomFigures {
+  const known = figures.get(s);
+  if (known && known.fallbackRate === fallbackRate && Math.abs(now - known.at) < FIGURES_FOR_MS) return known;
+  const rate = Math.max(measuredRate(s, now) ?? s.room.admitPerSecond ?? fallbackRate, 1e-6);
+  const fresh = { at: now, fallbackRate, rate, stall: stallSeconds(s, now, rate), live: liveAdmissions(s, now) };
+  figures.set(s, fresh);
+  return fresh;
+}
+
 /**
  * The wait of a buyer with `ahead` buyers before them. `now`: Postgres's clock (store/clock.ts),
  * which the steps were stamped by; `fallbackRate`: the pace when the room has neither a measure nor
  * its own `admitPerSecond` (the Stripe budget's).
  */
 export function estimateWait(s: RoomSnapshot, ahead: number, now: number, fallbackRate: number): WaitEstimate {
-  const rate = Math.max(measuredRate(s, now) ?? s.room.admitPerSecond ?? fallbackRate, 1e-6);
-  const stall = stallSeconds(s, now, rate);
+  const { rate, stall, live } = roomFigures(s, now, fallbackRate);
   const open = s.room.state === 'open';
   // Full: as many sessions run as the room takes, or an open room lets nobody in past its grace (its
   // buyers still pay after their sessions, or hold every unit).
-  const roomFull = liveAdmissions(s, now) >= s.room.maxActive || (open && ahead > 0 && stall > STALL_GRACE_SECONDS);
+  const roomFull = live >= s.room.maxActive || (open && ahead > 0 && stall > STALL_GRACE_SECONDS);
   const stalled = roomFull || !open;
   return { estimatedWaitSeconds: Math.ceil((ahead + 1) / rate + (stalled ? stall : 0)), roomFull };
 }

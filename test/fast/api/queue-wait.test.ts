@@ -62,3 +62,21 @@ test('a room whose admissions this process no longer remembers stalled at least 
   const forgotten: RoomSnapshot = { ...full, steps: [], room: { ...room, state: 'paused' } };
   t.true(estimateWait(forgotten, 0, T0, 20).estimatedWaitSeconds >= 300 + 60);
 });
+
+test('with thousands of steps, the estimate is right whether the room’s shared figures are reused (within 100 ms) or worked out again', (t) => {
+  // Many steps, as in a long sale: the figures walk them once, and each buyer's answer reuses them.
+  const steps = Array.from({ length: 3000 }, (_, i) => ({
+    firstPlace: i + 1,
+    lastPlace: i + 1,
+    admittedAt: new Date(T0 + i * 100),
+    expiresAt: new Date(T0 + i * 100 + 300_000),
+  }));
+  const busy: RoomSnapshot = { room: { ...room, maxActive: 10_000, serving: 3000 }, steps, readAt: T0 };
+  const now = T0 + 300_000;
+  const first = estimateWait(busy, 100, now, 20);
+  // 9.9 a second measured (99 let in over the last 10 s): 101 buyers to go is 11 s.
+  t.is(first.estimatedWaitSeconds, 11);
+  t.is(estimateWait(busy, 1000, now + 50, 20).estimatedWaitSeconds, 102, 'a buyer further back, 50 ms later');
+  // Past 100 ms they are worked out again: 60 s on, nobody let in since, the measured rate has fallen.
+  t.true(estimateWait(busy, 100, now + 60_000, 20).estimatedWaitSeconds > 11);
+});
