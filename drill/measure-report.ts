@@ -58,6 +58,7 @@ export function measuredSections(s: Summary): Section[] {
           ],
     });
   }
+  if (s.apiTimes?.length) sections.push(apiTimesSection(s));
   if (s.cost) {
     const c = s.cost;
     sections.push({
@@ -209,6 +210,28 @@ function footprintSection(f: NonNullable<Summary['footprint']>, sales: number): 
       ];
     }),
     notes,
+  };
+}
+
+/** Each route's time in the APIs beside what the buyers saw: the difference was spent before Koa took it. */
+function apiTimesSection(s: Summary): Section {
+  const seen: Record<string, { p50: number; p99: number } | undefined> = {
+    'POST /v1/products/:sku/queue': s.crowd?.joins,
+    'GET /v1/queue/:ticket': s.crowd?.polls,
+    'GET /v1/purchases/:id': s.crowd?.purchaseReads,
+    'POST /v1/purchases': { p50: s.headline.purchaseP50Ms, p99: s.headline.purchaseP99Ms },
+  };
+  return {
+    id: 'api-times',
+    title: "The APIs' own time per route (their /metrics, summed over the APIs)",
+    head: ['route', 'answers', 'p50 ms', 'p99 ms', 'as the buyers saw it, p50 / p99 ms'],
+    rows: s.apiTimes!.map((r) => {
+      const b = seen[r.route];
+      return [r.route, r.count, r.p50, r.p99, b ? `${b.p50} / ${b.p99}` : '—'];
+    }),
+    notes: [
+      'From Koa taking the request to its answer, interpolated within the histogram buckets (5 ms to 20 s). What the buyers saw beyond it was spent before: the balancer, the kernel queues, an API busy with other requests, the drill itself.',
+    ],
   };
 }
 

@@ -1,6 +1,7 @@
 // What a drill measures beside the buyers' own records: the faults it sets off on schedule and how far
 // each moved the drop, the CPU each kind of process spent (with --cluster) per sale and per refused
-// buyer, the Temporal actions of the drop's workflows, and Stripe's calls, 429s and floor.
+// buyer, the Temporal actions of the drop's workflows, Stripe's calls, 429s and floor, and the APIs'
+// own time per route.
 import type { ProcessKind } from '../dev/cluster';
 import { connectionsNow, dbGrowth, dbSnapshot, type DbGrowth, type DbSnapshot } from '../dev/db-footprint';
 import { countActions, versionFigures, type ActionCount, type ActionType } from './actions';
@@ -9,6 +10,7 @@ import { DRILL_DEPLOYMENT, faultEffects, runFaults, type FaultEffect, type Fault
 import { sleep, type DrillHttp } from './http';
 import type { LogVolume } from './log-tally';
 import type { DrillOptions } from './options';
+import { dropRouteTimes, readHistograms, type Histograms, type RouteTime } from './server-latency';
 import type { Recorder } from './recorder';
 import {
   readRateLimits,
@@ -103,6 +105,8 @@ export interface Footprint {
 
 export interface Measured {
   faults: FaultSummary[];
+  /** The APIs' own time per route over the drop, from their /metrics (when the drill started them). */
+  apiTimes?: RouteTime[];
   cost?: CostFigures;
   footprint?: Footprint;
   temporalActions?: ActionFigures;
@@ -140,6 +144,7 @@ export class DropMeasures {
   private dbBefore?: DbSnapshot;
   private readonly peakConnections: Record<string, number> = {};
   private samples = 0;
+  private histogramsBefore = new Map<string, Histograms>();
   /** When the buyers' API calls were answered 5xx or failed on the network, ms since the opening. */
   readonly errorTimes: number[] = [];
 
@@ -163,8 +168,14 @@ export class DropMeasures {
     for (const [kind, { seconds }] of this.meter.totals()) this.idle.set(kind, seconds / (IDLE_WINDOW_MS / 1000));
   }
 
+  /** The APIs this drill started (their /metrics is open on loopback); none against --base. */
+  private metricsUrls(): string[] {
+    return this.target.cluster?.apiUrls ?? (this.target.logs ? this.target.apiUrls : []);
+  }
+
   /** The drop begins (the product is about to be created). */
   async start(): Promise<void> {
+    this.histogramsBefore = await readHistograms(this.metricsUrls());
     this.meter?.begin();
     this.startedAt = Date.now();
     this.drillCpuAt = process.cpuUsage();
@@ -219,6 +230,8 @@ export class DropMeasures {
     const checkoutTimes = buyers.filter((b) => b.checkoutAt !== undefined).map((b) => b.checkoutAt!);
     const stripeAfter = await readRateLimits(this.emulator);
     const measured: Measured = { faults: [] };
+    const urls = this.metricsUrls();
+    if (urls.length) measured.apiTimes = dropRouteTimes(this.histogramsBefore, await readHistograms(urls));
     measured.footprint = await this.footprint();
     if (this.stripeBefore && stripeAfter) {
       measured.stripe = stripeFigures({

@@ -103,6 +103,8 @@ export interface Summary {
   timeline: Sample[];
   /** The faults set off mid-drop and how far each moved it (empty without faults). */
   faults: Measured['faults'];
+  /** The APIs' own time per route (their /metrics), when the drill started them. */
+  apiTimes?: Measured['apiTimes'];
   /** With --cluster: CPU by kind of process, per sale and per refused buyer. */
   cost?: Measured['cost'];
   /** Memory peaks, log volume and (with --cluster) Postgres's growth over the drop. */
@@ -227,6 +229,7 @@ export function summarise(o: {
     purchaseLatencyPerSecond: perSecond,
     timeline: o.timeline,
     faults: o.measured?.faults ?? [],
+    ...(o.measured?.apiTimes ? { apiTimes: o.measured.apiTimes } : {}),
     ...(o.measured?.cost ? { cost: o.measured.cost } : {}),
     ...(o.measured?.footprint ? { footprint: o.measured.footprint } : {}),
     ...(o.measured?.temporalActions ? { temporalActions: o.measured.temporalActions } : {}),

@@ -52,6 +52,13 @@ test.serial('a small drill on its own stack serves every buyer once and every in
   t.true(summary.headline.checkouts >= 15, 'at least the stock was handed out as checkouts');
   t.true(summary.timeline.length >= 3, 'a sample a second');
   t.true(summary.latency.some((l: any) => l.answer === 'POST /v1/purchases 201' && l.count > 0));
+  // The API's own time for the purchases, from its /metrics (interpolated in its buckets, so not
+  // compared with the buyers' figure), and the drill's own wait for sockets, counted apart.
+  const inApi = summary.apiTimes.find((r: any) => r.route === 'POST /v1/purchases');
+  t.true(inApi.count >= summary.headline.checkouts, JSON.stringify(summary.apiTimes));
+  t.true(inApi.p50 > 0, JSON.stringify(inApi));
+  t.regex(run.stdout, /The APIs' own time per route/);
+  t.true(summary.headline.socketWait.count > 0);
 
   // The report: one file with the charts' library and data inside.
   const html = fs.readFileSync(path.join(out, 'report.html'), 'utf8');
