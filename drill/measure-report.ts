@@ -1,5 +1,6 @@
 // The measured blocks of a summary (faults, cost, Temporal actions, Stripe) as tables: drawn as text
 // at the end of the run and as HTML in report.html, from the same rows.
+import type { ReportedRoute } from './server-latency';
 import type { Summary } from './summary';
 
 export interface Section {
@@ -215,7 +216,8 @@ function footprintSection(f: NonNullable<Summary['footprint']>, sales: number): 
 
 /** Each route's time in the APIs beside what the buyers saw: the difference was spent before Koa took it. */
 function apiTimesSection(s: Summary): Section {
-  const seen: Record<string, { p50: number; p99: number } | undefined> = {
+  // Every reported route, with what the buyers saw of it (the recorder's figures).
+  const seen: Record<ReportedRoute, { p50: number; p99: number } | undefined> = {
     'POST /v1/products/:sku/queue': s.crowd?.joins,
     'GET /v1/queue/:ticket': s.crowd?.polls,
     'GET /v1/purchases/:id': s.crowd?.purchaseReads,

@@ -5,13 +5,20 @@
 import { HttpClient } from '../bench/http-client';
 
 const METRIC = 'flashsale_http_request_duration_seconds_bucket';
-const ROUTES = ['POST /v1/products/:sku/queue', 'GET /v1/queue/:ticket', 'GET /v1/purchases/:id', 'POST /v1/purchases'];
+/** The routes the drill reports: the crowd's (joins, polls) and the buyers' (purchase reads, purchases). */
+export const ROUTES = [
+  'POST /v1/products/:sku/queue',
+  'GET /v1/queue/:ticket',
+  'GET /v1/purchases/:id',
+  'POST /v1/purchases',
+] as const;
+export type ReportedRoute = (typeof ROUTES)[number];
 
 /** Per `METHOD route`, whatever the status: the cumulative count at each bucket's upper bound (s). */
 export type Histograms = Map<string, Map<number, number>>;
 
 export interface RouteTime {
-  route: string;
+  route: ReportedRoute;
   count: number;
   /** ms, interpolated within the bucket as Prometheus's histogram_quantile does. */
   p50: number;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import pg from 'pg';
@@ -367,7 +368,7 @@ export async function sellTo(sys: System, sku: string, buyer: string): Promise<{
   // (409 sold-out, final: false, with retryAt): the buyer tries again when told, as a buyer would.
   for (let tries = 1; res.status === 409 && res.body.final === false && tries < 20; tries++) {
     const wait = Date.parse(String(res.body.retryAt)) - Date.now();
-    await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(100, Number.isFinite(wait) ? wait : 0))));
+    await delay(Math.min(1000, Math.max(100, Number.isFinite(wait) ? wait : 0)));
     res = await sys.buy(sku, buyer);
   }
   if (res.status !== 201) throw new Error(`buying: ${res.status} ${JSON.stringify(res.body)}`);
