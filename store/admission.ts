@@ -7,6 +7,10 @@ import { Batcher } from './batcher';
 import { perPurchaseLimit } from './rules';
 import { lookupForAdmission, NotAdmittedError, openPurchase, type AdmissionLookup } from './open-purchase';
 import { purchaseIdFor, type PurchaseRecord } from './purchases';
+import { giveBackUnspentTurn } from './room';
+
+/** How many given-back tickets a process remembers before it starts over (a forgotten one is written again, to no effect). */
+const GIVEN_BACK_REMEMBERED = 10_000;
 
 /** What may be decided about a new purchase before any saga runs. */
 export type Admission =
@@ -64,6 +68,8 @@ export class Admissions {
    * the buyer's place on the SKU) without taking a permit.
    */
   private readonly admitting = new Map<string, { purchaseId: string; admission: Promise<Admission> }>();
+  /** Tickets whose turn this process gave back after a sold-out answer (a buyer's retries write nothing more). */
+  private readonly givenBack = new Set<string>();
 
   constructor(
     private readonly db: Db,
@@ -166,6 +172,7 @@ export class Admissions {
         const { record: meanwhile } = await this.lookups.call(lookup);
         if (meanwhile) return this.answerKnown(meanwhile, req);
       }
+      if (product.room && admission) await this.giveBack(admission.ticketId, req);
       const detail = entry.final
         ? `${req.sku} is sold out`
         : `${req.sku} is sold out for now: units are held and may come back`;
@@ -187,6 +194,14 @@ export class Admissions {
       if (err instanceof NotAdmittedError) return { outcome: 'not_admitted', detail: err.message };
       throw err;
     }
+  }
+
+  /** An admitted buyer told sold out: their unspent turn is given back, once per ticket in this process. */
+  private async giveBack(ticketId: string, req: PurchaseRequest): Promise<void> {
+    if (this.givenBack.has(ticketId)) return;
+    await giveBackUnspentTurn(this.db, ticketId, req.sku, req.buyerId);
+    if (this.givenBack.size >= GIVEN_BACK_REMEMBERED) this.givenBack.clear();
+    this.givenBack.add(ticketId);
   }
 
   /** Stock changed (a restock, a refund put back on sale): read it again before the next answer. */

@@ -273,6 +273,21 @@ export async function patchRoom(db: Db, sku: string, p: RoomPatch): Promise<Room
 }
 
 /**
+ * An admitted buyer the gate answered sold out before any purchase was recorded: their turn counts as
+ * given back (as a purchase refused before its hold does, store/admitter.ts), so a unit that comes back
+ * is not kept from the next in line while they may have walked away. They keep the turn for the rest
+ * of the session: whichever of them buys first takes the unit.
+ */
+export async function giveBackUnspentTurn(db: Db, ticketId: string, sku: string, buyerId: string): Promise<void> {
+  await db.query(
+    `UPDATE room_tickets SET given_back_at = now()
+      WHERE ticket_id = $1 AND sku = $2 AND buyer_id = $3 AND admitted_at IS NOT NULL AND left_at IS NULL
+        AND purchase_id IS NULL AND given_back_at IS NULL`,
+    [ticketId, sku, buyerId],
+  );
+}
+
+/**
  * The statement fragment that spends an admission when a purchase is recorded (store/open-purchase.ts):
  * the ticket must be admitted, inside its session, not yet spent on another purchase. `$n` are the
  * ticket id, SKU, buyer and purchase id parameters.

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { asBuyer, startSystem, type System } from '../helpers/system';
 import { roomBuyers } from '../helpers/room';
@@ -14,7 +15,7 @@ test.after.always(async () => {
   await sys?.close();
 });
 
-const { join, pollUntil, admitAndBuy } = roomBuyers(() => sys, { pollTimeoutMs: 20_000 });
+const { join, pollUntil, admitAndBuy, buyWith } = roomBuyers(() => sys, { pollTimeoutMs: 20_000 });
 
 test.serial(
   'with both units held by buyers inside, the line is told sold out for now and keeps its places',
@@ -54,3 +55,45 @@ test.serial('a room with units free says nothing of the kind', async (t) => {
   const second = await pollUntil((await join(sku, 'gus')).body.ticket as string, (b) => b.state === 'waiting');
   t.is(second.soldOutForNow, undefined, 'the room is full, not sold out');
 });
+
+test.serial(
+  'an admitted buyer told sold out before buying does not keep a unit that comes back from the next in line',
+  async (t) => {
+    const sku = await sys.createProduct({
+      stock: 2,
+      maxPerBuyer: 2,
+      waitingRoom: { admitPerSecond: 50, maxActive: 10 },
+    });
+    // Ann and Ben are let in together (two units free); Ann takes both before Ben buys.
+    const [ann, ben] = await Promise.all(['ann2', 'ben2'].map(async (b) => (await join(sku, b)).body.ticket as string));
+    const [annIn, benIn] = await Promise.all([ann, ben].map((tk) => pollUntil(tk, (b) => b.state === 'admitted')));
+    const both = await sys.api(
+      'POST',
+      '/v1/purchases',
+      { sku, quantity: 2 },
+      { 'idempotency-key': randomUUID(), 'admission-token': annIn.admissionToken, ...(await asBuyer('ann2')) },
+    );
+    t.is(both.status, 201, JSON.stringify(both.body));
+    const refused = await buyWith(sku, 'ben2', benIn.admissionToken);
+    t.like(refused, { status: 409, body: { type: 'sold-out', final: false } });
+    // Ben walks away. Cat and Dan wait; Ann gives both units back: both are let in, not only one.
+    const line = [];
+    for (const buyer of ['cat2', 'dan2']) line.push((await join(sku, buyer)).body.ticket as string);
+    const cancelled = await sys.api(
+      'POST',
+      `/v1/purchases/${both.body.purchaseId}/cancel`,
+      undefined,
+      await asBuyer('ann2'),
+    );
+    t.is(cancelled.status, 200);
+    const [cat, dan] = await Promise.all(line.map((tk) => pollUntil(tk, (b) => b.state === 'admitted')));
+    t.truthy(cat.admissionToken && dan.admissionToken);
+    // Ben's turn lasts all the same: the three of them may try, and the first two to buy take the units.
+    const tries = await Promise.all([
+      buyWith(sku, 'ben2', benIn.admissionToken),
+      buyWith(sku, 'cat2', cat.admissionToken),
+      buyWith(sku, 'dan2', dan.admissionToken),
+    ]);
+    t.deepEqual(tries.map((r) => r.status).sort(), [201, 201, 409], JSON.stringify(tries.map((r) => r.body)));
+  },
+);
