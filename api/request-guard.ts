@@ -31,22 +31,20 @@ function templateOf(route: string): Template {
   return route.split('/').slice(1);
 }
 
-/** The name of the parameter at segment `i` of `segments`, from the first route template that fits. */
-function paramAt(templates: Template[], segments: string[], i: number): string | undefined {
-  for (const t of templates) {
-    if (t.length !== segments.length) continue;
-    if (t.every((part, j) => part.startsWith(':') || part === segments[j])) {
-      return t[i].startsWith(':') ? t[i].slice(1) : undefined;
-    }
-  }
-  return undefined;
+/** The first route template that fits `segments` (as sent, not decoded), if any. */
+function templateFor(templates: Template[], segments: string[]): Template | undefined {
+  return templates.find(
+    (t) => t.length === segments.length && t.every((part, j) => part.startsWith(':') || part === segments[j]),
+  );
 }
 
 function checkPath(templates: Template[], rawPath: string): FieldError[] {
   const segments = rawPath.split('/').slice(1);
+  // Found once for the path (it was looked for again at every segment: a tenth of a poll's guard).
+  const template = templateFor(templates, segments);
   const errors: FieldError[] = [];
   segments.forEach((segment, i) => {
-    const param = paramAt(templates, segments, i);
+    const param = template?.[i].startsWith(':') ? template[i].slice(1) : undefined;
     const field = param ?? 'path';
     let decoded: string;
     try {
