@@ -7,7 +7,7 @@ import type { RoomSnapshot } from '../store/room-cache';
 import { DEFAULT_HOLD_GRACE_SECONDS } from '../vocabulary/limits';
 
 /**
- * What was measured, and where (docs/capacity.md, "Measured"): bench:room of 2026-12-04 16:33 and 16:35
+ * What was measured, and where (docs/capacity.md, "Measured"): bench:room of 2026-12-04 16:59 and 17:00
  * (a quiet machine, load about 1; the mean of the two runs) for the crowd's answers; the cluster drills
  * C (1,000 buyers, 300 units, hold 60 s) and D
  * (3,000 buyers, 300 units, hold 120 s), both with a room of 100/s and 200 inside and --crowd-apis 1
@@ -15,9 +15,9 @@ import { DEFAULT_HOLD_GRACE_SECONDS } from '../vocabulary/limits';
  */
 export const MEASURED = {
   /** bench:room, API CPU per answer, ms: a join, a poll of a waiting ticket, a render of its queue page. */
-  joinApiMs: 0.26,
-  pollApiMs: 0.1,
-  pageApiMs: 0.62,
+  joinApiMs: 0.24,
+  pollApiMs: 0.06,
+  pageApiMs: 0.54,
   /**
    * CPU-s a second of an open room beyond its answers (the admitter's step every ROOM_ADMIT_TICK_MS,
    * the room cache, the gate's reads): the crowd's API lane less its answers at the bench's cost (C

@@ -18,6 +18,7 @@ import {
   wrongValue,
 } from './fuzz-arbitraries';
 import { isPagePath } from '../../api/page-paths';
+import { alterSignature } from '../helpers/tamper';
 import { sendRaw, type RawRequest, type RawResponse } from './raw-http';
 import { countWrites, type WriteCounter } from './write-counter';
 
@@ -70,12 +71,6 @@ test.before(async () => {
 test.after.always(async () => {
   await sys?.close();
 });
-
-/** The JWT with its signature's first character changed (always a different, invalid signature). */
-const alterSignature = (jwt: string): string => {
-  const at = jwt.lastIndexOf('.') + 1;
-  return `${jwt.slice(0, at)}${jwt[at] === 'A' ? 'B' : 'A'}${jwt.slice(at + 1)}`;
-};
 
 const authorization = () =>
   fc.oneof(
