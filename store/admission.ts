@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { ProductTerms, PurchaseRequest } from '../vocabulary';
 import type { Clock } from './clock';
 import type { Db } from './db';
@@ -9,7 +10,7 @@ import { lookupForAdmission, NotAdmittedError, openPurchase, type AdmissionLooku
 import { purchaseIdFor, type PurchaseRecord } from './purchases';
 import { giveBackUnspentTurn } from './room';
 
-/** How many given-back tickets a process remembers before it starts over (a forgotten one is written again, to no effect). */
+/** How many given-back tickets a process remembers (a forgotten one is written again, to no effect). */
 const GIVEN_BACK_REMEMBERED = 10_000;
 
 /** What may be decided about a new purchase before any saga runs. */
@@ -69,7 +70,7 @@ export class Admissions {
    */
   private readonly admitting = new Map<string, { purchaseId: string; admission: Promise<Admission> }>();
   /** Tickets whose turn this process gave back after a sold-out answer (a buyer's retries write nothing more). */
-  private readonly givenBack = new Set<string>();
+  private readonly givenBack = new LRUCache<string, true>({ max: GIVEN_BACK_REMEMBERED });
 
   constructor(
     private readonly db: Db,
@@ -199,9 +200,12 @@ export class Admissions {
   /** An admitted buyer told sold out: their unspent turn is given back, once per ticket in this process. */
   private async giveBack(ticketId: string, req: PurchaseRequest): Promise<void> {
     if (this.givenBack.has(ticketId)) return;
-    await giveBackUnspentTurn(this.db, ticketId, req.sku, req.buyerId);
-    if (this.givenBack.size >= GIVEN_BACK_REMEMBERED) this.givenBack.clear();
-    this.givenBack.add(ticketId);
+    // A write that fails leaves the turn as it was (it ends with its session): the answer stays sold out.
+    const written = await giveBackUnspentTurn(this.db, ticketId, req.sku, req.buyerId).then(
+      () => true,
+      () => false,
+    );
+    if (written) this.givenBack.set(ticketId, true);
   }
 
   /** Stock changed (a restock, a refund put back on sale): read it again before the next answer. */
