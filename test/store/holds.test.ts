@@ -16,8 +16,8 @@ import { assertInvariants, countingPool, movements, uniqueSku } from '../helpers
 import { createOwnDatabase } from '../helpers/own-database';
 
 // A database of this file's own: the workers of other files sweep lapsed holds of every SKU of the
-// shared one, and a sweep in flight (its hold row locked, the stock not yet back) made the take after a
-// lapse answer sold_out once in a while: this file proves what the takes do without a sweeper.
+// shared one, and this file proves what the takes do without a sweeper (test/store/reclaim-race.test.ts
+// proves a take racing one).
 let db: pg.Pool;
 test.before(async () => {
   db = new pg.Pool({ connectionString: await createOwnDatabase(), max: 40 });
