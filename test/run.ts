@@ -48,7 +48,7 @@ async function main(): Promise<number> {
     const code =
       tier === 'fast'
         ? await runFastTier(interrupts, plan.fastFiles, plan.flags)
-        : await runStackTier(interrupts, [...plan.flags, ...plan.stackFiles]);
+        : await runStackTier(interrupts, plan.flags, plan.stackFiles);
     if (code !== 0 || interrupts.signal) return interrupts.exitCode(code);
   }
   return 0;

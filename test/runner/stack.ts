@@ -4,7 +4,8 @@ import path from 'node:path';
 import { startStack, type Stack } from '../../dev/stack';
 import { bundleWorkflows, QUIET_BUNDLE_LOGGER } from '../../worker/create-worker';
 import { isAlive, seconds } from '../../dev/proc';
-import { log, type Interrupts } from './ava';
+import { log, repoRoot, type Interrupts } from './ava';
+import { LANE_CONCURRENCY, splitLanes, stackTestFiles } from './lanes';
 
 // The stack tier: every other test file, against a throwaway stack (its own Postgres, an in-memory
 // Temporal dev server) that this starts before ava and stops after it.
@@ -14,7 +15,20 @@ const LAUNCHER_PID_FILE = 'launcher.pid';
 /** The tier takes about five minutes; one that runs forty has hung, and CI has ninety in all. */
 const STACK_DEADLINE_MS = 40 * 60_000;
 
-export async function runStackTier(interrupts: Interrupts, avaArgs: string[]): Promise<number> {
+/** The ava runs of a whole tier: the light lane first (a broken rule fails sooner), then the heavy. */
+function lanesOf(all: string[]): { name: string; args: string[] }[] {
+  const { heavy, light } = splitLanes(all);
+  return [
+    { name: `, light lane (${light.length} files)`, args: ['--concurrency', String(LANE_CONCURRENCY.light), ...light] },
+    { name: `, heavy lane (${heavy.length} files)`, args: ['--concurrency', String(LANE_CONCURRENCY.heavy), ...heavy] },
+  ];
+}
+
+/**
+ * Runs the stack tier's `files` (every file when empty: the two lanes of test/runner/lanes.ts, one
+ * after the other) with these ava flags.
+ */
+export async function runStackTier(interrupts: Interrupts, flags: string[], files: string[]): Promise<number> {
   removeAbandonedDirs();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), DIR_PREFIX));
   fs.writeFileSync(path.join(dataDir, LAUNCHER_PID_FILE), String(process.pid));
@@ -43,20 +57,30 @@ export async function runStackTier(interrupts: Interrupts, avaArgs: string[]): P
       `stack ready and workflows bundled in ${seconds(started)}: ${stack.databaseUrl}, Temporal ${stack.temporalAddress}`,
     );
     if (interrupts.signal) return interrupts.exitCode(1);
-    log(`stack tier: running ava${avaArgs.length ? ` ${avaArgs.join(' ')}` : ''}`);
+    const env = {
+      DATABASE_URL: stack.databaseUrl,
+      TEMPORAL_ADDRESS: stack.temporalAddress,
+      TEMPORAL_NAMESPACE: stack.temporalNamespace,
+      // Every worker of the run (in the test processes and the ones they spawn) starts from it.
+      WORKFLOW_BUNDLE_PATH: bundleFile,
+    };
+    const deadline = Date.now() + STACK_DEADLINE_MS;
+    const lanes =
+      files.length > 0
+        ? [{ name: '', args: [...flags, ...files] }]
+        : lanesOf(stackTestFiles(repoRoot)).map((l) => ({ ...l, args: [...flags, ...l.args] }));
+    let code = 0;
     const testsStarted = Date.now();
-    const code = await interrupts.runAva(
-      avaArgs,
-      {
-        DATABASE_URL: stack.databaseUrl,
-        TEMPORAL_ADDRESS: stack.temporalAddress,
-        TEMPORAL_NAMESPACE: stack.temporalNamespace,
-        // Every worker of the run (in the test processes and the ones they spawn) starts from it.
-        WORKFLOW_BUNDLE_PATH: bundleFile,
-      },
-      STACK_DEADLINE_MS,
-    );
-    log(`stack tier: ava exited with code ${code} after ${seconds(testsStarted)}`);
+    for (const lane of lanes) {
+      log(
+        `stack tier${lane.name}: running ava${files.length || flags.length ? ` ${[...flags, ...files].join(' ')}` : ''}`,
+      );
+      const laneStarted = Date.now();
+      code = await interrupts.runAva(lane.args, env, Math.max(deadline - Date.now(), 0));
+      log(`stack tier${lane.name}: ava exited with code ${code} after ${seconds(laneStarted)}`);
+      if (code !== 0 || interrupts.signal) break;
+    }
+    if (lanes.length > 1) log(`stack tier: ava ran ${seconds(testsStarted)} in all`);
     return interrupts.exitCode(code);
   } finally {
     if (stack) {

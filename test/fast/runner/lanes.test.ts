@@ -1,0 +1,23 @@
+import test from 'ava';
+import { repoRoot } from '../../runner/ava';
+import { HEAVY_FILES, splitLanes, stackTestFiles } from '../../runner/lanes';
+
+test('the stack lanes split every stack file once, and each heavy entry names files that exist', (t) => {
+  const all = stackTestFiles(repoRoot);
+  t.true(all.length > 80, `${all.length} stack files`);
+  t.false(
+    all.some((f) => f.startsWith('test/fast/')),
+    'no fast file',
+  );
+  t.true(all.some((f) => f.startsWith('packages/stripe-emulator/test/')));
+  const { heavy, light } = splitLanes(all);
+  t.deepEqual([...heavy, ...light].sort(), [...all].sort());
+  for (const entry of HEAVY_FILES) {
+    t.true(
+      heavy.some((f) => (entry.endsWith('/') ? f.startsWith(entry) : f === entry)),
+      `${entry} is a stack file`,
+    );
+  }
+  t.true(heavy.includes('test/drill/cluster.test.ts') && heavy.some((f) => f.startsWith('test/e2e/')));
+  t.true(light.includes('test/saga/purchase.test.ts'));
+});

@@ -1,0 +1,49 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+// The stack tier's two lanes, run one after the other on the same stack.
+//
+// Most stack files spend half their time waiting: on a hold to lapse, a timer, a webhook's retry, a
+// server restarted. Two at a time left the machine about 46 % idle through test/saga and test/worker.
+// The files below keep both cores busy by themselves (a cluster of processes, Chromium, a crowd of
+// hundreds, a whole `npm start`), and tests bound by time beside them failed when four files ran at
+// once: they run two at a time, and every other file four at a time, with no heavy file beside them.
+// A new file that starts many processes or a browser belongs here.
+
+/** Files (or folders, ending in `/`) that take both cores, each with why. */
+export const HEAVY_FILES: readonly string[] = [
+  'test/drill/cluster.test.ts', // two APIs, two workers, HAProxy and the real Temporal server
+  'test/drill/drill.test.ts', // four drills, each on a stack of its own
+  'test/e2e/', // Chromium, with an API and a worker each
+  'test/dev/restart.test.ts', // `npm start` again and again
+  'test/dev/start.test.ts', // `npm start` from a bare machine
+  'test/saga/chaos.test.ts', // 300 buyers through worker kills and server restarts
+  'test/saga/crowd.test.ts', // 50 sagas at once, a worker killed among them
+  'test/room/crowd.test.ts', // 2,000 buyers in a room
+  'test/api/outages.test.ts', // every answer within 2 s while Postgres and Temporal stop under load
+];
+
+/** How many files run at once in each lane. */
+export const LANE_CONCURRENCY = { heavy: 2, light: 4 } as const;
+
+/** Every stack-tier test file (the `files` of package.json's ava section), relative to `root`, in name order. */
+export function stackTestFiles(root: string): string[] {
+  const under = (dir: string): string[] =>
+    fs.existsSync(path.join(root, dir))
+      ? fs
+          .readdirSync(path.join(root, dir), { recursive: true, encoding: 'utf8' })
+          .filter((f) => f.endsWith('.test.ts'))
+          .map((f) => path.posix.join(dir, f.split(path.sep).join('/')))
+      : [];
+  const packages = fs.existsSync(path.join(root, 'packages')) ? fs.readdirSync(path.join(root, 'packages')) : [];
+  return [
+    ...under('test').filter((f) => !f.startsWith('test/fast/')),
+    ...packages.flatMap((p) => under(`packages/${p}/test`)),
+  ].sort((a, b) => a.localeCompare(b, [], { numeric: true }));
+}
+
+/** The heavy and the light lane of these files. */
+export function splitLanes(files: string[]): { heavy: string[]; light: string[] } {
+  const heavy = (f: string) => HEAVY_FILES.some((h) => (h.endsWith('/') ? f.startsWith(h) : f === h));
+  return { heavy: files.filter(heavy), light: files.filter((f) => !heavy(f)) };
+}
