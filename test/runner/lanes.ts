@@ -23,6 +23,15 @@ export const HEAVY_FILES: readonly string[] = [
   'test/api/outages.test.ts', // every answer within 2 s while Postgres and Temporal stop under load
 ];
 
+/**
+ * Files that spend a minute or more mostly waiting, started first in their lane so that shorter
+ * files fill the cores around them (last, alone, they kept the light lane going 30 to 50 s).
+ */
+export const START_FIRST: readonly string[] = [
+  'test/saga/stripe-budget.test.ts', // sessions paced by the Stripe budget, 60 to 70 s
+  'test/worker/health.test.ts', // a long poll that must fail at the transport, about 50 s
+];
+
 /** How many files run at once in each lane. */
 export const LANE_CONCURRENCY = { heavy: 2, light: 4 } as const;
 
@@ -42,8 +51,10 @@ export function stackTestFiles(root: string): string[] {
   ].sort((a, b) => a.localeCompare(b, [], { numeric: true }));
 }
 
-/** The heavy and the light lane of these files. */
+/** The heavy and the light lane of these files, each in the order ava is to start them. */
 export function splitLanes(files: string[]): { heavy: string[]; light: string[] } {
   const heavy = (f: string) => HEAVY_FILES.some((h) => (h.endsWith('/') ? f.startsWith(h) : f === h));
-  return { heavy: files.filter(heavy), light: files.filter((f) => !heavy(f)) };
+  // ava starts the files it is given in that order.
+  const ordered = [...files.filter((f) => START_FIRST.includes(f)), ...files.filter((f) => !START_FIRST.includes(f))];
+  return { heavy: ordered.filter(heavy), light: ordered.filter((f) => !heavy(f)) };
 }

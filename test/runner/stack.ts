@@ -25,8 +25,8 @@ function lanesOf(all: string[]): { name: string; args: string[] }[] {
 }
 
 /**
- * Runs the stack tier's `files` (every file when empty: the two lanes of test/runner/lanes.ts, one
- * after the other) with these ava flags.
+ * Runs the stack tier's `files` with these ava flags in one ava run; every file, when none is named
+ * and no --match, in the two lanes of test/runner/lanes.ts, one after the other.
  */
 export async function runStackTier(interrupts: Interrupts, flags: string[], files: string[]): Promise<number> {
   removeAbandonedDirs();
@@ -65,10 +65,11 @@ export async function runStackTier(interrupts: Interrupts, flags: string[], file
       WORKFLOW_BUNDLE_PATH: bundleFile,
     };
     const deadline = Date.now() + STACK_DEADLINE_MS;
-    const lanes =
-      files.length > 0
-        ? [{ name: '', args: [...flags, ...files] }]
-        : lanesOf(stackTestFiles(repoRoot)).map((l) => ({ ...l, args: [...flags, ...l.args] }));
+    // A --match may name tests of one lane only: the other would find none and fail.
+    const oneRun = files.length > 0 || flags.some((f) => f === '-m' || f.startsWith('--match'));
+    const lanes = oneRun
+      ? [{ name: '', args: [...flags, ...files] }]
+      : lanesOf(stackTestFiles(repoRoot)).map((l) => ({ ...l, args: [...flags, ...l.args] }));
     let code = 0;
     const testsStarted = Date.now();
     for (const lane of lanes) {

@@ -1,8 +1,8 @@
 import test from 'ava';
 import { repoRoot } from '../../runner/ava';
-import { HEAVY_FILES, splitLanes, stackTestFiles } from '../../runner/lanes';
+import { HEAVY_FILES, splitLanes, stackTestFiles, START_FIRST } from '../../runner/lanes';
 
-test('the stack lanes split every stack file once, and each heavy entry names files that exist', (t) => {
+test('the stack lanes split every stack file once, long waits first, and each heavy entry names files that exist', (t) => {
   const all = stackTestFiles(repoRoot);
   t.true(all.length > 80, `${all.length} stack files`);
   t.false(
@@ -20,4 +20,6 @@ test('the stack lanes split every stack file once, and each heavy entry names fi
   }
   t.true(heavy.includes('test/drill/cluster.test.ts') && heavy.some((f) => f.startsWith('test/e2e/')));
   t.true(light.includes('test/saga/purchase.test.ts'));
+  // The long waits go first, each in its lane.
+  for (const [i, f] of START_FIRST.entries()) t.is(light[i], f, `${f} starts the light lane`);
 });
