@@ -12,7 +12,7 @@ import { LANE_CONCURRENCY, splitLanes, stackTestFiles } from './lanes';
 
 const DIR_PREFIX = 'flash-sale-test-';
 const LAUNCHER_PID_FILE = 'launcher.pid';
-/** The tier takes about five minutes; one that runs forty has hung, and CI has ninety in all. */
+/** The tier takes about ten minutes (both lanes); one that runs forty has hung, and CI has ninety in all. */
 const STACK_DEADLINE_MS = 40 * 60_000;
 
 /** The ava runs of a whole tier: the light lane first (a broken rule fails sooner), then the heavy. */
