@@ -49,16 +49,34 @@ interface Phase {
   caught: Answer[];
 }
 
+/**
+ * A purchase the test pays around an outage (not one of the load's measured answers). A 503 is an
+ * answer the contract allows (the saga slower than the API waits, on a loaded machine: a fresh-clone
+ * run had two of the four before the Temporal stop answered so): asked again with the same key after
+ * its Retry-After, as a buyer would, until the session is open.
+ */
 async function buy(stack: ChaosStack, sku: string, buyer: string): Promise<{ purchaseId: string; sessionId: string }> {
   const token = await signBuyerToken(CHAOS_BUYER_TOKEN_SECRET, buyer);
-  const res = await fetch(`${stack.apiUrl}/v1/purchases`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID(), authorization: `Bearer ${token}` },
-    body: JSON.stringify({ sku }),
-  });
-  const body = (await res.json()) as { purchaseId: string; checkoutUrl?: string };
-  if (res.status !== 201 || !body.checkoutUrl) throw new Error(`buying: ${res.status} ${JSON.stringify(body)}`);
-  return { purchaseId: body.purchaseId, sessionId: body.checkoutUrl.split('/').pop()! };
+  let key = randomUUID();
+  for (let attempt = 1; ; attempt++) {
+    const res = await fetch(`${stack.apiUrl}/v1/purchases`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': key, authorization: `Bearer ${token}` },
+      body: JSON.stringify({ sku }),
+    });
+    const body = (await res.json()) as { purchaseId: string; checkoutUrl?: string; retryWithNewKey?: boolean };
+    // 201, or 200 for the same key asked again, once the session is open.
+    if ((res.status === 201 || res.status === 200) && body.checkoutUrl) {
+      return { purchaseId: body.purchaseId, sessionId: body.checkoutUrl.split('/').pop()! };
+    }
+    // 503, or the purchase still on its way to a session (202, or 200 without one yet).
+    if ([200, 202, 503].includes(res.status) && attempt < 8) {
+      if (body.retryWithNewKey) key = randomUUID();
+      await sleep(Number(res.headers.get('retry-after') ?? 1) * 1000);
+      continue;
+    }
+    throw new Error(`buying: ${res.status} ${JSON.stringify(body)}`);
+  }
 }
 
 async function pay(stack: ChaosStack, sessionId: string): Promise<void> {
