@@ -67,7 +67,7 @@ const noSql = {
 
 export default defineConfig(
   {
-    ignores: ['node_modules/', '.data/', '.tools/', 'dist/', 'coverage/'],
+    ignores: ['node_modules/', '.data/', '.tools/', 'dist/', 'coverage/', 'build/'],
   },
   eslint.configs.recommended,
   tseslint.configs.recommendedTypeChecked,

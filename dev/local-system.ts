@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, spawnChild, type ChildHandle, type ExitInfo, type Log } from './proc';
+import { freePort, nodeScript, spawnChild, type ChildHandle, type ExitInfo, type Log } from './proc';
 import { startStack } from './stack';
 
 const READY_TIMEOUT_MS = 90_000;
@@ -120,7 +120,7 @@ export function startNode(
   const child = spawnChild({
     name,
     command: process.execPath,
-    args: ['--import', 'tsx', path.resolve(root, script)],
+    args: nodeScript(path.resolve(root, script)),
     env: { ...process.env, ...env },
     cwd: root,
     onLine: (line) => {

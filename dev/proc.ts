@@ -341,3 +341,15 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
 export function seconds(sinceMs: number): string {
   return `${((Date.now() - sinceMs) / 1000).toFixed(1)}s`;
 }
+
+/** This code runs compiled (the stack tier's tree, test/runner/compile.ts), not as TypeScript through tsx. */
+const RUNNING_COMPILED = __filename.endsWith('.js');
+
+/**
+ * Node's arguments to run one of the repository's TypeScript files (`script`: absolute, or relative
+ * to the child's working directory) the way this code runs: through tsx, or, compiled, the .js file
+ * the build wrote beside it (no loader hooks to start).
+ */
+export function nodeScript(script: string): string[] {
+  return RUNNING_COMPILED ? ['--enable-source-maps', script.replace(/\.ts$/, '.js')] : ['--import', 'tsx', script];
+}

@@ -6,7 +6,7 @@ import { prettyFactory } from 'pino-pretty';
 import { devBuyerSecret } from '../config/buyer-tokens';
 import { isLiveKey } from '../config';
 import { DEV_DEFAULTS, devDataDir } from '../config/dev-secrets';
-import { spawnChild, type ChildHandle } from './proc';
+import { nodeScript, spawnChild, type ChildHandle } from './proc';
 import { startStack, type Stack } from './stack';
 
 const root = path.resolve(__dirname, '..');
@@ -39,7 +39,7 @@ function node(name: string, script: string, extraEnv: NodeJS.ProcessEnv): ChildH
   return spawnChild({
     name,
     command: process.execPath,
-    args: ['--import', 'tsx', path.resolve(root, script)],
+    args: nodeScript(path.resolve(root, script)),
     env: { ...process.env, ...extraEnv },
     cwd: root,
     onLine: (line) => console.log(`[${name}] ${line.startsWith('{') ? pretty(line).trimEnd() : line}`),

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import test from 'ava';
+import { nodeScript } from '../../dev/proc';
 import { freePort, suiteServiceEnv } from '../helpers/entry-point';
 
 // A port another process holds, or a HOST this machine cannot listen on, stops the API and the
@@ -23,7 +24,7 @@ function run(script: string, env: NodeJS.ProcessEnv): Promise<Ended> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', path.join(repoRoot, script)],
+      nodeScript(path.join(repoRoot, script)),
       { env: { ...process.env, ...base, METRICS_TOKEN: 'listen-metrics', ...env }, cwd: repoRoot, timeout: 90_000 },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr }),
     );

@@ -6,7 +6,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { ExecutionContext } from 'ava';
-import { freePort } from '../../dev/proc';
+import { freePort, nodeScript } from '../../dev/proc';
 
 const root = path.resolve(__dirname, '../..');
 
@@ -41,7 +41,7 @@ export function buyerAuth(env: NodeJS.ProcessEnv, buyerId: string): Promise<{ au
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', path.join(root, 'ops/buyer-token.ts'), buyerId],
+      [...nodeScript(path.join(root, 'ops/buyer-token.ts')), buyerId],
       { cwd: root, env: { ...env, BUYER_TOKEN_SECRET: '' } },
       (err, stdout, stderr) => {
         if (err) reject(new Error(`npm run buyer-token -- ${buyerId}: ${stderr || err.message}`));
@@ -100,7 +100,7 @@ export interface Launched {
 
 /** Runs dev/start.ts (what `npm start` runs) with this environment. */
 export function launch(env: NodeJS.ProcessEnv): Launched {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'dev/start.ts'], {
+  const child = spawn(process.execPath, nodeScript('dev/start.ts'), {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

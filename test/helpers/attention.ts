@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import type Stripe from 'stripe';
 import { createStripe } from '../../config/clients';
+import { nodeScript } from '../../dev/proc';
 import { AS_SUPPORT, sellTo, sessionOf, type System } from './system';
 
 // Money that waits for support, made for real: Stripe (the emulator) refuses every refund, and a
@@ -168,7 +169,7 @@ export function runOpsCli(
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', `ops/${name}.ts`, ...args],
+      [...nodeScript(`ops/${name}.ts`), ...args],
       { cwd: repoRoot, env: { ...process.env, TEMPORAL_NAMESPACE: 'default', ...env }, timeout: 60_000 },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;

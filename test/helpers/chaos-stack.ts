@@ -9,7 +9,16 @@ import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { startEmulator, type Emulator } from '@flash-sale/stripe-emulator';
 import { startPostgres, type PostgresServer } from '../../dev/postgres';
-import { describeExit, freePort, readTail, sleep, spawnChild, type ChildHandle, type Log } from '../../dev/proc';
+import {
+  describeExit,
+  freePort,
+  nodeScript,
+  readTail,
+  sleep,
+  spawnChild,
+  type ChildHandle,
+  type Log,
+} from '../../dev/proc';
 import { startTemporal, type TemporalServer } from '../../dev/temporal';
 import { migrate } from '../../store/migrate';
 
@@ -69,7 +78,7 @@ class ServiceProcess {
     const child = spawnChild({
       name: this.name,
       command: process.execPath,
-      args: ['--import', 'tsx', path.join(repoRoot, this.entry)],
+      args: nodeScript(path.join(repoRoot, this.entry)),
       cwd: repoRoot,
       env: this.env,
       logFile: this.logFile,

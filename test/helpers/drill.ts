@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { nodeScript } from '../../dev/proc';
 
 // `npm run drill` as its user runs it: a child process, its exit code and its output.
 
@@ -18,7 +19,7 @@ export function runDrill(
   env: NodeJS.ProcessEnv = {},
 ): Promise<DrillRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'drill/main.ts'), ...args], {
+    const child = spawn(process.execPath, [...nodeScript(path.join(root, 'drill/main.ts')), ...args], {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { serviceEnv, systemSecrets } from '../../dev/local-system';
+import { nodeScript } from '../../dev/proc';
 
 // One of the project's entry points (api/main.ts, worker/main.ts, an ops/ CLI) as a child process,
 // as `npm run` starts it: for the tests of what a process does at start, refusing or starting.
@@ -27,7 +28,7 @@ export const WORKER_READY = /polling task queues/;
  * stopped with SIGTERM). At most 90 s.
  */
 export function runEntryPoint(args: string[], env: Record<string, string>, readyLine?: RegExp): Promise<Ended> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+  const child = spawn(process.execPath, [...nodeScript(args[0]), ...args.slice(1)], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

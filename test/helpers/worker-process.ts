@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { nodeScript } from '../../dev/proc';
 import type { System } from './system';
 
 /** One JSON log line of the worker. */
@@ -30,7 +31,7 @@ export function startServiceProcess(
   env: Record<string, string>,
   ready: (line: LogLine) => boolean,
 ): Promise<ServiceProcess & { ready: LogLine }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../..', script)], {
+  const child = spawn(process.execPath, nodeScript(path.join(__dirname, '../..', script)), {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

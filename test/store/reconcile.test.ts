@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
+import { nodeScript } from '../../dev/proc';
 import { takeHold } from '../../store/holds';
 import { createProduct } from '../../store/products';
 import { reconcile } from '../../store/reconcile';
@@ -15,7 +16,7 @@ async function reconcileCli(sku: string): Promise<{ code: number; out: string }>
   try {
     const { stdout } = await run(
       process.execPath,
-      ['--import', 'tsx', path.join(__dirname, '../../ops/reconcile.ts'), '--sku', sku],
+      [...nodeScript(path.join(__dirname, '../../ops/reconcile.ts')), '--sku', sku],
       {
         env: process.env,
       },
