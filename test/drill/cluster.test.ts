@@ -1,9 +1,8 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { findHaproxy } from '../../dev/balancer';
-import { runDrill } from '../helpers/drill';
+import { drillOutDir, runDrill } from '../helpers/drill';
 
 // `npm run drill -- --cluster`: the production shape (Postgres, the real Temporal server on it, two
 // APIs behind HAProxy, two workers, the emulator), with a worker and an API killed with SIGKILL while
@@ -25,7 +24,7 @@ test.serial(
   async (t) => {
     // A machine's first run builds the Temporal server into the tool cache (about 4 minutes; CI does it first).
     t.timeout(10 * 60_000);
-    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-test-cluster-'));
+    const out = drillOutDir('cluster');
     const buyers = 300;
     const started = Date.now();
     const run = await runDrill([
@@ -133,7 +132,7 @@ test.serial(
   'without a balancer, after an API is killed and a new worker version rolled out the drill goes on and checks through the API alive, limits on',
   async (t) => {
     t.timeout(10 * 60_000);
-    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-test-cluster-direct-'));
+    const out = drillOutDir('cluster-direct');
     const buyers = 200;
     const started = Date.now();
     const run = await runDrill([

@@ -1,9 +1,8 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { launchBrowser } from '../helpers/browser';
-import { runDrill } from '../helpers/drill';
+import { drillOutDir, runDrill } from '../helpers/drill';
 import { ADMIN_TOKEN, BUYER_TOKEN_SECRET, createOwnDatabase, startSystem } from '../helpers/system';
 
 // `npm run drill` as its user runs it: a child process, its own stack or --base of one, its exit
@@ -11,14 +10,13 @@ import { ADMIN_TOKEN, BUYER_TOKEN_SECRET, createOwnDatabase, startSystem } from 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const tmp = (name: string) => fs.mkdtempSync(path.join(os.tmpdir(), `drill-test-${name}-`));
 const sum = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);
 
 let smallDrillOut: string | undefined;
 
 test.serial('a small drill on its own stack serves every buyer once and every invariant holds', async (t) => {
   t.timeout(240_000);
-  const out = tmp('small');
+  const out = drillOutDir('small');
   const buyers = 150;
   const run = await runDrill([
     ...['--buyers', String(buyers), '--units', '15', '--hold', '6', '--arrival', '2', '--settle', '45'],
@@ -85,7 +83,7 @@ test.serial(
   'a drill with a waiting room and a pre-queue admits buyers, accounts for each and keeps every invariant',
   async (t) => {
     t.timeout(240_000);
-    const out = tmp('room');
+    const out = drillOutDir('room');
     const buyers = 120;
     const units = 12;
     // A database of its own: its room is stepped by its own API's admitter, not by whichever test
@@ -227,7 +225,7 @@ test.serial(
   'a drill with 20 % bots: every bot stopped by a named rule, no human stopped by one, every invariant held',
   async (t) => {
     t.timeout(240_000);
-    const out = tmp('bots');
+    const out = drillOutDir('bots');
     const buyers = 150;
     // The other shares add up to 1: bot=0.25 is 20 % of the crowd once normalised.
     const run = await runDrill([
@@ -274,7 +272,7 @@ test.serial('a drill whose stock was changed behind the ledger exits non-zero na
   t.timeout(240_000);
   const sys = await startSystem();
   try {
-    const out = tmp('tampered');
+    const out = drillOutDir('tampered');
     const pause = path.join(out, 'pause');
     const run = runDrill([
       ...['--base', sys.apiUrl, '--admin-token', ADMIN_TOKEN, '--buyer-token-secret', BUYER_TOKEN_SECRET],
