@@ -5,7 +5,10 @@
 //   throwaway stack, its own Postgres and an in-memory Temporal dev server (test/runner/stack.ts).
 // Arguments go to ava: `npm test -- test/saga` runs one folder (of whichever tier it is in);
 // `npm test -- --tier fast` (`npm run test:fast`) or `--tier stack` runs one tier.
-import { Interrupts } from './runner/ava';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Interrupts, repoRoot } from './runner/ava';
+import { compileForRun } from './runner/compile';
 import { FAST_DIR, runFastTier } from './runner/fast';
 import { runStackTier } from './runner/stack';
 
@@ -44,14 +47,19 @@ export function planTiers(argv: string[]): {
 async function main(): Promise<number> {
   const interrupts = new Interrupts();
   const plan = planTiers(process.argv.slice(2));
-  for (const tier of plan.tiers) {
-    const code =
-      tier === 'fast'
-        ? await runFastTier(interrupts, plan.fastFiles, plan.flags)
-        : await runStackTier(interrupts, plan.flags, plan.stackFiles);
-    if (code !== 0 || interrupts.signal) return interrupts.exitCode(code);
+  const tree = compileForRun(repoRoot);
+  try {
+    for (const tier of plan.tiers) {
+      const code =
+        tier === 'fast'
+          ? await runFastTier(interrupts, tree, plan.fastFiles, plan.flags)
+          : await runStackTier(interrupts, tree, plan.flags, plan.stackFiles);
+      if (code !== 0 || interrupts.signal) return interrupts.exitCode(code);
+    }
+    return 0;
+  } finally {
+    fs.rmSync(path.join(repoRoot, tree), { recursive: true, force: true });
   }
-  return 0;
 }
 
 main().then(

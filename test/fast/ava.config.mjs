@@ -1,14 +1,18 @@
 import fs from 'node:fs';
+import process from 'node:process';
 
 // The fast tier (`npm run test:fast`, and the first half of `npm test`): pure functions, and every
 // workflow against a local Temporal with mocked activities. No Postgres, no emulator, no browser.
 //
-// The tier is bound by CPU on two cores: every file is a process that loads its imports through tsx.
-// The files are CommonJS (the project is: no "type": "module"), so they are required with tsx's
-// require hook alone (`tsx/cjs`): its ESM loader sends every import of every process through a
-// loader thread, which cost some 40% of the tier's CPU. The replay and the workflow files go first,
+// The tier is bound by CPU on two cores: every file is a process that loads its imports. They run
+// compiled, from this run's tree (`TEST_TREE`, test/runner/compile.ts): through tsx's require hook
+// (`tsx/cjs`) each process spent about 0.4 CPU-s more, and through its ESM loader (a loader thread
+// for every import) some 40% of the tier's CPU more. The replay and the workflow files go first,
 // the longest first: they spend half their time waiting on the workflows' short timers, and the pure
 // files, short and all CPU, fill those waits. Four files at once keeps both cores busy through them.
+
+const tree = process.env.TEST_TREE;
+if (!tree) throw new Error('TEST_TREE is not set: run the fast tier with `npm run test:fast`');
 
 const texts = new Map();
 /** 0 for the replay of every recorded history (one long file), 1 for a file of workflow tests, else 2. */
@@ -19,9 +23,8 @@ function rank(file) {
 }
 
 export default {
-  files: ['test/fast/**/*.test.ts'],
-  extensions: ['ts'],
-  nodeArguments: ['--require=tsx/cjs'],
+  files: [`${tree}/test/fast/**/*.test.js`],
+  nodeArguments: ['--enable-source-maps'],
   timeout: '1m',
   workerThreads: false,
   concurrency: 4,

@@ -7,6 +7,7 @@ import { seconds } from '../../dev/proc';
 import { cachedFastWorkflows } from '../fast/helpers/bundle';
 import { reportWorkflowCoverage } from './coverage';
 import { log, repoRoot, type Interrupts } from './ava';
+import { inTree } from './compile';
 
 // The fast tier: test/fast/, with no Postgres, emulator or browser. One local Temporal dev server in
 // memory (the CLI the project fetches) serves every workflow test file, each on task queues of its
@@ -20,10 +21,16 @@ const AVA_CONFIG = path.join(FAST_DIR, 'ava.config.mjs');
 const FAST_DEADLINE_MS = 5 * 60_000;
 
 /**
- * Runs the fast tier's files (`files`: all of them when empty). The whole tier must run every
- * branch of workflows/: a file of it alone only reports.
+ * Runs the fast tier's files (`files`: all of them when empty) from the compiled `tree`
+ * (test/runner/compile.ts). The whole tier must run every branch of workflows/: a file of it alone
+ * only reports.
  */
-export async function runFastTier(interrupts: Interrupts, files: string[], avaFlags: string[]): Promise<number> {
+export async function runFastTier(
+  interrupts: Interrupts,
+  tree: string,
+  files: string[],
+  avaFlags: string[],
+): Promise<number> {
   const started = Date.now();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'flash-sale-fast-'));
   let temporal: TemporalServer | undefined;
@@ -41,8 +48,9 @@ export async function runFastTier(interrupts: Interrupts, files: string[], avaFl
     const coverageDir = path.join(repoRoot, 'coverage', 'workflows');
     fs.rmSync(coverageDir, { recursive: true, force: true });
     const code = await interrupts.runAva(
-      ['--config', AVA_CONFIG, ...avaFlags, ...files],
+      ['--config', AVA_CONFIG, ...avaFlags, ...files.map((f) => inTree(tree, f))],
       {
+        TEST_TREE: tree,
         TEMPORAL_CLI_PATH: cli,
         FAST_TEMPORAL_ADDRESS: temporal!.address,
         FAST_WORKFLOW_BUNDLE_PATH: bundleFile,

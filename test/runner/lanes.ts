@@ -7,8 +7,9 @@ import path from 'node:path';
 // server restarted. Two at a time left the machine about 46 % idle through test/saga and test/worker.
 // The files below keep both cores busy by themselves (a cluster of processes, Chromium, a crowd of
 // hundreds, a whole `npm start`), and tests bound by time beside them failed when four files ran at
-// once: they run two at a time, and every other file four at a time, with no heavy file beside them.
-// A new file that starts many processes or a browser belongs here.
+// once: they run three at a time (two until the tier ran compiled and each process took less CPU to
+// start), and every other file four at a time, with no heavy file beside them. A new file that starts
+// many processes or a browser belongs here.
 
 /** Files (or folders, ending in `/`) that take both cores, each with why. */
 export const HEAVY_FILES: readonly string[] = [
@@ -24,16 +25,18 @@ export const HEAVY_FILES: readonly string[] = [
 ];
 
 /**
- * Files that spend a minute or more mostly waiting, started first in their lane so that shorter
- * files fill the cores around them (last, alone, they kept the light lane going 30 to 50 s).
+ * The longest files of each lane, started first so that shorter files fill the cores around them
+ * (last, alone, the two long waits kept the light lane going 30 to 50 s; the drills, the heavy lane).
  */
 export const START_FIRST: readonly string[] = [
   'test/saga/stripe-budget.test.ts', // sessions paced by the Stripe budget, 60 to 70 s
   'test/worker/health.test.ts', // a long poll that must fail at the transport, about 50 s
+  'test/drill/drill.test.ts', // about 110 s
+  'test/drill/cluster.test.ts', // about 90 s
 ];
 
 /** How many files run at once in each lane. */
-export const LANE_CONCURRENCY = { heavy: 2, light: 4 } as const;
+export const LANE_CONCURRENCY = { heavy: 3, light: 4 } as const;
 
 /** Every stack-tier test file (the `files` of package.json's ava section), relative to `root`, in name order. */
 export function stackTestFiles(root: string): string[] {
@@ -55,6 +58,6 @@ export function stackTestFiles(root: string): string[] {
 export function splitLanes(files: string[]): { heavy: string[]; light: string[] } {
   const heavy = (f: string) => HEAVY_FILES.some((h) => (h.endsWith('/') ? f.startsWith(h) : f === h));
   // ava starts the files it is given in that order.
-  const ordered = [...files.filter((f) => START_FIRST.includes(f)), ...files.filter((f) => !START_FIRST.includes(f))];
+  const ordered = [...START_FIRST.filter((f) => files.includes(f)), ...files.filter((f) => !START_FIRST.includes(f))];
   return { heavy: ordered.filter(heavy), light: ordered.filter((f) => !heavy(f)) };
 }

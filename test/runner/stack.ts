@@ -5,7 +5,7 @@ import { startStack, type Stack } from '../../dev/stack';
 import { bundleWorkflows, QUIET_BUNDLE_LOGGER } from '../../worker/create-worker';
 import { isAlive, seconds } from '../../dev/proc';
 import { log, repoRoot, type Interrupts } from './ava';
-import { BUILD_DIR, compileTree } from './compile';
+import { inTree } from './compile';
 import { LANE_CONCURRENCY, splitLanes, stackTestFiles } from './lanes';
 
 // The stack tier: every other test file, against a throwaway stack (its own Postgres, an in-memory
@@ -15,22 +15,30 @@ const DIR_PREFIX = 'flash-sale-test-';
 const LAUNCHER_PID_FILE = 'launcher.pid';
 /** The tier takes about nine minutes (both lanes); one that runs forty has hung, and CI has ninety in all. */
 const STACK_DEADLINE_MS = 40 * 60_000;
+/** ava's configuration for the compiled files (package.json's names the TypeScript ones, for tsx). */
+const AVA_CONFIG = 'test/runner/stack.config.mjs';
 
 /** The ava runs of a whole tier: the light lane first (a broken rule fails sooner), then the heavy. */
-function lanesOf(all: string[], compiled: string): { name: string; args: string[] }[] {
+function lanesOf(all: string[], tree: string): { name: string; args: string[] }[] {
   const { heavy, light } = splitLanes(all);
   const lane = (name: string, files: string[], concurrency: number) => ({
     name: `, ${name} lane (${files.length} files)`,
-    args: ['--concurrency', String(concurrency), ...files.map((f) => compiledPath(compiled, f))],
+    args: ['--concurrency', String(concurrency), ...files.map((f) => inTree(tree, f))],
   });
   return [lane('light', light, LANE_CONCURRENCY.light), lane('heavy', heavy, LANE_CONCURRENCY.heavy)];
 }
 
 /**
- * Runs the stack tier's `files` with these ava flags in one ava run; every file, when none is named
- * and no --match, in the two lanes of test/runner/lanes.ts, one after the other.
+ * Runs the stack tier's `files` with these ava flags in one ava run, from the compiled `tree`
+ * (test/runner/compile.ts); every file, when none is named and no --match, in the two lanes of
+ * test/runner/lanes.ts, one after the other.
  */
-export async function runStackTier(interrupts: Interrupts, flags: string[], files: string[]): Promise<number> {
+export async function runStackTier(
+  interrupts: Interrupts,
+  tree: string,
+  flags: string[],
+  files: string[],
+): Promise<number> {
   removeAbandonedDirs();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), DIR_PREFIX));
   fs.writeFileSync(path.join(dataDir, LAUNCHER_PID_FILE), String(process.pid));
@@ -45,10 +53,6 @@ export async function runStackTier(interrupts: Interrupts, flags: string[], file
     // the stack starts (each would otherwise run webpack for seconds of CPU).
     const bundleFile = path.join(dataDir, 'workflow-bundle.js');
     const bundled = bundleWorkflows(QUIET_BUNDLE_LOGGER).then((code) => fs.writeFileSync(bundleFile, code));
-    // The tests run compiled (test/runner/compile.ts), from a tree of this run's own.
-    const compiled = path.join(BUILD_DIR, path.basename(dataDir));
-    compileTree(repoRoot, path.join(repoRoot, compiled));
-    const avaConfig = writeAvaConfig(compiled);
     try {
       const { signal } = interrupts.aborter;
       [stack] = await Promise.all([startStack({ dataDir, persistent: false, log, signal }), bundled]);
@@ -69,15 +73,16 @@ export async function runStackTier(interrupts: Interrupts, flags: string[], file
       TEMPORAL_NAMESPACE: stack.temporalNamespace,
       // Every worker of the run (in the test processes and the ones they spawn) starts from it.
       WORKFLOW_BUNDLE_PATH: bundleFile,
+      TEST_TREE: tree,
     };
     const deadline = Date.now() + STACK_DEADLINE_MS;
     // A --match may name tests of one lane only: the other would find none and fail.
     const oneRun = files.length > 0 || flags.some((f) => f === '-m' || f.startsWith('--match'));
     const lanes = (
       oneRun
-        ? [{ name: '', args: [...flags, ...files.map((f) => compiledPath(compiled, f))] }]
-        : lanesOf(stackTestFiles(repoRoot), compiled).map((l) => ({ ...l, args: [...flags, ...l.args] }))
-    ).map((l) => ({ ...l, args: ['--config', avaConfig, ...l.args] }));
+        ? [{ name: '', args: [...flags, ...files.map((f) => inTree(tree, f))] }]
+        : lanesOf(stackTestFiles(repoRoot), tree).map((l) => ({ ...l, args: [...flags, ...l.args] }))
+    ).map((l) => ({ ...l, args: ['--config', AVA_CONFIG, ...l.args] }));
     let code = 0;
     const testsStarted = Date.now();
     for (const lane of lanes) {
@@ -98,26 +103,7 @@ export async function runStackTier(interrupts: Interrupts, flags: string[], file
       log(`stack stopped in ${seconds(stopping)}`);
     }
     if (!keepDir) fs.rmSync(dataDir, { recursive: true, force: true });
-    fs.rmSync(path.join(repoRoot, BUILD_DIR, path.basename(dataDir)), { recursive: true, force: true });
   }
-}
-
-/** A test file or folder named from the repository's root (`test/x.test.ts`, `test/saga`), in the compiled tree. */
-function compiledPath(compiled: string, file: string): string {
-  return path.join(compiled, file.replace(/^\.\//, '').replace(/\.ts(?=$|:)/, '.js'));
-}
-
-/** ava's configuration for the compiled tree (package.json's names the TypeScript files, run with tsx). */
-function writeAvaConfig(compiled: string): string {
-  const file = path.join(repoRoot, compiled, 'ava.config.mjs');
-  const config = {
-    files: [`${compiled}/test/**/*.test.js`, `${compiled}/packages/*/test/**/*.test.js`, `!${compiled}/test/fast/**`],
-    nodeArguments: ['--enable-source-maps'],
-    timeout: '3m',
-    workerThreads: false,
-  };
-  fs.writeFileSync(file, `export default ${JSON.stringify(config, null, 2)};\n`);
-  return file;
 }
 
 /** Deletes the folders that earlier runs left: killed (SIGKILL) before cleaning up, or kept for their logs. */
@@ -140,12 +126,5 @@ function removeAbandonedDirs(): void {
     if (postmasters.some((pid) => pid !== undefined && isAlive(pid))) continue;
     log(`removing ${dir}, left by an earlier run`);
     fs.rmSync(dir, { recursive: true, force: true });
-  }
-  // A compiled tree whose run's folder is gone.
-  const builds = path.join(repoRoot, BUILD_DIR);
-  for (const name of fs.existsSync(builds) ? fs.readdirSync(builds) : []) {
-    if (name.startsWith(DIR_PREFIX) && !fs.existsSync(path.join(os.tmpdir(), name))) {
-      fs.rmSync(path.join(builds, name), { recursive: true, force: true });
-    }
   }
 }

@@ -1,0 +1,14 @@
+// The stack tier's ava configuration (test/runner/stack.ts): the compiled test files of this run's
+// tree (`TEST_TREE`, test/runner/compile.ts), with source maps for stack traces. The `ava` section
+// of package.json is for running a TypeScript file with ava directly, through tsx.
+import process from 'node:process';
+
+const tree = process.env.TEST_TREE;
+if (!tree) throw new Error('TEST_TREE is not set: run the stack tier with `npm test`');
+
+export default {
+  files: [`${tree}/test/**/*.test.js`, `${tree}/packages/*/test/**/*.test.js`, `!${tree}/test/fast/**`],
+  nodeArguments: ['--enable-source-maps'],
+  timeout: '3m',
+  workerThreads: false,
+};
