@@ -12,7 +12,7 @@ COPY . .
 RUN npx tsc -p tsconfig.build.json \
  && cp -r store/migrations dist/store/migrations \
  && mkdir -p dist/docs && cp docs/openapi.json dist/docs/openapi.json \
- && node dist/worker/bundle-workflows.js dist/workflow-bundle.js
+ && node dist/worker/bundle-workflows.js dist/workflow-bundle.js dist/workflow-bundle.traced.js
 
 FROM node:24-bookworm-slim AS deps
 WORKDIR /app

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { setCurrentVersion } from '../client/deployments';
 import { migrate } from '../store/migrate';
+import { tracingWanted } from '../config/tracing';
 import { bundleWorkflows, QUIET_BUNDLE_LOGGER } from '../worker/create-worker';
 import { findHaproxy, startBalancer, type Balancer } from './balancer';
 import {
@@ -185,7 +186,8 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     // The workflows bundled once for every worker (a deploy's too): each would spend seconds of CPU
     // bundling them at start, and a deploy's workers would be late to take the new sagas.
     const bundlePath = path.join(dir, 'workflow-bundle.js');
-    fs.writeFileSync(bundlePath, await bundleWorkflows(QUIET_BUNDLE_LOGGER));
+    const tracing = tracingWanted({ ...process.env, ...shared });
+    fs.writeFileSync(bundlePath, await bundleWorkflows({ tracing, logger: QUIET_BUNDLE_LOGGER }));
     const versioned = (buildId: string) =>
       opts.deploymentName ? { WORKER_DEPLOYMENT_NAME: opts.deploymentName, WORKER_BUILD_ID: buildId } : {};
     const startWorker = (n: number, buildId: string): [string, ProcessKind, NodePart] => {

@@ -11,18 +11,28 @@ import { createStoreActivities, createStripeActivities, type ActivityDeps } from
 import type { NotificationActivities } from '../activities/notifications';
 import { notificationTaskQueue, stripeTaskQueue } from '../vocabulary';
 import type { WorkerDeploymentVersion } from '../config/temporal';
+import { activeTracing } from '../config/tracing';
 import { activityInterceptors } from './interceptors';
 import { tracingActivityInterceptors, workflowSpanSinks } from './tracing';
 
+/** OpenTelemetry's workflow interceptors: a span for each saga's run and each activity it schedules. */
+const WORKFLOW_SPANS_MODULE = '@temporalio/interceptors-opentelemetry/lib/workflow-interceptors';
+
 /**
- * The workflow interceptor modules (the request id on the saga's log lines and activity headers;
- * OpenTelemetry's workflow and activity-scheduling spans, dropped by worker/tracing.ts's sink when
- * tracing is off): bundled with the workflows, here or by whoever prebuilds a bundle (`bundleWorkflowCode`).
+ * The workflow interceptor modules, bundled with the workflows: the request id on the saga's log
+ * lines and activity headers, and, when `tracing`, OpenTelemetry's workflow spans. Without tracing
+ * those are left out: they made spans in the sandbox at every activation for the sink to drop, and
+ * took a saga in `bench:saga` from 41 to 34 a second. Neither makes a command, so a history recorded
+ * with them replays without them, and the other way (test/worker/workflow-spans.test.ts).
  */
-export const WORKFLOW_INTERCEPTOR_MODULES = [
-  require.resolve('../workflows/interceptors'),
-  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
-];
+export function workflowInterceptorModules(tracing: boolean): string[] {
+  return [require.resolve('../workflows/interceptors'), ...(tracing ? [require.resolve(WORKFLOW_SPANS_MODULE)] : [])];
+}
+
+/** Whether a bundle carries the workflow spans (webpack names every module it bundles by its path). */
+export function bundleTraces(code: string): boolean {
+  return code.includes(WORKFLOW_SPANS_MODULE);
+}
 
 /** Activities one worker runs at once, unless told otherwise (WORKER_MAX_ACTIVITIES). */
 export const MAX_CONCURRENT_ACTIVITIES = 50;
@@ -93,10 +103,13 @@ export function deploymentOptions(version: WorkerDeploymentVersion): WorkerOptio
 }
 
 /**
- * Where the image's build puts the prebundled workflows (worker/bundle-workflows.ts): beside the
- * compiled worker, `dist/workflow-bundle.js`. Running from source (tsx) there is none.
+ * Where the image's build puts the prebundled workflows (worker/bundle-workflows.ts), beside the
+ * compiled worker: `dist/workflow-bundle.js`, and with the workflow spans for a worker that traces,
+ * `dist/workflow-bundle.traced.js`. Running from source (tsx) there are none.
  */
-export const WORKFLOW_BUNDLE_FILE = path.join(__dirname, '..', 'workflow-bundle.js');
+export function workflowBundleFile(tracing: boolean): string {
+  return path.join(__dirname, '..', tracing ? 'workflow-bundle.traced.js' : 'workflow-bundle.js');
+}
 
 /** A bundle logger that keeps webpack's report to itself and says only warnings and errors. */
 export const QUIET_BUNDLE_LOGGER: NonNullable<BundleOptions['logger']> = {
@@ -109,21 +122,39 @@ export const QUIET_BUNDLE_LOGGER: NonNullable<BundleOptions['logger']> = {
 };
 
 /**
- * The workflows and their interceptors bundled for the worker's sandbox (webpack: seconds of CPU).
- * The image's build writes it once (worker/bundle-workflows.ts), and so does `npm test` for its files.
+ * The workflows and their interceptors bundled for the worker's sandbox (webpack: seconds of CPU),
+ * with the workflow spans when the workers that run it trace. The image's build writes both
+ * (worker/bundle-workflows.ts), and `npm test` one for its files.
  */
-export async function bundleWorkflows(logger?: BundleOptions['logger']): Promise<string> {
+export async function bundleWorkflows(opts: { tracing: boolean; logger?: BundleOptions['logger'] }): Promise<string> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('../workflows'),
-    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
-    ...(logger ? { logger } : {}),
+    workflowInterceptorModules: workflowInterceptorModules(opts.tracing),
+    ...(opts.logger ? { logger: opts.logger } : {}),
   });
   return code;
 }
 
 /** The prebuilt bundle when the build left one, else the workflows are bundled at start. */
-function prebuilt(): WorkerOptions['workflowBundle'] {
-  return fs.existsSync(WORKFLOW_BUNDLE_FILE) ? { codePath: WORKFLOW_BUNDLE_FILE } : undefined;
+function prebuilt(tracing: boolean): WorkerOptions['workflowBundle'] {
+  const file = workflowBundleFile(tracing);
+  return fs.existsSync(file) ? { codePath: file } : undefined;
+}
+
+/**
+ * A worker that traces refuses a bundle without the workflow spans (one written for workers that
+ * do not): its sagas' spans would be missing from every trace without a word.
+ */
+function checkBundle(bundle: NonNullable<WorkerOptions['workflowBundle']>, tracing: boolean): void {
+  if (!tracing) return;
+  const code = 'code' in bundle ? bundle.code : fs.readFileSync(bundle.codePath, 'utf8');
+  if (!bundleTraces(code)) {
+    const where = 'codePath' in bundle ? ` (${bundle.codePath})` : '';
+    throw new Error(
+      `tracing is on but the workflow bundle${where} was built without the workflow spans: ` +
+        'build it with bundleWorkflows({ tracing: true }) (the image has dist/workflow-bundle.traced.js), or unset WORKFLOW_BUNDLE_PATH',
+    );
+  }
 }
 
 /**
@@ -160,7 +191,9 @@ export class PurchaseWorker {
 
 /** The workers of the purchase, stray-payment, support-refund and notification workflows and their activities. */
 export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise<PurchaseWorker> {
-  const bundle = opts.workflowBundle ?? prebuilt();
+  const tracing = activeTracing() !== undefined;
+  const bundle = opts.workflowBundle ?? prebuilt(tracing);
+  if (bundle) checkBundle(bundle, tracing);
   const common = {
     connection: opts.connection,
     namespace: opts.namespace,
@@ -168,7 +201,7 @@ export async function createPurchaseWorker(opts: PurchaseWorkerOptions): Promise
     // A prebuilt bundle has the workflow interceptors in it: named again, the SDK warns it ignores them.
     interceptors: {
       activity: [...tracingActivityInterceptors(), activityInterceptors],
-      ...(bundle ? {} : { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }),
+      ...(bundle ? {} : { workflowModules: workflowInterceptorModules(tracing) }),
     },
     sinks: workflowSpanSinks(),
     shutdownGraceTime: WORKER_SHUTDOWN_GRACE_MS,

@@ -8,7 +8,7 @@ import { activeTracing, tracingSdk, type Tracing } from '../config/tracing';
 // (RunActivity:<type>) under the workflow's span that scheduled it, whose context came in the
 // activity's Temporal header; and the workflows' spans (RunWorkflow, StartActivity, …), made inside
 // the workflow sandbox by the interceptor module bundled with the workflows
-// (WORKFLOW_INTERCEPTOR_MODULES), come out through the `exporter` sink to this process's exporter.
+// (workflowInterceptorModules in worker/create-worker.ts, bundled only for a worker that traces), come out through the `exporter` sink to this process's exporter.
 
 /** The activity interceptors of tracing: none when it is off. */
 export function tracingActivityInterceptors(tracing = activeTracing()): ActivityInterceptorsFactory[] {

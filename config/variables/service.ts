@@ -313,7 +313,8 @@ export const SERVICE_VARIABLES: readonly Variable[] = [
     name: 'WORKFLOW_BUNDLE_PATH',
     section: 'service',
     readBy: ['worker'],
-    defaultText: "the image's prebuilt bundle (`dist/workflow-bundle.js`), else bundled at start",
-    doc: 'a workflow bundle written beforehand (`node dist/worker/bundle-workflows.js FILE`, or `bundleWorkflows()`); `npm test` builds one for every worker it starts',
+    defaultText:
+      "the image's prebuilt bundle (`dist/workflow-bundle.js`, with tracing on `dist/workflow-bundle.traced.js`), else bundled at start",
+    doc: 'a workflow bundle written beforehand (`node dist/worker/bundle-workflows.js FILE TRACED_FILE`, or `bundleWorkflows()`); `npm test` builds one for every worker it starts. A worker that traces needs one with the workflow spans (`bundleWorkflows({ tracing: true })`, the second file) and refuses one without',
   },
 ];

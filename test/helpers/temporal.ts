@@ -15,7 +15,7 @@ export function workflowBundle(): Promise<WorkflowBundleOption> {
   const prebuilt = process.env.WORKFLOW_BUNDLE_PATH;
   bundle ??= prebuilt
     ? Promise.resolve({ codePath: prebuilt })
-    : bundleWorkflows(quietLogger).then((code) => ({ code }));
+    : bundleWorkflows({ tracing: false, logger: quietLogger }).then((code) => ({ code }));
   return bundle;
 }
 

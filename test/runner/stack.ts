@@ -52,7 +52,9 @@ export async function runStackTier(
     // The workflows are bundled once for every test file and every worker process they start, while
     // the stack starts (each would otherwise run webpack for seconds of CPU).
     const bundleFile = path.join(dataDir, 'workflow-bundle.js');
-    const bundled = bundleWorkflows(QUIET_BUNDLE_LOGGER).then((code) => fs.writeFileSync(bundleFile, code));
+    const bundled = bundleWorkflows({ tracing: false, logger: QUIET_BUNDLE_LOGGER }).then((code) =>
+      fs.writeFileSync(bundleFile, code),
+    );
     try {
       const { signal } = interrupts.aborter;
       [stack] = await Promise.all([startStack({ dataDir, persistent: false, log, signal }), bundled]);

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { WorkflowCoverage } from '@temporalio/nyc-test-coverage';
-import { WORKFLOW_INTERCEPTOR_MODULES } from '../../../worker/create-worker';
+import { workflowInterceptorModules } from '../../../worker/create-worker';
 import type { CoverageCounts, CoverageSinks, FileCoverageData } from './coverage-interceptor';
 
 // The fast tier's workflow bundle: the workflows as production bundles them, with two changes made
@@ -101,7 +101,7 @@ export async function bundleFastWorkflows(read?: (files: string[]) => void): Pro
   );
   const options = coverage.augmentBundleOptions({
     workflowsPath: require.resolve('../../../workflows'),
-    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
+    workflowInterceptorModules: workflowInterceptorModules(true),
     logger: quiet,
     webpackConfigHook: (config) => ({
       ...countSourceBranches(config),

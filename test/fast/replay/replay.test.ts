@@ -1,9 +1,7 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
-import { RECORDED_PATHS } from '../../replay/paths';
+import { HISTORIES_DIR, RECORDED_PATHS, recordedHistories, recordedHistoryFiles } from '../../replay/paths';
 import { bundleFastWorkflows, FastCoverage } from '../helpers/bundle';
 import { workflowSpanSinks } from '../../../worker/tracing';
 
@@ -17,14 +15,8 @@ import { workflowSpanSinks } from '../../../worker/tracing';
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 
-const dir = path.join(__dirname, '..', '..', 'replay', 'histories');
-const histories = readdirSync(dir, { withFileTypes: true })
-  .filter((d) => d.isDirectory())
-  .flatMap((generation) =>
-    readdirSync(path.join(dir, generation.name))
-      .filter((f) => f.endsWith('.json'))
-      .map((f) => `${generation.name}/${f}`),
-  );
+const dir = HISTORIES_DIR;
+const histories = recordedHistoryFiles();
 
 test('the newest generation of recorded histories holds one per path of the sagas', (t) => {
   const newest = [...new Set(histories.map((h) => h.split('/')[0]))].sort(byVersion).at(-1);
@@ -51,10 +43,7 @@ test('the current workflow code replays every recorded history of every generati
   const replayed = Worker.runReplayHistories(
     // Counted during replay too (a sink's calls are skipped in replay unless it asks for them).
     { workflowBundle, sinks: { ...coverage.sinks(true), ...workflowSpanSinks() } },
-    histories.map((file) => ({
-      workflowId: file,
-      history: historyFromJSON(JSON.parse(readFileSync(path.join(dir, file), 'utf8'))),
-    })),
+    recordedHistories(histories),
   );
   const failed: string[] = [];
   let count = 0;
