@@ -1,7 +1,9 @@
-// Waiting in the fast tier: on a condition, polled, never on a fixed sleep.
+// Waiting in the fast tier: on a condition, polled, never on a fixed sleep. A wait gives up after
+// 40 s by default: a condition met returns at once, and in one run every file stalled for 12 s at the
+// same moment (no process printed anything), which a 15 s bound turned into three failures.
 
 /** Polls `check` until it returns something truthy (returned), or fails after `ms` naming `what`. */
-export async function until<T>(check: () => T | null | undefined | false, what: string, ms = 15_000): Promise<T> {
+export async function until<T>(check: () => T | null | undefined | false, what: string, ms = 40_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = check();
@@ -26,7 +28,7 @@ interface Describable {
  * a test knows a saga has gone back to waiting for support (and will count the word support sends
  * next), since the record shows `needs_attention` before the saga's last step for it has run.
  */
-export async function idle(h: Describable, what: string, ms = 15_000): Promise<void> {
+export async function idle(h: Describable, what: string, ms = 40_000): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
     const { raw } = await h.describe();
