@@ -7,7 +7,7 @@
 // `npm test -- --tier fast` (`npm run test:fast`) or `--tier stack` runs one tier.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Interrupts, repoRoot } from './runner/ava';
+import { Interrupts, repoRoot, trimCompileCache } from './runner/ava';
 import { compileForRun } from './runner/compile';
 import { FAST_DIR, runFastTier } from './runner/fast';
 import { runStackTier } from './runner/stack';
@@ -47,6 +47,7 @@ export function planTiers(argv: string[]): {
 async function main(): Promise<number> {
   const interrupts = new Interrupts();
   const plan = planTiers(process.argv.slice(2));
+  trimCompileCache();
   const tree = compileForRun(repoRoot);
   try {
     for (const tier of plan.tiers) {
