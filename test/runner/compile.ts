@@ -12,6 +12,10 @@ import { isAlive } from '../../dev/proc';
 
 /** Where the compiled trees go, one per run (`build/<pid>`), under the repository (so `node_modules` resolves from them). */
 export const BUILD_DIR = 'build';
+/** Top-level entries that are not mirrored: installed packages, git, and the compiled trees themselves. */
+const NOT_MIRRORED = new Set(['node_modules', '.git', BUILD_DIR]);
+/** Folders linked whole, not walked: local data (Postgres clusters of `npm start`), fetched tools, outputs. */
+const LINKED_WHOLE = new Set(['.data', '.tools', 'dist', 'coverage', 'node_modules']);
 
 /**
  * Compiles the repository at `root` for this run, after deleting the trees of runs that are gone;
@@ -33,10 +37,6 @@ export function compileForRun(root: string): string {
 export function inTree(tree: string, file: string): string {
   return path.join(tree, file.replace(/^\.\//, '').replace(/\.ts(?=$|:)/, '.js'));
 }
-/** Top-level entries that are not mirrored: installed packages, git, and the compiled trees themselves. */
-const NOT_MIRRORED = new Set(['node_modules', '.git', BUILD_DIR]);
-/** Folders linked whole, not walked: local data (Postgres clusters of `npm start`), fetched tools, outputs. */
-const LINKED_WHOLE = new Set(['.data', '.tools', 'dist', 'coverage', 'node_modules']);
 
 /**
  * Compiles every TypeScript file of `root` into `outDir` (created; inside `root`), beside links to

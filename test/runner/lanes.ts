@@ -38,7 +38,7 @@ export const START_FIRST: readonly string[] = [
 /** How many files run at once in each lane. */
 export const LANE_CONCURRENCY = { heavy: 3, light: 4 } as const;
 
-/** Every stack-tier test file (the `files` of package.json's ava section), relative to `root`, in name order. */
+/** Every stack-tier test file (what test/runner/stack.config.mjs's `files` name, compiled), relative to `root`, in name order. */
 export function stackTestFiles(root: string): string[] {
   const under = (dir: string): string[] =>
     fs.existsSync(path.join(root, dir))

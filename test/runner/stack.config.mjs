@@ -1,6 +1,6 @@
 // The stack tier's ava configuration (test/runner/stack.ts): the compiled test files of this run's
-// tree (`TEST_TREE`, test/runner/compile.ts), with source maps for stack traces. The `ava` section
-// of package.json is for running a TypeScript file with ava directly, through tsx.
+// tree (`TEST_TREE`, test/runner/compile.ts), with source maps for stack traces. A test file runs
+// through `npm test -- <file>`, which compiles the tree first.
 import process from 'node:process';
 
 const tree = process.env.TEST_TREE;

@@ -15,7 +15,7 @@ const DIR_PREFIX = 'flash-sale-test-';
 const LAUNCHER_PID_FILE = 'launcher.pid';
 /** The tier takes about nine minutes (both lanes); one that runs forty has hung, and CI has ninety in all. */
 const STACK_DEADLINE_MS = 40 * 60_000;
-/** ava's configuration for the compiled files (package.json's names the TypeScript ones, for tsx). */
+/** ava's configuration for the stack tier's compiled files. */
 const AVA_CONFIG = 'test/runner/stack.config.mjs';
 
 /** The ava runs of a whole tier: the light lane first (a broken rule fails sooner), then the heavy. */

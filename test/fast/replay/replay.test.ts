@@ -15,12 +15,11 @@ import { workflowSpanSinks } from '../../../worker/tracing';
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 
-const dir = HISTORIES_DIR;
 const histories = recordedHistoryFiles();
 
 test('the newest generation of recorded histories holds one per path of the sagas', (t) => {
   const newest = [...new Set(histories.map((h) => h.split('/')[0]))].sort(byVersion).at(-1);
-  t.truthy(newest, `no generation in ${dir}`);
+  t.truthy(newest, `no generation in ${HISTORIES_DIR}`);
   const names = histories.filter((h) => h.startsWith(`${newest}/`)).map((h) => path.basename(h, '.json'));
   t.deepEqual(names.sort(), [...RECORDED_PATHS].sort());
 });
