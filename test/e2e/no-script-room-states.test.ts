@@ -57,7 +57,7 @@ test('before the opening: Join from the product page, the pre-queue in words rel
   t.is(await page.locator('#queue').getAttribute('data-state'), 'prequeue');
   t.is(await page.locator('h1').textContent(), 'You are in the queue for Dawn drop');
   const pre = await words(page, '#queue');
-  t.regex(pre, /^The sale has not opened yet: it opens in \d+ min.*\(\d\d:\d\d UTC\)\./);
+  t.regex(pre, /^The sale has not opened yet: it opens in \d+ min.*\((?:\w{3} \d{1,2} \w{3}, )?\d\d:\d\d UTC\)\./);
   t.regex(pre, /Places are drawn at random at the opening: everyone who joined before then has the same chance\.$/);
   t.regex(await words(page, '#come-back'), /need not keep this page open: your place is kept/);
   t.is(await page.locator('#queue time').getAttribute('datetime'), opensAt);
@@ -120,7 +120,7 @@ test('a full room, then paused, each in words with the page reloading itself, an
   await page.waitForSelector('#queue[data-state="admitted"]');
   t.regex(
     await words(page, '#queue'),
-    /^You may buy now\. Your turn ends in \d+ (min|s).*\(\d\d:\d\d UTC\): buy before then\.$/,
+    /^You may buy now\. Your turn ends in \d+ (min|s).*\((?:\w{3} \d{1,2} \w{3}, )?\d\d:\d\d UTC\): buy before then\.$/,
   );
   t.is(await page.locator('#buy').count(), 1);
 });

@@ -220,7 +220,7 @@ test('the queue: waiting with its place and a <noscript> reload, let in by that 
   t.is(await page.locator('h1').textContent(), 'It is your turn: Quiet drop');
   t.regex(
     await words(page, '#queue'),
-    /^You may buy now\. Your turn ends in \d+ (min|s).*\(\d\d:\d\d UTC\): buy before then\.$/,
+    /^You may buy now\. Your turn ends in \d+ (min|s).*\((?:\w{3} \d{1,2} \w{3}, )?\d\d:\d\d UTC\): buy before then\.$/,
   );
   t.truthy(await page.locator('input[name="admissionToken"]').getAttribute('value'));
   t.false(await reloads(page), 'a turn stays put');
