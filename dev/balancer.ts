@@ -23,6 +23,8 @@ export interface Balancer {
   url: string;
   /** `HAProxy 2.6.12 on 127.0.0.1:PORT`. */
   describe: string;
+  /** HAProxy's output, with a `request` line per answer (REQUEST_LOG_FORMAT). */
+  logFile: string;
   child: ChildHandle;
   stop(): Promise<void>;
 }
@@ -46,6 +48,13 @@ export function findHaproxy(env: NodeJS.ProcessEnv = process.env): string | unde
  * `option forwardfor` appends the client's address to X-Forwarded-For, which the APIs believe from
  * the balancer's address (TRUSTED_PROXIES): their per-address limits count each client, not HAProxy.
  */
+/**
+ * One line per answer on HAProxy's output: `request <ms since the epoch> <method> <path> <status>
+ * <Ta>`, Ta being the ms from the request's first byte reaching the balancer to the answer's last byte
+ * leaving it: what a client next to the balancer waits (drill/balancer-times.ts reads it).
+ */
+export const REQUEST_LOG_FORMAT = 'request %Ts%ms %HM %HP %ST %Ta';
+
 export function haproxyConfig(o: { port: number; servers: BalancedServer[]; maxconn?: number }): string {
   const lanes = o.servers.some((s) => s.lane !== undefined);
   const serves = (lane: Lane) => o.servers.filter((s) => s.lane === undefined || s.lane === lane);
@@ -70,6 +79,7 @@ ${[
 global
   maxconn ${o.maxconn ?? 2000}
   nbthread 1
+  log stdout format raw local0
 
 defaults
   mode http
@@ -82,6 +92,9 @@ defaults
   retry-on conn-failure empty-response
   option redispatch 1
   option forwardfor
+  log global
+  option dontlognull
+  log-format "${REQUEST_LOG_FORMAT}"
 
 frontend api
   bind 127.0.0.1:${o.port}
@@ -102,12 +115,13 @@ export async function startBalancer(o: {
   const configFile = path.join(o.dir, 'haproxy.cfg');
   fs.writeFileSync(configFile, haproxyConfig({ port, servers: o.servers, maxconn: maxConnections() }));
   await runCommand(o.haproxy, ['-c', '-q', '-f', configFile]);
+  const logFile = path.join(o.dir, 'haproxy.log');
   const child = spawnChild({
     name: 'balancer',
     command: o.haproxy,
     // -db: stay in the foreground, one process (no master-worker): its pid is the one that works.
     args: ['-db', '-f', configFile],
-    logFile: path.join(o.dir, 'haproxy.log'),
+    logFile,
     deathSignal: 'SIGTERM',
     stopSteps: [['SIGTERM', 5_000]],
   });
@@ -125,6 +139,7 @@ export async function startBalancer(o: {
   return {
     url: `http://127.0.0.1:${port}`,
     describe: `HAProxy ${version} on 127.0.0.1:${port}`,
+    logFile,
     child,
     stop: () => child.stop(),
   };

@@ -71,6 +71,8 @@ export interface Cluster extends LocalSystem {
   apiUrls: string[];
   /** Set when a balancer fronts the APIs (`HAProxy 2.6.12 on 127.0.0.1:PORT`). */
   balancer?: string;
+  /** The balancer's output, a line per answer with its time (dev/balancer.ts REQUEST_LOG_FORMAT). */
+  balancerLog?: string;
   describe: string;
   /** The processes running now (a killed one is gone from the list; a restarted server has its new pid). */
   processes(): ClusterProcess[];
@@ -233,6 +235,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       base,
       apiUrls,
       balancer: balancer?.describe,
+      ...(balancer ? { balancerLog: balancer.logFile } : {}),
       describe: `the cluster (Temporal server ${TEMPORAL_SERVER_VERSION} on Postgres, ${apis} APIs ${
         balancer ? `behind ${balancer.describe}` : 'without a balancer: the buyers are spread over them'
       }${balancer && opts.crowdApis ? ` (${opts.crowdApis} for the waiting crowd, ${apis - opts.crowdApis} for the buyers)` : ''}, ${workers} workers, the emulator)`,

@@ -221,6 +221,7 @@ export async function runDrop(o: {
         await sleep(next - Date.now());
       }
     })();
+    recorder.watchLoop(true);
     const everyone = Promise.all(
       recorder.buyers.map((b, n) =>
         runBuyer(ctx, b, tokens[n], plans[n]).catch((err: Error) => {
@@ -252,6 +253,7 @@ export async function runDrop(o: {
     await sampler;
     await sample();
     const endedAt = recorder.now();
+    recorder.watchLoop(false);
     stage = 'checking';
     progress.stop();
     const measured = await measures.finish({ recorder, sku, sales: product?.sold ?? 0 });

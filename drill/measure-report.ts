@@ -214,7 +214,11 @@ function footprintSection(f: NonNullable<Summary['footprint']>, sales: number): 
   };
 }
 
-/** Each route's time in the APIs beside what the buyers saw: the difference was spent before Koa took it. */
+/**
+ * Each route's time in the APIs, at the balancer (with --cluster) and as the drill saw it: what the
+ * balancer adds to the APIs' time was spent between them (the kernel, an API's busy event loop);
+ * what the drill adds to the balancer's, in the drill (its own event loop on the shared cores).
+ */
 function apiTimesSection(s: Summary): Section {
   // Every reported route, with what the buyers saw of it (the recorder's figures).
   const seen: Record<ReportedRoute, { p50: number; p99: number } | undefined> = {
@@ -223,16 +227,34 @@ function apiTimesSection(s: Summary): Section {
     'GET /v1/purchases/:id': s.crowd?.purchaseReads,
     'POST /v1/purchases': { p50: s.headline.purchaseP50Ms, p99: s.headline.purchaseP99Ms },
   };
+  const pair = (b: { p50: number; p99: number } | undefined) => (b ? `${b.p50} / ${b.p99}` : '—');
+  const balancer = s.balancerTimes;
   return {
     id: 'api-times',
     title: "The APIs' own time per route (their /metrics, summed over the APIs)",
-    head: ['route', 'answers', 'p50 ms', 'p99 ms', 'as the buyers saw it, p50 / p99 ms'],
-    rows: s.apiTimes!.map((r) => {
-      const b = seen[r.route];
-      return [r.route, r.count, r.p50, r.p99, b ? `${b.p50} / ${b.p99}` : '—'];
-    }),
+    head: [
+      'route',
+      'answers',
+      'p50 ms',
+      'p99 ms',
+      ...(balancer ? ['at the balancer, p50 / p99 ms'] : []),
+      'as the buyers saw it, p50 / p99 ms',
+    ],
+    rows: s.apiTimes!.map((r) => [
+      r.route,
+      r.count,
+      r.p50,
+      r.p99,
+      ...(balancer ? [pair(balancer.find((b) => b.route === r.route))] : []),
+      pair(seen[r.route]),
+    ]),
     notes: [
       'From Koa taking the request to its answer, interpolated within the histogram buckets (5 ms to 20 s). What the buyers saw beyond it was spent before: the balancer, the kernel queues, an API busy with other requests, the drill itself.',
+      ...(balancer
+        ? [
+            "At the balancer: HAProxy's time from the request's first byte to the answer's last, one value per answer. Beyond it, the time was the drill's own (see its event loop in the headline).",
+          ]
+        : []),
     ],
   };
 }

@@ -2,8 +2,10 @@
 // each moved the drop, the CPU each kind of process spent (with --cluster) per sale and per refused
 // buyer, the Temporal actions of the drop's workflows, Stripe's calls, 429s and floor, and the APIs'
 // own time per route.
+import fs from 'node:fs';
 import type { ProcessKind } from '../dev/cluster';
 import { connectionsNow, dbGrowth, dbSnapshot, type DbGrowth, type DbSnapshot } from '../dev/db-footprint';
+import { balancerRouteTimes } from './balancer-times';
 import { countActions, versionFigures, type ActionCount, type ActionType } from './actions';
 import { CpuMeter, type MemoryPeak } from './cpu';
 import { DRILL_DEPLOYMENT, faultEffects, runFaults, type FaultEffect, type FaultRecord } from './faults';
@@ -107,6 +109,8 @@ export interface Measured {
   faults: FaultSummary[];
   /** The APIs' own time per route over the drop, from their /metrics (when the drill started them). */
   apiTimes?: RouteTime[];
+  /** The balancer's time per route over the drop, from its line per answer (with --cluster and HAProxy). */
+  balancerTimes?: RouteTime[];
   cost?: CostFigures;
   footprint?: Footprint;
   temporalActions?: ActionFigures;
@@ -232,6 +236,9 @@ export class DropMeasures {
     const measured: Measured = { faults: [] };
     const urls = this.metricsUrls();
     if (urls.length) measured.apiTimes = dropRouteTimes(this.histogramsBefore, await readHistograms(urls));
+    const balancerLog = this.target.cluster?.balancerLog;
+    if (balancerLog)
+      measured.balancerTimes = balancerRouteTimes(fs.readFileSync(balancerLog, 'utf8'), this.startedAt, Date.now());
     measured.footprint = await this.footprint();
     if (this.stripeBefore && stripeAfter) {
       measured.stripe = stripeFigures({

@@ -1,5 +1,6 @@
 // What the drill measures while it runs: every answer's latency, by route and answer, and per
 // second; and the buyers' own state, which the progress display, the timeline and the report read.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Behaviour } from './options';
 
 /** Where a buyer is; `done` once it has its outcome. */
@@ -63,9 +64,33 @@ export class Recorder {
   /** What each request waited for one of the drill's own sockets (`--concurrency`), left out of its latency. */
   private readonly socketWaits: number[] = [];
   readonly buyers: BuyerRecord[] = [];
+  /**
+   * How late this process's own event loop ran (a timer due every 20 ms): a response the drill read
+   * late is counted in that request's latency, so this is the drill's own share of what it reports.
+   */
+  private readonly loop = monitorEventLoopDelay({ resolution: 20 });
 
   constructor(t0: number) {
     this.t0 = t0;
+  }
+
+  /** The crowd starts (`true`) or is done: the event loop's delay is measured in between. */
+  watchLoop(on: boolean): void {
+    if (on) this.loop.enable();
+    else this.loop.disable();
+  }
+
+  /** The drill's event-loop delay while the crowd ran, in ms. */
+  loopDelay(): Percentiles {
+    const ms = (ns: number) => Math.round(ns / 1e5) / 10;
+    const h = this.loop;
+    return {
+      count: h.count,
+      p50: ms(h.percentile(50)),
+      p90: ms(h.percentile(90)),
+      p99: ms(h.percentile(99)),
+      max: ms(h.max),
+    };
   }
 
   now(): number {

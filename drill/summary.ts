@@ -85,6 +85,11 @@ export interface Summary {
      * latency here: a buyer has a connection of its own. Far from 0, the drill throttled its crowd.
      */
     socketWait: Percentiles;
+    /**
+     * How late the drill's own event loop ran while the crowd ran, in ms: a latency here includes the
+     * drill's delay in reading its answer. Far from 0, the drill measured its own busy loop too.
+     */
+    drillLoopDelay: Percentiles;
     durationSeconds: number;
     invariantsHeld: boolean;
   };
@@ -105,6 +110,7 @@ export interface Summary {
   faults: Measured['faults'];
   /** The APIs' own time per route (their /metrics), when the drill started them. */
   apiTimes?: Measured['apiTimes'];
+  balancerTimes?: Measured['balancerTimes'];
   /** With --cluster: CPU by kind of process, per sale and per refused buyer. */
   cost?: Measured['cost'];
   /** Memory peaks, log volume and (with --cluster) Postgres's growth over the drop. */
@@ -209,6 +215,7 @@ export function summarise(o: {
         buyers.filter((b) => b.checkoutAt !== undefined).map((b) => b.checkoutAt! - Math.max(0, b.arrivedAt ?? 0)),
       ),
       socketWait: recorder.socketWait(),
+      drillLoopDelay: recorder.loopDelay(),
       durationSeconds: Math.round(o.endedAt / 100) / 10,
       invariantsHeld: o.checks.every((c) => c.result !== 'fail'),
     },
@@ -230,6 +237,7 @@ export function summarise(o: {
     timeline: o.timeline,
     faults: o.measured?.faults ?? [],
     ...(o.measured?.apiTimes ? { apiTimes: o.measured.apiTimes } : {}),
+    ...(o.measured?.balancerTimes ? { balancerTimes: o.measured.balancerTimes } : {}),
     ...(o.measured?.cost ? { cost: o.measured.cost } : {}),
     ...(o.measured?.footprint ? { footprint: o.measured.footprint } : {}),
     ...(o.measured?.temporalActions ? { temporalActions: o.measured.temporalActions } : {}),
@@ -259,6 +267,10 @@ export function headlineTable(s: Summary): string {
     [
       'drill sockets',
       `${s.options.concurrency} for calls, as many for polls; a request waited for one p50 ${h.socketWait.p50} ms, p99 ${h.socketWait.p99} ms (left out of the latencies)`,
+    ],
+    [
+      'drill event loop',
+      `ran late p50 ${h.drillLoopDelay.p50} ms, p99 ${h.drillLoopDelay.p99} ms, at most ${h.drillLoopDelay.max} ms (inside the latencies: the drill's own share)`,
     ],
     ['duration', `${h.durationSeconds} s`],
     ['invariants', h.invariantsHeld ? 'all held' : 'FAILED'],

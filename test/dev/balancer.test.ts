@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { findHaproxy, startBalancer } from '../../dev/balancer';
+import { balancerRouteTimes } from '../../drill/balancer-times';
 import { CROWD_PATH_PREFIXES } from '../../api/lanes';
 
 // The balancer's lanes against the real HAProxy (installed by .ci/run): two stand-in APIs, one for
@@ -70,6 +71,25 @@ test('with lanes the crowd’s paths go to the crowd’s API, the rest to the bu
     t.is(CROWD_PATH_PREFIXES.length, 3, 'every prefix is asked here');
     for (const [m, p] of crowdPaths) t.is(await ask(balancer.url, m, p), 'crowd', `${m} ${p}`);
     for (const [m, p] of buyerPaths) t.is(await ask(balancer.url, m, p), 'buyers', `${m} ${p}`);
+
+    // A line per answer with its time (the drill's balancer times), for the routes the drill reports.
+    const logged = async () => {
+      for (let i = 0; i < 50; i++) {
+        const times = balancerRouteTimes(fs.readFileSync(balancer.logFile, 'utf8'), 0, Date.now());
+        if (times.length === 4) return times;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return balancerRouteTimes(fs.readFileSync(balancer.logFile, 'utf8'), 0, Date.now());
+    };
+    t.deepEqual(
+      (await logged()).map((r) => [r.route, r.count, r.p50 >= 0]),
+      [
+        ['POST /v1/products/:sku/queue', 1, true],
+        ['GET /v1/queue/:ticket', 1, true],
+        ['GET /v1/purchases/:id', 1, true],
+        ['POST /v1/purchases', 1, true],
+      ],
+    );
 
     // The crowd's API goes away: its lane is served by the buyers' (the backups), nothing refused.
     crowd.server.closeAllConnections();

@@ -95,6 +95,12 @@ test.serial(
     t.true(actions.perSale > 3, `${actions.perSale} actions per sale`);
     t.true(summary.stripe.endpoints.some((e: any) => e.endpoint === 'POST /v1/checkout/sessions' && e.served > 0));
     t.true(summary.stripe.sessionsOpened >= summary.headline.checkouts);
+    if (findHaproxy()) {
+      // The balancer's time per route, from its line per answer, beside the APIs' own.
+      const atBalancer = summary.balancerTimes.find((r: any) => r.route === 'POST /v1/purchases');
+      t.true(atBalancer.count >= summary.headline.checkouts, JSON.stringify(summary.balancerTimes));
+      t.regex(run.stdout, /at the balancer, p50 \/ p99 ms/);
+    }
     for (const heading of ['Faults', 'CPU by kind of process', 'Temporal actions', 'Stripe (the emulator)'])
       t.true(run.stdout.includes(heading), `the run prints ${heading}`);
     const html = fs.readFileSync(path.join(out, 'report.html'), 'utf8');

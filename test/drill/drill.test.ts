@@ -57,6 +57,8 @@ test.serial('a small drill on its own stack serves every buyer once and every in
   t.true(inApi.p50 > 0, JSON.stringify(inApi));
   t.regex(run.stdout, /The APIs' own time per route/);
   t.true(summary.headline.socketWait.count > 0);
+  t.true(summary.headline.drillLoopDelay.count > 0, 'the drill’s event loop was watched while its crowd ran');
+  t.regex(run.stdout, /drill event loop +ran late p50/);
 
   // The report: one file with the charts' library and data inside.
   const html = fs.readFileSync(path.join(out, 'report.html'), 'utf8');
