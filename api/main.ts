@@ -6,7 +6,7 @@ import { isLiveKey, loadApiConfig } from '../config';
 import { createBuyerVerifier } from '../config/buyer-tokens';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
 import { activeTracing, temporalClientInterceptors } from '../config/tracing';
-import { listening } from '../config/listen';
+import { LISTEN_BACKLOG, listening } from '../config/listen';
 import { describeTemporal } from '../config/temporal';
 import { createRoomTokens } from '../config/room-tokens';
 import { Admitter } from '../store/admitter';
@@ -110,7 +110,7 @@ async function main(): Promise<void> {
       secureCookies: config.publicUrl.startsWith('https:'),
     },
   };
-  const server = createApp(deps).listen(config.port, config.host);
+  const server = createApp(deps).listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
   await listening(server, { port: config.port, host: config.host, portVar: 'PORT', hostVar: 'HOST' });
   log(`listening on http://${config.host}:${config.port}; Temporal ${describeTemporal(config.temporal)}`);
   log(

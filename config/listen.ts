@@ -13,6 +13,14 @@ export interface ListenSettings {
   hostVar: string;
 }
 
+/**
+ * How many connections the kernel keeps waiting for the process to accept them (Node's default is
+ * 511; the kernel caps it at net.core.somaxconn, 4096 on Linux 5.4 and later). A crowd's burst opens
+ * connections faster than a busy event loop accepts them: a full queue drops the handshake, and the
+ * client (a load balancer, a buyer) tries again only after a second or more.
+ */
+export const LISTEN_BACKLOG = 4096;
+
 const HOST_EXAMPLES = 'e.g. 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)';
 
 /** The configuration problem a failed `listen` stands for, naming the variable to change. */
