@@ -43,7 +43,22 @@ export class HttpClient {
     }
   }
 
-  send(method: string, pathname: string, headers: Record<string, string> = {}, body?: string): Promise<Reply> {
+  /**
+   * One request. A request sent on a kept-alive connection that the server had just closed as idle
+   * (reset before any answer: Node marks it `reusedSocket`) is sent once more on another, as a
+   * browser does: the server never read it. Without this, a client whose event loop runs late reads
+   * the server's close only after it has picked that connection again.
+   */
+  async send(method: string, pathname: string, headers: Record<string, string> = {}, body?: string): Promise<Reply> {
+    try {
+      return await this.sendOnce(method, pathname, headers, body);
+    } catch (err) {
+      if (!closedWhileIdle(err)) throw err;
+      return this.sendOnce(method, pathname, headers, body);
+    }
+  }
+
+  private sendOnce(method: string, pathname: string, headers: Record<string, string>, body?: string): Promise<Reply> {
     return new Promise((resolve, reject) => {
       const asked = performance.now();
       let waitedMs = 0;
@@ -68,7 +83,10 @@ export class HttpClient {
       // A request queued behind busy sockets is given one later: the wait is the client's, not the server's.
       req.once('socket', () => (waitedMs = performance.now() - asked));
       req.setTimeout(this.timeoutMs, () => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)));
-      req.on('error', reject);
+      req.on('error', (err: NodeJS.ErrnoException & { reusedSocket?: boolean }) => {
+        err.reusedSocket = req.reusedSocket;
+        reject(err);
+      });
       req.end(body);
     });
   }
@@ -87,6 +105,11 @@ export class HttpClient {
     this.agent.destroy();
   }
 }
+
+const closedWhileIdle = (err: unknown): boolean => {
+  const e = err as NodeJS.ErrnoException & { reusedSocket?: boolean };
+  return e?.reusedSocket === true && e.code === 'ECONNRESET';
+};
 
 /** A JSON object body, or `{}` for anything else (empty, not JSON, not an object). */
 export function parseJson(text: string): Record<string, unknown> {
