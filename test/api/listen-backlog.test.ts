@@ -1,11 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { LISTEN_BACKLOG } from '../../config/listen';
-import { freePort } from '../../dev/proc';
-import { serviceEnv, startApiProcess, systemSecrets } from '../../dev/local-system';
-import { temporalAddress } from '../helpers/temporal';
+import { startTestApi } from '../helpers/api-process';
 
 // The real API process (api/main.ts) keeps a crowd's new connections waiting for it up to
 // LISTEN_BACKLOG, not Node's default 511: in the 10,000-buyer cluster drill with the crowd on one API
@@ -14,18 +11,7 @@ import { temporalAddress } from '../helpers/temporal';
 // net.core.somaxconn; `ss` shows a listener's queue size as its Send-Q.
 
 test('the API listens with a backlog of LISTEN_BACKLOG, as far as the kernel allows', async (t) => {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const env = serviceEnv({
-    databaseUrl: process.env.DATABASE_URL!,
-    temporalAddress: temporalAddress(),
-    temporalNamespace: 'default',
-    taskQueue: `test-${randomUUID()}`,
-    emulatorUrl: 'http://127.0.0.1:9',
-    publicUrl: url,
-    secrets: systemSecrets('listen-backlog'),
-  });
-  const api = startApiProcess('api', port, env);
+  const { api, port } = await startTestApi('listen-backlog');
   try {
     await api.ready;
     const line = execFileSync('ss', ['-Hltn', `sport = :${port}`], { encoding: 'utf8' }).trim();

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
-import { freePort } from '../../dev/proc';
-import { serviceEnv, startApiProcess, systemSecrets, type NodePart } from '../../dev/local-system';
-import { temporalAddress } from '../helpers/temporal';
+import { startTestApi } from '../helpers/api-process';
 
 // Who may read GET /metrics of the real API process (api/main.ts): with METRICS_TOKEN set, only a
 // caller with it; without, anyone, which the API allows only while it listens on loopback (the
@@ -10,20 +8,7 @@ import { temporalAddress } from '../helpers/temporal';
 
 const METRICS_TOKEN = `metrics-${randomUUID()}`;
 
-async function startApi(env: NodeJS.ProcessEnv): Promise<{ api: NodePart; url: string }> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const base = serviceEnv({
-    databaseUrl: process.env.DATABASE_URL!,
-    temporalAddress: temporalAddress(),
-    temporalNamespace: 'default',
-    taskQueue: `test-${randomUUID()}`,
-    emulatorUrl: 'http://127.0.0.1:9',
-    publicUrl: url,
-    secrets: systemSecrets('metrics-token'),
-  });
-  return { api: startApiProcess('api', port, { ...base, ...env }), url };
-}
+const startApi = (env: NodeJS.ProcessEnv) => startTestApi('metrics-token', env);
 
 const scrape = (url: string, token?: string) =>
   fetch(`${url}/metrics`, token ? { headers: { authorization: `Bearer ${token}` } } : {});

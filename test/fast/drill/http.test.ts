@@ -1,12 +1,11 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { DrillHttp } from '../../../drill/http';
 import { Recorder } from '../../../drill/recorder';
 
-test('a request that waits for one of the drill’s sockets is timed from when it got one, and its wait is counted apart', async (t) => {
-  // Each answer takes 500 ms; with one socket, the second request waits for the first.
-  const server = http.createServer((_req, res) => setTimeout(() => res.end('{}'), 500));
+/** The drill's client on one socket to `server` (listening here), recording into a recorder of its own. */
+async function drillOn(t: ExecutionContext, server: net.Server): Promise<{ recorder: Recorder; drill: DrillHttp }> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => server.close());
   const recorder = new Recorder(Date.now());
@@ -14,6 +13,13 @@ test('a request that waits for one of the drill’s sockets is timed from when i
     recorder.record(answer, ms, waited),
   );
   t.teardown(() => drill.close());
+  return { recorder, drill };
+}
+
+test('a request that waits for one of the drill’s sockets is timed from when it got one, and its wait is counted apart', async (t) => {
+  // Each answer takes 500 ms; with one socket, the second request waits for the first.
+  const server = http.createServer((_req, res) => setTimeout(() => res.end('{}'), 500));
+  const { recorder, drill } = await drillOn(t, server);
 
   await Promise.all([drill.call('GET', '/a', '/a'), drill.call('GET', '/b', '/b')]);
 
@@ -41,13 +47,7 @@ test('a request sent on a kept-alive connection the server had closed while idle
       socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => server.close());
-  const recorder = new Recorder(Date.now());
-  const drill = new DrillHttp(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, 1, (answer, ms, waited) =>
-    recorder.record(answer, ms, waited),
-  );
-  t.teardown(() => drill.close());
+  const { recorder, drill } = await drillOn(t, server);
 
   t.is((await drill.call('GET', '/a', '/a')).status, 200);
   t.is((await drill.call('GET', '/b', '/b')).status, 200, 'answered on a new connection');
