@@ -3,6 +3,9 @@ import https from 'node:https';
 
 /** HTTP for the benchmarks: one keep-alive agent sized to the concurrency (undici is not installed: node:http). */
 
+/** Shorter than any server's idle timeout the benchmarks and the drill meet (HAProxy's 30 s in the cluster). */
+const IDLE_CONNECTION_MS = 20_000;
+
 export interface Reply {
   status: number;
   body: string;
@@ -18,12 +21,14 @@ export class HttpClient {
   /**
    * `timeoutMs`: a request with no answer by then fails (as a network error). `localAddress`: where
    * each new connection comes from (the drill's crowd, many loopback addresses as many clients).
+   * `idleMs`: how long a connection is kept open with nothing to send.
    */
   constructor(
     base: string,
     sockets: number,
     private readonly timeoutMs: number,
     localAddress?: () => string,
+    idleMs = IDLE_CONNECTION_MS,
   ) {
     this.url = new URL(base);
     this.transport = this.url.protocol === 'https:' ? https : http;
@@ -31,6 +36,10 @@ export class HttpClient {
     // spread over the addresses instead of keeping to the one socket used last.
     const agentOpts = {
       keepAlive: true,
+      // An idle connection is closed here before the server closes it (the cluster's HAProxy after
+      // 30 s, `timeout http-keep-alive`; Node's servers say theirs in `Keep-Alive`, which the agent
+      // follows): a busy client reads the server's close late, after picking the connection again.
+      timeout: idleMs,
       maxSockets: sockets,
       maxFreeSockets: sockets,
       ...(localAddress ? { scheduling: 'fifo' as const } : {}),
