@@ -39,6 +39,13 @@ export function findHaproxy(env: NodeJS.ProcessEnv = process.env): string | unde
 }
 
 /**
+ * One line per answer on HAProxy's output: `request <ms since the epoch> <method> <path> <status>
+ * <Ta>`, Ta being the ms from the request's first byte reaching the balancer to the answer's last byte
+ * leaving it: what a client next to the balancer waits (drill/balancer-times.ts reads it).
+ */
+export const REQUEST_LOG_FORMAT = 'request %Ts%ms %HM %HP %ST %Ta';
+
+/**
  * The balancer's config. Each API is a checked server (`/readyz` every second, out after two
  * failures, back after two passes) and once more a backup without checks: when every API fails its
  * readiness at once (Temporal or Postgres down for all of them), the balancer still hands requests to
@@ -48,13 +55,6 @@ export function findHaproxy(env: NodeJS.ProcessEnv = process.env): string | unde
  * `option forwardfor` appends the client's address to X-Forwarded-For, which the APIs believe from
  * the balancer's address (TRUSTED_PROXIES): their per-address limits count each client, not HAProxy.
  */
-/**
- * One line per answer on HAProxy's output: `request <ms since the epoch> <method> <path> <status>
- * <Ta>`, Ta being the ms from the request's first byte reaching the balancer to the answer's last byte
- * leaving it: what a client next to the balancer waits (drill/balancer-times.ts reads it).
- */
-export const REQUEST_LOG_FORMAT = 'request %Ts%ms %HM %HP %ST %Ta';
-
 export function haproxyConfig(o: { port: number; servers: BalancedServer[]; maxconn?: number }): string {
   const lanes = o.servers.some((s) => s.lane !== undefined);
   const serves = (lane: Lane) => o.servers.filter((s) => s.lane === undefined || s.lane === lane);
