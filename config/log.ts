@@ -26,7 +26,8 @@ export function logLevel(env: Record<string, string | undefined>): LogLevel {
  * The logger of one process: `service` names it on every line; levels are written as words
  * (`"level":"info"`) and times as ISO 8601, which log pipelines read without a mapping. Errors are
  * serialised (type, message, stack) under `err` or `error`, the key Temporal's SDK uses. With
- * tracing on, a line logged inside a span carries its ids (`traceFields`).
+ * tracing on, a line logged inside a span carries its ids (`traceFields`). Lines go to standard
+ * output synchronously unless `destination` says otherwise.
  */
 export function createLogger(
   service: string,
@@ -42,7 +43,10 @@ export function createLogger(
       serializers: { err: pino.stdSerializers.err, error: pino.stdSerializers.err },
       mixin: traceFields,
     },
-    destination,
+    // Written as they are logged, in order: pino's default (an asynchronous stream) let a process's
+    // last lines come out of order when it exited while a write to a full pipe was pending (the API's
+    // drain: "stopped" before "every request answered", a fresh-clone CI run, 2026-12-05).
+    destination ?? pino.destination({ dest: 1, sync: true }),
   );
 }
 
