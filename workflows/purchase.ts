@@ -98,11 +98,13 @@ async function takeHold(saga: PurchaseSaga): Promise<Hold | null> {
   const { purchaseId, sku, buyerId, quantity, unitId, terms } = saga.input;
   const hold = await localActs.takeHold({ purchaseId, sku, buyerId, quantity, unitId, terms });
   if (hold.outcome === 'rejected') {
-    await saga.setStatus('rejected', {
+    const rejected = {
       rejection: hold.rejection,
       reason: hold.rejection.replace(/_/g, ' '),
       ...(hold.heldBy ? { heldBy: hold.heldBy } : {}),
-    });
+    };
+    // The run ends here: nothing follows a refused hold (no session, so no payment).
+    await saga.setStatus('rejected', rejected, { runEnds: true });
     return null;
   }
   Object.assign(saga.state, {

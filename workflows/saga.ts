@@ -29,9 +29,19 @@ export const ONE_STEP_ENDINGS_PATCH = 'one-step-endings';
  * Endings a run that ends with them does not publish as its `PurchaseStatus`: nothing looks a closed
  * run up by them (`sagas stuck` and the operators' filters ask for running sagas; the outcome is the
  * run's result and the purchase's record), and each would cost an action and a visibility write.
- * `failed`, `rejected`, `refunded` and `needs_attention` are published.
+ * `failed`, `refunded` and `needs_attention` are published; `rejected` too by sagas from before
+ * PUBLISH_CHANGES_PATCH.
  */
 const UNPUBLISHED_ENDINGS: readonly PurchaseStatus[] = ['confirmed', 'late_confirmed', 'expired', 'payment_failed'];
+
+/**
+ * The marker of sagas that publish only what changes (issue 34): a status published again with the
+ * same hold expiry (a declined card keeps the purchase `awaiting_payment`) is not upserted again, and
+ * a hold refused at once (`rejected`, the run's only step) is left unpublished like the endings of
+ * `UNPUBLISHED_ENDINGS`. Each upsert left off is a billed action and a visibility write. Sagas from
+ * before it replay their upserts.
+ */
+export const PUBLISH_CHANGES_PATCH = 'publish-changes-only';
 
 /**
  * The state of one purchase saga and the steps that settle it once the hold is taken. Shared by the
@@ -51,6 +61,8 @@ export class PurchaseSaga {
    * whole second of Stripe's event time (events carry whole seconds), or when the saga learned it.
    */
   paidAt?: number;
+  /** What this run last upserted as its search attributes (status and hold expiry), if anything. */
+  private published?: string;
 
   constructor(readonly input: PurchaseInput) {
     this.state = {
@@ -66,10 +78,10 @@ export class PurchaseSaga {
     return this.fold.payment;
   }
 
-  async setStatus(status: PurchaseStatus, patch: Partial<PurchaseState>): Promise<void> {
+  async setStatus(status: PurchaseStatus, patch: Partial<PurchaseState>, o: { runEnds?: boolean } = {}): Promise<void> {
     // The record first: once the state says so (and an update or query answers with it), the API can read it.
     await acts.recordPurchase(this.state.purchaseId, { ...patch, status });
-    this.markStatus(status, patch);
+    this.markStatus(status, patch, o);
   }
 
   /** Gives the hold back (`releaseAs`) and records how the purchase ended: one activity (ONE_STEP_ENDINGS_PATCH). */
@@ -100,7 +112,8 @@ export class PurchaseSaga {
   /**
    * The state and search attributes only, for a step whose activity already wrote the record.
    * `runEnds`: the run ends with this status, which then stays unpublished if it is one of
-   * UNPUBLISHED_ENDINGS (only under ONE_STEP_ENDINGS_PATCH).
+   * UNPUBLISHED_ENDINGS (only under ONE_STEP_ENDINGS_PATCH), or `rejected` (PUBLISH_CHANGES_PATCH).
+   * What this run published already is not upserted again (PUBLISH_CHANGES_PATCH).
    */
   markStatus(status: PurchaseStatus, patch: Partial<PurchaseState>, o: { runEnds?: boolean } = {}): void {
     // Not a command: logged once when it happens, not again on replay.
@@ -111,6 +124,10 @@ export class PurchaseSaga {
     if (!canMove(from, status)) log.error('purchase status moved outside PURCHASE_TRANSITIONS', { from, to: status });
     Object.assign(this.state, patch, { status });
     if (o.runEnds && UNPUBLISHED_ENDINGS.includes(status)) return;
+    if (o.runEnds && status === 'rejected' && patched(PUBLISH_CHANGES_PATCH)) return;
+    const publication = `${status} ${this.state.holdExpiresAt ?? ''}`;
+    if (publication === this.published && patched(PUBLISH_CHANGES_PATCH)) return;
+    this.published = publication;
     upsertSearchAttributes([
       { key: PurchaseStatusKey, value: status },
       ...(this.state.holdExpiresAt ? [{ key: HoldExpiresAtKey, value: new Date(this.state.holdExpiresAt) }] : []),
