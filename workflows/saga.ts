@@ -125,12 +125,15 @@ export class PurchaseSaga {
     Object.assign(this.state, patch, { status });
     if (o.runEnds && UNPUBLISHED_ENDINGS.includes(status)) return;
     if (o.runEnds && status === 'rejected' && patched(PUBLISH_CHANGES_PATCH)) return;
-    const publication = `${status} ${this.state.holdExpiresAt ?? ''}`;
+    const { holdExpiresAt } = this.state;
+    const publication = `${status} ${holdExpiresAt}`;
     if (publication === this.published && patched(PUBLISH_CHANGES_PATCH)) return;
     this.published = publication;
     upsertSearchAttributes([
       { key: PurchaseStatusKey, value: status },
-      ...(this.state.holdExpiresAt ? [{ key: HoldExpiresAtKey, value: new Date(this.state.holdExpiresAt) }] : []),
+      ...(holdExpiresAt
+        ? [{ key: HoldExpiresAtKey, value: new Date(holdExpiresAt) }]
+        : /* istanbul ignore next -- only a refused hold published before the patch has no expiry (its replay) */ []),
     ]);
   }
 
