@@ -1,5 +1,6 @@
 import test from 'ava';
 import pg from 'pg';
+import { activeHoldOf } from '../../store/holds';
 import { lookupForAdmission } from '../../store/open-purchase';
 import { createProduct } from '../../store/products';
 import { testDb, uniqueSku } from '../helpers/db';
@@ -61,4 +62,12 @@ test('looking up 30 buyers of a SKU with 3,000 active holds reads their own rows
   );
   // A probe or two per ask: reading the SKU's active holds for each would be 3,000 rows an ask.
   t.true((read.holds ?? 0) <= 60, `${read.holds} rows of holds read for 30 asks`);
+
+  // The hold desk names the buyer's hold the same way when it refuses a second one (hold_exists).
+  const named: { heldBy?: string | null } = {};
+  const reads = await rowsRead(client, async () => {
+    named.heldBy = await activeHoldOf(client, sku, 'b0');
+  });
+  t.is(named.heldBy, `${sku}-p0`);
+  t.true((reads.holds ?? 0) <= 5, `${reads.holds} rows of holds read to name one buyer's hold`);
 });
