@@ -73,3 +73,30 @@ export function countingPool(db: pg.Pool, marker: string): { pool: pg.Pool; coun
   });
   return { pool, count: () => n };
 }
+
+/** Rows a table had read by one piece of work: its sequential scans, and its rows fetched by index or scan. */
+export interface TableReads {
+  seqScans: number;
+  fetched: number;
+}
+
+/**
+ * Runs `run` on `client` inside a transaction it then rolls back, and says what it read of each
+ * table (from `pg_stat_xact_user_tables`; a table it never touched is missing).
+ */
+export async function tableReads(client: pg.Client, run: () => Promise<unknown>): Promise<Record<string, TableReads>> {
+  // pg_stat_xact_* also count what earlier transactions of the connection read and have not yet
+  // sent to the shared statistics (sent at most once a second): send them first.
+  await client.query('SELECT pg_stat_force_next_flush()');
+  await client.query('BEGIN');
+  try {
+    await run();
+    const { rows } = await client.query<{ relname: string; seq: string; fetched: string }>(
+      `SELECT relname, seq_scan AS seq, coalesce(idx_tup_fetch, 0) + seq_tup_read AS fetched
+         FROM pg_stat_xact_user_tables`,
+    );
+    return Object.fromEntries(rows.map((r) => [r.relname, { seqScans: Number(r.seq), fetched: Number(r.fetched) }]));
+  } finally {
+    await client.query('ROLLBACK');
+  }
+}

@@ -3,30 +3,13 @@ import pg from 'pg';
 import { activeHoldOf } from '../../store/holds';
 import { lookupForAdmission } from '../../store/open-purchase';
 import { createProduct } from '../../store/products';
-import { testDb, uniqueSku } from '../helpers/db';
+import { tableReads, testDb, uniqueSku } from '../helpers/db';
 
 // Every buyer's purchase request is looked up before the gate answers it (store/admission.ts): the
 // lookup must read the buyer's own rows, not the SKU's, however many holds the SKU has.
 
 const db = testDb(4);
 test.after.always(() => db.end());
-
-/** Rows of `holds` and `purchases` that `run` read on `client`, in a transaction rolled back after. */
-async function rowsRead(client: pg.Client, run: () => Promise<unknown>): Promise<Record<string, number>> {
-  // pg_stat_xact_* also count what the connection read before and has not sent yet: send it first.
-  await client.query('SELECT pg_stat_force_next_flush()');
-  await client.query('BEGIN');
-  try {
-    await run();
-    const { rows } = await client.query<{ relname: string; fetched: string }>(
-      `SELECT relname, coalesce(idx_tup_fetch, 0) + seq_tup_read AS fetched
-         FROM pg_stat_xact_user_tables WHERE relname IN ('holds', 'purchases')`,
-    );
-    return Object.fromEntries(rows.map((r) => [r.relname, Number(r.fetched)]));
-  } finally {
-    await client.query('ROLLBACK');
-  }
-}
 
 test('looking up 30 buyers of a SKU with 3,000 active holds reads their own rows only, and finds a hold and a sale', async (t) => {
   const sku = uniqueSku('lookup');
@@ -51,7 +34,7 @@ test('looking up 30 buyers of a SKU with 3,000 active holds reads their own rows
   await client.connect();
   t.teardown(() => client.end());
   let found: Awaited<ReturnType<typeof lookupForAdmission>> = [];
-  const read = await rowsRead(client, async () => {
+  const read = await tableReads(client, async () => {
     found = await lookupForAdmission(client, asks);
   });
   t.like(found[0], { record: null, heldBy: `${sku}-p0`, bought: 0 });
@@ -61,13 +44,13 @@ test('looking up 30 buyers of a SKU with 3,000 active holds reads their own rows
     'the new buyers hold nothing',
   );
   // A probe or two per ask: reading the SKU's active holds for each would be 3,000 rows an ask.
-  t.true((read.holds ?? 0) <= 60, `${read.holds} rows of holds read for 30 asks`);
+  t.true(read.holds.fetched <= 60, `${read.holds.fetched} rows of holds read for 30 asks`);
 
   // The hold desk names the buyer's hold the same way when it refuses a second one (hold_exists).
   const named: { heldBy?: string | null } = {};
-  const reads = await rowsRead(client, async () => {
+  const reads = await tableReads(client, async () => {
     named.heldBy = await activeHoldOf(client, sku, 'b0');
   });
   t.is(named.heldBy, `${sku}-p0`);
-  t.true((reads.holds ?? 0) <= 5, `${reads.holds} rows of holds read to name one buyer's hold`);
+  t.true(reads.holds.fetched <= 5, `${reads.holds.fetched} rows of holds read to name one buyer's hold`);
 });

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { takeHoldsBatch } from '../../store/hold-desk';
 import { convertHold } from '../../store/holds';
 import { createProduct } from '../../store/products';
-import { assertInvariants, testDb, uniqueSku } from '../helpers/db';
+import { assertInvariants, tableReads, testDb, uniqueSku, type TableReads } from '../helpers/db';
 
 // The hold desk's batch is planned once per connection (migration 026): these prove that a plan
 // cached while a SKU was small still finds a batch's rows by key when the SKU has thousands of
@@ -12,44 +12,35 @@ import { assertInvariants, testDb, uniqueSku } from '../helpers/db';
 const db = testDb(4);
 test.after.always(() => db.end());
 
-interface Read {
-  seqScans: number;
-  fetched: number;
+interface Read extends TableReads {
   /** The plans of the batch's statements that read `holds`, for the failure message. */
   plans: string;
 }
 
 /** Runs one batch on `client` in a transaction it rolls back, and counts the `holds` rows it read. */
 async function readsOfOneBatch(client: pg.Client, sku: string, ids: string[], buyers: string[]): Promise<Read> {
-  // pg_stat_xact_* also count what earlier transactions of the connection read and have not yet
-  // sent to the shared statistics (sent at most once a second): send them first.
-  await client.query('SELECT pg_stat_force_next_flush()');
   const plans: string[] = [];
   const onNotice = (notice: { message?: string }) => {
     if (notice.message?.includes('holds')) plans.push(notice.message);
   };
   client.on('notice', onNotice);
-  await client.query('BEGIN');
   try {
-    await client.query(`LOAD 'auto_explain'`);
-    for (const setting of [
-      'auto_explain.log_min_duration = 0',
-      'auto_explain.log_nested_statements = on',
-      'auto_explain.log_analyze = on',
-      'auto_explain.log_timing = off',
-      'auto_explain.log_level = notice',
-    ])
-      await client.query(`SET LOCAL ${setting}`);
-    await client.query('SELECT * FROM take_holds_batch($1, $2, $3, $4, 0)', [sku, ids, buyers, ids.map(() => 1)]);
-    await client.query('SET LOCAL auto_explain.log_min_duration = -1');
-    const { rows } = await client.query<{ seq: string; fetched: string }>(
-      `SELECT seq_scan AS seq, coalesce(idx_tup_fetch, 0) + seq_tup_read AS fetched
-         FROM pg_stat_xact_user_tables WHERE relname = 'holds'`,
-    );
-    return { seqScans: Number(rows[0].seq), fetched: Number(rows[0].fetched), plans: plans.join('\n') };
+    const reads = await tableReads(client, async () => {
+      await client.query(`LOAD 'auto_explain'`);
+      for (const setting of [
+        'auto_explain.log_min_duration = 0',
+        'auto_explain.log_nested_statements = on',
+        'auto_explain.log_analyze = on',
+        'auto_explain.log_timing = off',
+        'auto_explain.log_level = notice',
+      ])
+        await client.query(`SET LOCAL ${setting}`);
+      await client.query('SELECT * FROM take_holds_batch($1, $2, $3, $4, 0)', [sku, ids, buyers, ids.map(() => 1)]);
+      await client.query('SET LOCAL auto_explain.log_min_duration = -1');
+    });
+    return { ...reads.holds, plans: plans.join('\n') };
   } finally {
     client.off('notice', onNotice);
-    await client.query('ROLLBACK');
   }
 }
 
