@@ -27,6 +27,7 @@ export const RECORDED_PATHS = [
   'session-answers-lost',
   'session-rate-limited',
   'address-limit-refunded',
+  'hold-refused',
 ] as const;
 export type RecordedPath = (typeof RECORDED_PATHS)[number];
 

@@ -247,6 +247,19 @@ async function recordAll(sys: System): Promise<Set<RecordedPath>> {
     if (i === 0) await sys.waitForPurchase(order.id, (r) => r.status === 'confirmed');
     else await record('address-limit-refunded', order.id, 'refunded');
   }
+
+  // A seat another buyer holds: the gate lets the purchase through (it counts units, not seats), and
+  // the saga's hold step refuses it; the run ends there.
+  const seats = await sys.createProduct({ stock: 2, units: ['S1', 'S2'] });
+  const seatHeld = await sys.buy(seats, 'replay-seat-first', { unitId: 'S1' });
+  if (seatHeld.status !== 201) throw new Error(`the first seat: ${seatHeld.status} ${JSON.stringify(seatHeld.body)}`);
+  const refused = await sys.buy(seats, 'replay-seat-second', { unitId: 'S1' });
+  if (refused.status !== 409 || !refused.body.purchaseId) {
+    throw new Error(`the taken seat: ${refused.status} ${JSON.stringify(refused.body)}`);
+  }
+  const ended = await sys.temporal.workflow.getHandle(purchaseWorkflowId(refused.body.purchaseId)).result();
+  if (ended.status !== 'rejected') throw new Error(`the taken seat's saga ended ${ended.status}`);
+  await writeRun('hold-refused', purchaseWorkflowId(refused.body.purchaseId));
   return recorded;
 }
 
