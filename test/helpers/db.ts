@@ -74,15 +74,17 @@ export function countingPool(db: pg.Pool, marker: string): { pool: pg.Pool; coun
   return { pool, count: () => n };
 }
 
-/** Rows a table had read by one piece of work: its sequential scans, and its rows fetched by index or scan. */
+/** What one piece of work did to a table: its sequential scans, its rows fetched by index or scan, and its rows written. */
 export interface TableReads {
   seqScans: number;
   fetched: number;
+  /** Rows inserted, updated or deleted. */
+  written: number;
 }
 
 /**
- * Runs `run` on `client` inside a transaction it then rolls back, and says what it read of each
- * table (from `pg_stat_xact_user_tables`; a table it never touched is missing).
+ * Runs `run` on `client` inside a transaction it then rolls back, and says what it read and wrote
+ * of each table (from `pg_stat_xact_user_tables`; a table it never touched is missing).
  */
 export async function tableReads(client: pg.Client, run: () => Promise<unknown>): Promise<Record<string, TableReads>> {
   // pg_stat_xact_* also count what earlier transactions of the connection read and have not yet
@@ -91,11 +93,14 @@ export async function tableReads(client: pg.Client, run: () => Promise<unknown>)
   await client.query('BEGIN');
   try {
     await run();
-    const { rows } = await client.query<{ relname: string; seq: string; fetched: string }>(
-      `SELECT relname, seq_scan AS seq, coalesce(idx_tup_fetch, 0) + seq_tup_read AS fetched
+    const { rows } = await client.query<{ relname: string; seq: string; fetched: string; written: string }>(
+      `SELECT relname, seq_scan AS seq, coalesce(idx_tup_fetch, 0) + seq_tup_read AS fetched,
+              n_tup_ins + n_tup_upd + n_tup_del AS written
          FROM pg_stat_xact_user_tables`,
     );
-    return Object.fromEntries(rows.map((r) => [r.relname, { seqScans: Number(r.seq), fetched: Number(r.fetched) }]));
+    return Object.fromEntries(
+      rows.map((r) => [r.relname, { seqScans: Number(r.seq), fetched: Number(r.fetched), written: Number(r.written) }]),
+    );
   } finally {
     await client.query('ROLLBACK');
   }
