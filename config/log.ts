@@ -54,9 +54,8 @@ export function createLogger(
  * Standard output for synchronous writes, a pipe made blocking first. Node leaves a pipe on standard
  * output non-blocking, and pino's writer meets a full one with EAGAIN, then sleeps 100 ms before each
  * try, and the event loop with it: in a 10,000-buyer drill, whose APIs write to pipes the drill reads,
- * an API spent 8 s of the crowd's first minute asleep there (its CPU profile), while joins waited
- * 3 s at the balancer. A blocking write waits only until the reader has taken some. (A file or a
- * terminal is written as it is.)
+ * an API spent 8 s of the crowd's first minute asleep there (its CPU profile). A blocking write waits
+ * only until the reader has taken some. (A file or a terminal is written as it is.)
  */
 function blockingStdout(): pino.DestinationStream {
   const handle = (process.stdout as unknown as { _handle?: { setBlocking?: (blocking: boolean) => number } })._handle;
