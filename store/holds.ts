@@ -1,6 +1,6 @@
 import { PG, constraintOf, pgCode, withTx, type Db, type Queryable, type Tx } from './db';
 import type { PurchaseInput } from '../vocabulary';
-import { toHold, type Hold, type HoldResult, type HoldRow, type HoldStatus } from './hold-types';
+import { activeHoldSql, toHold, type Hold, type HoldResult, type HoldRow, type HoldStatus } from './hold-types';
 import { forgetClaims } from './claims';
 import { appendMovements } from './ledger';
 import { lockBuyerOnSku } from './open-purchase';
@@ -24,15 +24,10 @@ export async function sweepExpired(db: Db): Promise<number> {
   return expired;
 }
 
-/**
- * The purchase that holds `sku` for this buyer now, if any (one at most: a unique index). Read among
- * the buyer's holds of the SKU (`holds_buyer`): `status = 'active'` alone lets Postgres read every
- * active hold of the SKU instead (see heldBySql in store/open-purchase.ts).
- */
+/** The purchase that holds `sku` for this buyer now, if any (one at most: a unique index). */
 export async function activeHoldOf(db: Queryable, sku: string, buyerId: string): Promise<string | null> {
   const { rows } = await db.query<{ purchase_id: string | null }>(
-    `SELECT max(purchase_id) FILTER (WHERE status = 'active') AS purchase_id
-       FROM holds WHERE sku = $1 AND buyer_id = $2 AND status IN ('active', 'sold')`,
+    `SELECT ${activeHoldSql('$1', '$2')} AS purchase_id`,
     [sku, buyerId],
   );
   return rows[0]?.purchase_id ?? null;

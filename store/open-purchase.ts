@@ -1,6 +1,7 @@
 import type { PurchaseRequest } from '../vocabulary';
 import { waitingInLine } from './checkout-line';
 import { withTx, type Db, type Queryable, type Tx } from './db';
+import { activeHoldSql } from './hold-types';
 import { getPurchase, purchaseIdFor, toRecord, type PurchaseRecord, type PurchaseRow } from './purchases';
 import { spendAdmissionSql } from './room';
 
@@ -17,16 +18,10 @@ export async function lockBuyerOnSku(tx: Tx, sku: string, buyerId: string): Prom
   await tx.query('SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', [sku, `buyer:${buyerId}`]);
 }
 
-/**
- * SQL: the purchase, other than `self`, that holds `sku` for `buyer` now: its active hold, else its
- * place in line. The hold is looked up among the buyer's holds of the SKU (`holds_buyer`, a row or
- * two): asked for `status = 'active'` alone, Postgres took the SKU's index of active holds and
- * read every one of them for each buyer (600 a lookup at the peak of a 600-unit drop).
- */
+/** SQL: the purchase, other than `self`, that holds `sku` for `buyer` now: its active hold, else its place in line. */
 const heldBySql = (sku: string, buyer: string, self: string) =>
   `coalesce(
-     (SELECT max(h.purchase_id) FILTER (WHERE h.status = 'active') FROM holds h
-       WHERE h.sku = ${sku} AND h.buyer_id = ${buyer} AND h.status IN ('active', 'sold') AND h.purchase_id <> ${self}),
+     ${activeHoldSql(sku, buyer, self)},
      (SELECT w.purchase_id FROM purchases w
        WHERE w.buyer_id = ${buyer} AND w.sku = ${sku} AND w.purchase_id <> ${self} AND ${waitingInLine('w')}
        ORDER BY w.created_at LIMIT 1))`;

@@ -75,7 +75,7 @@ export function countingPool(db: pg.Pool, marker: string): { pool: pg.Pool; coun
 }
 
 /** What one piece of work did to a table: its sequential scans, its rows fetched by index or scan, and its rows written. */
-export interface TableReads {
+export interface TableStats {
   seqScans: number;
   fetched: number;
   /** Rows inserted, updated or deleted. */
@@ -86,7 +86,7 @@ export interface TableReads {
  * Runs `run` on `client` inside a transaction it then rolls back, and says what it read and wrote
  * of each table (from `pg_stat_xact_user_tables`; a table it never touched is missing).
  */
-export async function tableReads(client: pg.Client, run: () => Promise<unknown>): Promise<Record<string, TableReads>> {
+export async function tableStats(client: pg.Client, run: () => Promise<unknown>): Promise<Record<string, TableStats>> {
   // pg_stat_xact_* also count what earlier transactions of the connection read and have not yet
   // sent to the shared statistics (sent at most once a second): send them first.
   await client.query('SELECT pg_stat_force_next_flush()');

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { activeHoldOf } from '../../store/holds';
 import { lookupForAdmission } from '../../store/open-purchase';
 import { createProduct } from '../../store/products';
-import { tableReads, testDb, uniqueSku } from '../helpers/db';
+import { tableStats, testDb, uniqueSku } from '../helpers/db';
 
 // Every buyer's purchase request is looked up before the gate answers it (store/admission.ts): the
 // lookup must read the buyer's own rows, not the SKU's, however many holds the SKU has.
@@ -34,7 +34,7 @@ test('looking up 30 buyers of a SKU with 3,000 active holds reads their own rows
   await client.connect();
   t.teardown(() => client.end());
   let found: Awaited<ReturnType<typeof lookupForAdmission>> = [];
-  const read = await tableReads(client, async () => {
+  const read = await tableStats(client, async () => {
     found = await lookupForAdmission(client, asks);
   });
   t.like(found[0], { record: null, heldBy: `${sku}-p0`, bought: 0 });
@@ -48,7 +48,7 @@ test('looking up 30 buyers of a SKU with 3,000 active holds reads their own rows
 
   // The hold desk names the buyer's hold the same way when it refuses a second one (hold_exists).
   const named: { heldBy?: string | null } = {};
-  const reads = await tableReads(client, async () => {
+  const reads = await tableStats(client, async () => {
     named.heldBy = await activeHoldOf(client, sku, 'b0');
   });
   t.is(named.heldBy, `${sku}-p0`);

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { takeHoldsBatch } from '../../store/hold-desk';
 import { convertHold } from '../../store/holds';
 import { createProduct } from '../../store/products';
-import { assertInvariants, tableReads, testDb, uniqueSku, type TableReads } from '../helpers/db';
+import { assertInvariants, tableStats, testDb, uniqueSku, type TableStats } from '../helpers/db';
 
 // The hold desk's batch is planned once per connection (migration 026): these prove that a plan
 // cached while a SKU was small still finds a batch's rows by key when the SKU has thousands of
@@ -12,7 +12,7 @@ import { assertInvariants, tableReads, testDb, uniqueSku, type TableReads } from
 const db = testDb(4);
 test.after.always(() => db.end());
 
-interface Read extends TableReads {
+interface Read extends TableStats {
   /** The plans of the batch's statements that read `holds`, for the failure message. */
   plans: string;
 }
@@ -25,7 +25,7 @@ async function readsOfOneBatch(client: pg.Client, sku: string, ids: string[], bu
   };
   client.on('notice', onNotice);
   try {
-    const reads = await tableReads(client, async () => {
+    const reads = await tableStats(client, async () => {
       await client.query(`LOAD 'auto_explain'`);
       for (const setting of [
         'auto_explain.log_min_duration = 0',

@@ -2,7 +2,7 @@ import test from 'ava';
 import pg from 'pg';
 import { JoinDesk } from '../../store/join-desk';
 import { createProduct } from '../../store/products';
-import { countingPool, tableReads, testDb, uniqueSku } from '../helpers/db';
+import { countingPool, tableStats, testDb, uniqueSku } from '../helpers/db';
 
 // The join desk (issue 35, item 1): a join costs no round trip of its own, a crowd joining again
 // writes nothing, and places still follow arrival order.
@@ -41,7 +41,7 @@ test('100 joins at once, half of them buyers joining again, take at most two sta
   await client.connect();
   t.teardown(() => client.end());
   let again: Awaited<ReturnType<JoinDesk['join']>>[] = [];
-  const written = await tableReads(client, async () => {
+  const written = await tableStats(client, async () => {
     // The desk on one connection: its statements run inside the transaction that counts them.
     const oneConnection = new JoinDesk(client as unknown as pg.Pool);
     again = await Promise.all(Array.from({ length: 100 }, (_, i) => oneConnection.join(sku, `b${i}`, `third-${i}`)));
