@@ -185,6 +185,9 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     opts.say?.(
       `starting the payments emulator, ${workers} workers and ${apis} APIs${balancer ? ` behind ${balancer.describe}` : ' (no balancer installed)'}...`,
     );
+    // Each process writes its output to a file of its own, read back as it grows: under a drop the
+    // drill, their parent, is busy, and a process whose stdout pipe it read late would stall.
+    const logFileOf = (name: string) => path.join(dir, `${name}.log`);
     // The workflows bundled once for every worker (a deploy's too): each would spend seconds of CPU
     // bundling them at start, and a deploy's workers would be late to take the new sagas.
     const bundlePath = path.join(dir, 'workflow-bundle.js');
@@ -196,19 +199,31 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       const name = `worker-${n}`;
       // A free port each for /metrics: several workers share the host.
       const env = { ...shared, WORKER_METRICS_PORT: '0', WORKFLOW_BUNDLE_PATH: bundlePath, ...versioned(buildId) };
-      return [name, 'worker', startWorkerProcess(name, env, opts.log)];
+      return [name, 'worker', startWorkerProcess(name, env, opts.log, logFileOf(name))];
     };
     const parts: Array<[string, ProcessKind, NodePart]> = [
       [
         'emulator',
         'emulator',
-        startEmulatorProcess({ port: emulatorPort, webhookUrl: `${base}/v1/webhooks/stripe`, secrets, log: opts.log }),
+        startEmulatorProcess({
+          port: emulatorPort,
+          webhookUrl: `${base}/v1/webhooks/stripe`,
+          secrets,
+          log: opts.log,
+          logFile: logFileOf('emulator'),
+        }),
       ],
       ...Array.from({ length: workers }, (_, i) => startWorker(i + 1, CLUSTER_FIRST_BUILD)),
       ...apiPorts.map((port, i): [string, ProcessKind, NodePart] => [
         apiNames[i],
         'api',
-        startApiProcess(apiNames[i], port, { ...shared, TRUSTED_PROXIES: trusted, ...opts.apiEnv }, opts.log),
+        startApiProcess(
+          apiNames[i],
+          port,
+          { ...shared, TRUSTED_PROXIES: trusted, ...opts.apiEnv },
+          opts.log,
+          logFileOf(apiNames[i]),
+        ),
       ]),
     ];
     for (const [name, kind, part] of parts) children.set(name, { kind, child: part.child });

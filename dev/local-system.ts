@@ -114,6 +114,8 @@ export function startNode(
   env: NodeJS.ProcessEnv,
   readyLine: RegExp,
   log: Log | undefined,
+  /** Its output goes here, and to `log` as the file grows (dev/proc.ts); else through a pipe to `log`. */
+  logFile?: string,
 ): NodePart {
   let markReady = (): void => {};
   const seen = new Promise<void>((resolve) => (markReady = resolve));
@@ -123,6 +125,7 @@ export function startNode(
     args: nodeScript(path.resolve(root, script)),
     env: { ...process.env, ...env },
     cwd: root,
+    ...(logFile ? { logFile } : {}),
     onLine: (line) => {
       log?.(`[${name}] ${line}`);
       if (readyLine.test(line)) markReady();
@@ -160,6 +163,7 @@ export function startEmulatorProcess(o: {
   /** More environment for it (STRIPE_EMULATOR_RATE_LIMIT, say). */
   env?: NodeJS.ProcessEnv;
   log?: Log;
+  logFile?: string;
 }): NodePart {
   const env = {
     STRIPE_EMULATOR_PORT: String(o.port),
@@ -168,16 +172,23 @@ export function startEmulatorProcess(o: {
     STRIPE_EMULATOR_WEBHOOK_URL: o.webhookUrl,
     ...o.env,
   };
-  return startNode('emulator', EMULATOR_MAIN, env, /Stripe API on/, o.log);
+  return startNode('emulator', EMULATOR_MAIN, env, /Stripe API on/, o.log, o.logFile);
 }
 
-export function startWorkerProcess(name: string, env: NodeJS.ProcessEnv, log?: Log): NodePart {
-  return startNode(name, 'worker/main.ts', env, /polling task queue/, log);
+export function startWorkerProcess(name: string, env: NodeJS.ProcessEnv, log?: Log, logFile?: string): NodePart {
+  return startNode(name, 'worker/main.ts', env, /polling task queue/, log, logFile);
 }
 
 /** An API on `port`; no drain pause at its end (SHUTDOWN_GRACE_MS 0) unless `env` says otherwise. */
-export function startApiProcess(name: string, port: number, env: NodeJS.ProcessEnv, log?: Log): NodePart {
-  return startNode(name, 'api/main.ts', { SHUTDOWN_GRACE_MS: '0', ...env, PORT: String(port) }, /listening on/, log);
+export function startApiProcess(
+  name: string,
+  port: number,
+  env: NodeJS.ProcessEnv,
+  log?: Log,
+  logFile?: string,
+): NodePart {
+  const apiEnv = { SHUTDOWN_GRACE_MS: '0', ...env, PORT: String(port) };
+  return startNode(name, 'api/main.ts', apiEnv, /listening on/, log, logFile);
 }
 
 /** Until every part is ready; rejects with the first that fails, or when `signal` aborts. */

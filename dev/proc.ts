@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import { StringDecoder } from 'node:string_decoder';
 
 /** One line of human-readable progress. */
 export type Log = (line: string) => void;
@@ -42,7 +43,11 @@ export interface SpawnChildOptions {
   cwd?: string;
   /** Append stdout and stderr here (the child keeps writing even if this process dies); else keep them in memory. */
   logFile?: string;
-  /** Called with each output line (only when there is no log file). */
+  /**
+   * Called with each output line. With a log file, the lines are read back as the file grows: the
+   * child writes to the file and never waits for this process (a busy launcher, the drill, reading a
+   * pipe late would stall a child whose stdout blocks; config/log.ts).
+   */
   onLine?: (line: string) => void;
   runAs?: RunAs;
   /**
@@ -119,8 +124,10 @@ export function spawnChild(opts: SpawnChildOptions): ChildHandle {
   const wrapped = wrapCommand(opts.command, opts.args, { runAs: opts.runAs, deathSignal: opts.deathSignal });
   const tail: string[] = [];
   let child: ChildProcess;
+  let follower: { stop(): void } | undefined;
   if (opts.logFile) {
     const fd = fs.openSync(opts.logFile, 'a');
+    if (opts.onLine) follower = followLines(opts.logFile, fs.fstatSync(fd).size, opts.onLine);
     try {
       child = spawn(wrapped.command, wrapped.args, {
         cwd: opts.cwd,
@@ -160,7 +167,10 @@ export function spawnChild(opts: SpawnChildOptions): ChildHandle {
     });
   });
   if (pid > 0) live.set(pid, opts.deathSignal);
-  void exited.then(() => live.delete(pid));
+  void exited.then(() => {
+    live.delete(pid);
+    follower?.stop();
+  });
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
@@ -190,18 +200,56 @@ export function spawnChild(opts: SpawnChildOptions): ChildHandle {
   };
 }
 
-function splitLines(stream: NodeJS.ReadableStream, onLine: (line: string) => void): void {
+/** Text in, whole non-blank lines out; `end` hands over a last line without its newline. */
+function lineSplitter(onLine: (line: string) => void): { push(text: string): void; end(): void } {
   let pending = '';
+  return {
+    push(text) {
+      pending += text;
+      const lines = pending.split(/\r?\n/);
+      pending = lines.pop() ?? '';
+      for (const line of lines) if (line.trim()) onLine(line);
+    },
+    end() {
+      if (pending.trim()) onLine(pending);
+      pending = '';
+    },
+  };
+}
+
+function splitLines(stream: NodeJS.ReadableStream, onLine: (line: string) => void): void {
+  const lines = lineSplitter(onLine);
   stream.setEncoding('utf8');
-  stream.on('data', (chunk: string) => {
-    pending += chunk;
-    const lines = pending.split(/\r?\n/);
-    pending = lines.pop() ?? '';
-    for (const line of lines) if (line.trim()) onLine(line);
-  });
-  stream.on('end', () => {
-    if (pending.trim()) onLine(pending);
-  });
+  stream.on('data', (chunk: string) => lines.push(chunk));
+  stream.on('end', () => lines.end());
+}
+
+/** The lines appended to `file` after byte `from`, read every 100 ms, and once more when stopped. */
+function followLines(file: string, from: number, onLine: (line: string) => void): { stop(): void } {
+  const fd = fs.openSync(file, 'r');
+  const lines = lineSplitter(onLine);
+  const decoder = new StringDecoder('utf8');
+  const buf = Buffer.alloc(256 * 1024);
+  let offset = from;
+  const read = (): void => {
+    for (;;) {
+      const n = fs.readSync(fd, buf, 0, buf.length, offset);
+      if (n === 0) return;
+      offset += n;
+      lines.push(decoder.write(buf.subarray(0, n)));
+    }
+  };
+  const timer = setInterval(read, 100);
+  timer.unref();
+  return {
+    stop() {
+      clearInterval(timer);
+      read();
+      lines.push(decoder.end());
+      lines.end();
+      fs.closeSync(fd);
+    },
+  };
 }
 
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
