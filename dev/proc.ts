@@ -127,7 +127,7 @@ export function spawnChild(opts: SpawnChildOptions): ChildHandle {
   let follower: { stop(): void } | undefined;
   if (opts.logFile) {
     const fd = fs.openSync(opts.logFile, 'a');
-    if (opts.onLine) follower = followLines(opts.logFile, fs.fstatSync(fd).size, opts.onLine);
+    const from = fs.fstatSync(fd).size;
     try {
       child = spawn(wrapped.command, wrapped.args, {
         cwd: opts.cwd,
@@ -138,6 +138,7 @@ export function spawnChild(opts: SpawnChildOptions): ChildHandle {
     } finally {
       fs.closeSync(fd);
     }
+    if (opts.onLine) follower = followLines(opts.logFile, from, opts.onLine);
   } else {
     child = spawn(wrapped.command, wrapped.args, {
       cwd: opts.cwd,
