@@ -6,7 +6,7 @@ import type { FastTemporal } from './temporal';
 import type { Case } from './world';
 import { sleep, until } from './wait';
 
-export { idle, sleep, until } from './wait';
+export { gate, idle, sleep, until } from './wait';
 
 // Driving one purchase saga of the fast tier: start it for a case, wait for what its activities did.
 

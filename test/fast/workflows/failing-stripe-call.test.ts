@@ -1,6 +1,6 @@
 import test from 'ava';
 import { paymentEventSignal, supportActionSignal } from '../../../workflows/definitions';
-import { called, sagaKnowsSession, sessionOpen, sleep, startPurchase, until } from '../helpers/saga';
+import { called, gate, sagaKnowsSession, sessionOpen, startPurchase, until } from '../helpers/saga';
 import { useFastTemporal } from '../helpers/temporal';
 import { refusal, type Overrides } from '../helpers/world';
 
@@ -67,10 +67,12 @@ test('a close at the lapse stuck on a failing expire ends once Stripe says the s
 });
 
 test('support’s settlement of a failing expire settles that step only: a payment that lands after is refunded through Stripe', async (t) => {
+  // The hold goes back only once the payment is in the saga's history: it lands while the saga is finishing.
+  const landed = gate();
+  t.teardown(() => landed.open());
   const c = temporal().world.open({
     ...expireFails500,
-    // The hold goes back slowly, so the payment lands while the saga is finishing.
-    releaseHold: () => sleep(800).then(() => ({ released: true, status: 'expired' as const })),
+    releaseHold: () => landed.passed().then(() => ({ released: true, status: 'expired' as const })),
     retakeForLatePayment: () => ({ outcome: 'sold_out', oversold: false }),
   });
   c.holdMs = 1_500;
@@ -79,18 +81,21 @@ test('support’s settlement of a failing expire settles that step only: a payme
   await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'expired with the Stripe CLI' });
   await called(c, 'releaseHold');
   await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'paid' }));
+  landed.open();
   t.like(await saga.result(), { status: 'refunded', refund: { status: 'succeeded' } });
   t.is(c.count('refundPayment'), 1, 'a real refund, not one taken as settled by hand');
   await until(() => c.notified.includes('refunded_sold_out'), 'the buyer told');
 });
 
 test('support’s settlement of a refused expire settles that step only: a payment that lands after is refunded through Stripe', async (t) => {
+  const landed = gate();
+  t.teardown(() => landed.open());
   const c = temporal().world.open({
     // Stripe refuses the expire (a 4xx): the purchase waits for support, who closes it in the Dashboard.
     expireCheckout: () => {
       throw refusal('expiring the Checkout Session: Stripe answered 400: the session cannot be expired');
     },
-    releaseHold: () => sleep(800).then(() => ({ released: true, status: 'expired' as const })),
+    releaseHold: () => landed.passed().then(() => ({ released: true, status: 'expired' as const })),
     retakeForLatePayment: () => ({ outcome: 'sold_out', oversold: false }),
   });
   c.holdMs = 1_500;
@@ -99,6 +104,7 @@ test('support’s settlement of a refused expire settles that step only: a payme
   await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'expired in the Dashboard' });
   await called(c, 'releaseHold');
   await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'paid' }));
+  landed.open();
   t.like(await saga.result(), { status: 'refunded', refund: { status: 'succeeded' } });
   t.is(c.count('refundPayment'), 1, 'a real refund, not one taken as settled by hand');
 });

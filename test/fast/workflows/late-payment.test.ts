@@ -2,7 +2,7 @@ import test from 'ava';
 import { ApplicationFailure } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
 import { paymentEventSignal, refundEventSignal, supportActionSignal } from '../../../workflows/definitions';
-import { called, sessionOpen, sleep, startPurchase, until, type Saga } from '../helpers/saga';
+import { called, idle, sessionOpen, startPurchase, until, type Saga } from '../helpers/saga';
 import { useFastTemporal } from '../helpers/temporal';
 import { refusal, TERMS, type Case } from '../helpers/world';
 
@@ -210,7 +210,7 @@ test('an operator’s cancel while a late payment’s refund is followed expires
   });
   const saga = await payFor(c);
   await until(() => c.record?.status === 'refunded', 'refunded');
-  await sleep(100);
+  await idle(saga, 'the saga waiting to read the refund again');
   await saga.cancel();
   await t.throwsAsync(saga.result());
   t.is(c.count('expireCheckout'), 1);

@@ -6,7 +6,7 @@ import {
   paymentEventSignal,
   supportActionSignal,
 } from '../../../workflows/definitions';
-import { called, sagaKnowsSession, sessionOpen, sleep, startPurchase, until } from '../helpers/saga';
+import { called, gate, sagaKnowsSession, sessionOpen, startPurchase, until } from '../helpers/saga';
 import { useFastTemporal } from '../helpers/temporal';
 import { refusal } from '../helpers/world';
 
@@ -154,15 +154,19 @@ test('an event of another session is ignored; one that arrives before the sessio
     { status: 'expired', reason: 'the hold lapsed before payment' },
   ]);
 
+  // The session opens only once the payment is in the saga's history.
+  const paidFirst = gate();
+  t.teardown(() => paidFirst.open());
   const early = world.open({
     openCheckout: async (cc, input) => {
-      await sleep(600);
+      await paidFirst.passed();
       return { sessionId: cc.sessionId, url: 'https://checkout.test', sessionExpiresAt: input.holdExpiresAt };
     },
   });
   const first = await startPurchase(temporal(), early);
   await called(early, 'openCheckout');
   await first.signal(paymentEventSignal, early.event('checkout.session.completed', { paymentStatus: 'paid' }));
+  paidFirst.open();
   t.is((await first.result()).status, 'confirmed');
 });
 
@@ -217,8 +221,11 @@ test('a session Stripe expired on its own is not expired again', async (t) => {
 
 test('an operator’s cancel before the session opened gives the unit back; the run ends cancelled', async (t) => {
   const { world } = temporal();
+  // The session step never answers before the cancel (the saga does not wait for it after one).
+  const never = gate();
+  t.teardown(() => never.open());
   const c = world.open({
-    openCheckout: () => sleep(3_000).then(() => ({ sessionId: 'cs_late', url: '', sessionExpiresAt: '' })),
+    openCheckout: () => never.passed().then(() => ({ sessionId: 'cs_late', url: '', sessionExpiresAt: '' })),
   });
   const saga = await startPurchase(temporal(), c);
   await called(c, 'openCheckout');
@@ -266,9 +273,12 @@ test('an operator’s cancel whose expire Stripe refuses waits for support, who 
 
 test('an operator’s cancel while a paid hold is being converted still confirms the sale', async (t) => {
   const { world } = temporal();
+  // The first conversion is still running when the cancel comes (the saga does not wait for it after one).
+  const cancelled = gate();
+  t.teardown(() => cancelled.open());
   const c = world.open({
     convertHold: async (cc, purchaseId, sale) => {
-      if (cc.count('convertHold') === 1) await sleep(3_000);
+      if (cc.count('convertHold') === 1) await cancelled.passed();
       cc.record = { ...cc.record!, ...sale, purchaseId };
       return 'sold' as const;
     },
@@ -312,11 +322,14 @@ test('a hold that names where the product ships and how it may be paid opens a s
 
 test('an operator’s cancel while a failed session’s leftovers are being closed still gives the unit back', async (t) => {
   const { world } = temporal();
+  // The close is still running when the cancel comes (the saga does not wait for it after one).
+  const cancelled = gate();
+  t.teardown(() => cancelled.open());
   const c = world.open({
     openCheckout: () => {
       throw refusal('Stripe answered 400: invalid currency');
     },
-    closeUnansweredCheckout: () => sleep(3_000).then(() => null),
+    closeUnansweredCheckout: () => cancelled.passed().then(() => null),
   });
   const saga = await startPurchase(temporal(), c);
   await called(c, 'closeUnansweredCheckout');

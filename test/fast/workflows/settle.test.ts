@@ -1,6 +1,6 @@
 import test from 'ava';
 import { paymentEventSignal, supportActionSignal } from '../../../workflows/definitions';
-import { called, idle, sessionOpen, sleep, startPurchase, until } from '../helpers/saga';
+import { called, gate, idle, sessionOpen, startPurchase, until } from '../helpers/saga';
 import { useFastTemporal } from '../helpers/temporal';
 import { refusal } from '../helpers/world';
 
@@ -121,29 +121,36 @@ test('an expire support settled by hand ends the purchase expired', async (t) =>
 
 test('a payment that lands while a failed delayed payment gives its unit back is settled: a unit is taken again', async (t) => {
   const { world } = temporal();
-  const c = world.open({ releaseHold: () => sleep(800).then(() => ({ released: true, status: 'released' as const })) });
+  // The unit goes back only once the payment is in the saga's history.
+  const landed = gate();
+  t.teardown(() => landed.open());
+  const c = world.open({
+    releaseHold: () => landed.passed().then(() => ({ released: true, status: 'released' as const })),
+  });
   const saga = await startPurchase(temporal(), c);
   await sessionOpen(c);
   await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_failed'));
   await called(c, 'releaseHold');
   await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_succeeded'));
+  landed.open();
   t.like(await saga.result(), { status: 'confirmed' });
   t.deepEqual(c.names('retakeForLatePayment'), ['retakeForLatePayment']);
 });
 
 test('a delayed payment that starts as the hold lapses is waited for; one that never settles leaves it expired', async (t) => {
   const { world } = temporal();
-  const settles = world.open({
-    releaseHold: () => sleep(800).then(() => ({ released: true, status: 'expired' as const })),
-  });
-  const never = world.open({
-    releaseHold: () => sleep(800).then(() => ({ released: true, status: 'expired' as const })),
-  });
+  // The units go back only once both payments are in their sagas' histories.
+  const landed = gate();
+  t.teardown(() => landed.open());
+  const releaseHold = () => landed.passed().then(() => ({ released: true, status: 'expired' as const }));
+  const settles = world.open({ releaseHold });
+  const never = world.open({ releaseHold });
   settles.holdMs = never.holdMs = 1_500;
   const [a, b] = await Promise.all([startPurchase(temporal(), settles), startPurchase(temporal(), never)]);
   await Promise.all([called(settles, 'releaseHold'), called(never, 'releaseHold')]);
   await a.signal(paymentEventSignal, settles.event('checkout.session.completed', pending));
   await b.signal(paymentEventSignal, never.event('checkout.session.completed', pending));
+  landed.open();
   await until(() => settles.record?.status === 'expired', 'expired');
   await idle(a, 'the saga waiting for the delayed payment');
   await a.signal(paymentEventSignal, settles.event('checkout.session.async_payment_succeeded'));
@@ -154,11 +161,16 @@ test('a delayed payment that starts as the hold lapses is waited for; one that n
 
 test('a delayed payment that fails after the hold lapsed changes nothing', async (t) => {
   const { world } = temporal();
-  const c = world.open({ releaseHold: () => sleep(800).then(() => ({ released: true, status: 'expired' as const })) });
+  const landed = gate();
+  t.teardown(() => landed.open());
+  const c = world.open({
+    releaseHold: () => landed.passed().then(() => ({ released: true, status: 'expired' as const })),
+  });
   c.holdMs = 1_500;
   const saga = await startPurchase(temporal(), c);
   await called(c, 'releaseHold');
   await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
+  landed.open();
   await until(() => c.record?.status === 'expired', 'expired');
   await idle(saga, 'the saga waiting for the delayed payment');
   await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_failed'));
@@ -167,10 +179,13 @@ test('a delayed payment that fails after the hold lapsed changes nothing', async
 
 test('a session that needed no payment is a sale; a delayed payment’s failure after the payment changes nothing', async (t) => {
   const { world } = temporal();
+  // The sale is written only once the two later events are in the saga's history.
+  const landed = gate();
+  t.teardown(() => landed.open());
   const free = world.open();
   const raced = world.open({
     convertHold: (c, purchaseId, sale) =>
-      sleep(800).then(() => {
+      landed.passed().then(() => {
         c.record = { ...c.record!, ...sale, purchaseId };
         return 'sold' as const;
       }),
@@ -185,6 +200,7 @@ test('a session that needed no payment is a sale; a delayed payment’s failure 
   await called(raced, 'convertHold');
   await b.signal(paymentEventSignal, raced.event('checkout.session.async_payment_failed'));
   await b.signal(paymentEventSignal, raced.event('checkout.session.completed', pending));
+  landed.open();
   t.like(await a.result(), { status: 'confirmed' });
   t.like(await b.result(), { status: 'confirmed' });
   t.is(raced.count('releaseHold'), 0);
