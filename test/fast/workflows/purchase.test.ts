@@ -190,7 +190,9 @@ test('declines until the hold lapses end in payment_failed; a lapse with none in
   const { world } = temporal();
   const declined = world.open();
   const lapsed = world.open();
-  declined.holdMs = lapsed.holdMs = 2_000;
+  // The decline must reach the saga before its hold lapses: the saga's start, its session and the
+  // signal all take their time on a loaded machine, so the hold leaves them a few seconds.
+  declined.holdMs = lapsed.holdMs = 4_000;
   const [a, b] = await Promise.all([startPurchase(temporal(), declined), startPurchase(temporal(), lapsed)]);
   await sessionOpen(declined);
   await a.signal(paymentEventSignal, declined.event('payment_intent.payment_failed', { sessionId: undefined }));
