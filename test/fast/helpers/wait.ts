@@ -38,9 +38,15 @@ export async function idle(h: Describable, what: string, ms = 40_000): Promise<v
   }
 }
 
-/** A fake activity held until the test opens the gate (a call in flight for as long as the test needs). */
-export function gate(): { open(): void; passed(): Promise<true> } {
+/**
+ * A fake activity held until the test opens the gate (a call in flight for as long as the test needs).
+ * Opened at the test's end in any case, so that no call is left waiting for the next test's worker.
+ */
+export function gate(t: { teardown(fn: () => void): void }): { open(): void; passed(): Promise<true> } {
   let opened = false;
+  t.teardown(() => {
+    opened = true;
+  });
   return {
     open: () => {
       opened = true;

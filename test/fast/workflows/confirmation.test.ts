@@ -78,8 +78,7 @@ test('a refunded payment gets no confirmation notice', async (t) => {
 
 test('a saga cancelled while it reads where the sale ships ends cancelled: the sale stands, no notice', async (t) => {
   const { world } = temporal();
-  const stripe = gate();
-  t.teardown(() => stripe.open());
+  const stripe = gate(t);
   const c = world.open({
     recordShippingAddress: () => stripe.passed(),
   });

@@ -68,8 +68,7 @@ test('a close at the lapse stuck on a failing expire ends once Stripe says the s
 
 test('support’s settlement of a failing expire settles that step only: a payment that lands after is refunded through Stripe', async (t) => {
   // The hold goes back only once the payment is in the saga's history: it lands while the saga is finishing.
-  const landed = gate();
-  t.teardown(() => landed.open());
+  const landed = gate(t);
   const c = temporal().world.open({
     ...expireFails500,
     releaseHold: () => landed.passed().then(() => ({ released: true, status: 'expired' as const })),
@@ -88,8 +87,7 @@ test('support’s settlement of a failing expire settles that step only: a payme
 });
 
 test('support’s settlement of a refused expire settles that step only: a payment that lands after is refunded through Stripe', async (t) => {
-  const landed = gate();
-  t.teardown(() => landed.open());
+  const landed = gate(t);
   const c = temporal().world.open({
     // Stripe refuses the expire (a 4xx): the purchase waits for support, who closes it in the Dashboard.
     expireCheckout: () => {

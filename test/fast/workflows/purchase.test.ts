@@ -155,8 +155,7 @@ test('an event of another session is ignored; one that arrives before the sessio
   ]);
 
   // The session opens only once the payment is in the saga's history.
-  const paidFirst = gate();
-  t.teardown(() => paidFirst.open());
+  const paidFirst = gate(t);
   const early = world.open({
     openCheckout: async (cc, input) => {
       await paidFirst.passed();
@@ -224,8 +223,7 @@ test('a session Stripe expired on its own is not expired again', async (t) => {
 test('an operator’s cancel before the session opened gives the unit back; the run ends cancelled', async (t) => {
   const { world } = temporal();
   // The session step never answers before the cancel (the saga does not wait for it after one).
-  const never = gate();
-  t.teardown(() => never.open());
+  const never = gate(t);
   const c = world.open({
     openCheckout: () => never.passed().then(() => ({ sessionId: 'cs_late', url: '', sessionExpiresAt: '' })),
   });
@@ -276,8 +274,7 @@ test('an operator’s cancel whose expire Stripe refuses waits for support, who 
 test('an operator’s cancel while a paid hold is being converted still confirms the sale', async (t) => {
   const { world } = temporal();
   // The first conversion is still running when the cancel comes (the saga does not wait for it after one).
-  const cancelled = gate();
-  t.teardown(() => cancelled.open());
+  const cancelled = gate(t);
   const c = world.open({
     convertHold: async (cc, purchaseId, sale) => {
       if (cc.count('convertHold') === 1) await cancelled.passed();
@@ -325,8 +322,7 @@ test('a hold that names where the product ships and how it may be paid opens a s
 test('an operator’s cancel while a failed session’s leftovers are being closed still gives the unit back', async (t) => {
   const { world } = temporal();
   // The close is still running when the cancel comes (the saga does not wait for it after one).
-  const cancelled = gate();
-  t.teardown(() => cancelled.open());
+  const cancelled = gate(t);
   const c = world.open({
     openCheckout: () => {
       throw refusal('Stripe answered 400: invalid currency');

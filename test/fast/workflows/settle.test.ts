@@ -122,8 +122,7 @@ test('an expire support settled by hand ends the purchase expired', async (t) =>
 test('a payment that lands while a failed delayed payment gives its unit back is settled: a unit is taken again', async (t) => {
   const { world } = temporal();
   // The unit goes back only once the payment is in the saga's history.
-  const landed = gate();
-  t.teardown(() => landed.open());
+  const landed = gate(t);
   const c = world.open({
     releaseHold: () => landed.passed().then(() => ({ released: true, status: 'released' as const })),
   });
@@ -140,8 +139,7 @@ test('a payment that lands while a failed delayed payment gives its unit back is
 test('a delayed payment that starts as the hold lapses is waited for; one that never settles leaves it expired', async (t) => {
   const { world } = temporal();
   // The units go back only once both payments are in their sagas' histories.
-  const landed = gate();
-  t.teardown(() => landed.open());
+  const landed = gate(t);
   const releaseHold = () => landed.passed().then(() => ({ released: true, status: 'expired' as const }));
   const settles = world.open({ releaseHold });
   const never = world.open({ releaseHold });
@@ -161,8 +159,7 @@ test('a delayed payment that starts as the hold lapses is waited for; one that n
 
 test('a delayed payment that fails after the hold lapsed changes nothing', async (t) => {
   const { world } = temporal();
-  const landed = gate();
-  t.teardown(() => landed.open());
+  const landed = gate(t);
   const c = world.open({
     releaseHold: () => landed.passed().then(() => ({ released: true, status: 'expired' as const })),
   });
@@ -180,8 +177,7 @@ test('a delayed payment that fails after the hold lapsed changes nothing', async
 test('a session that needed no payment is a sale; a delayed payment’s failure after the payment changes nothing', async (t) => {
   const { world } = temporal();
   // The sale is written only once the two later events are in the saga's history.
-  const landed = gate();
-  t.teardown(() => landed.open());
+  const landed = gate(t);
   const free = world.open();
   const raced = world.open({
     convertHold: (c, purchaseId, sale) =>

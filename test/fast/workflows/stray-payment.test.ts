@@ -177,8 +177,7 @@ test('a read of the refund that fails with anything but a refusal fails the saga
 
 test('a stray-payment saga cancelled while its refund is being made, waits for the refund or reads it ends cancelled, not refused', async (t) => {
   const { world } = temporal();
-  const stripe = gate();
-  t.teardown(() => stripe.open());
+  const stripe = gate(t);
   const pending = async (_c: Case, id: string) => {
     await stripe.passed();
     return { refundId: id, status: 'pending' };

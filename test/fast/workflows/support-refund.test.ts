@@ -241,8 +241,7 @@ test('a canceled refund is a failed one: on the record with the saga’s reason 
 });
 
 test('a pending webhook changes nothing; the succeeded one after it ends the refund', async (t) => {
-  const bothSent = gate();
-  t.teardown(() => bothSent.open());
+  const bothSent = gate(t);
   const c = temporal().world.open({
     refundPayment: async (c) => {
       await bothSent.passed(); // both webhooks are in the saga's history before it follows the refund
@@ -305,8 +304,7 @@ test('a Stripe error that is not a refusal fails the saga: nothing flagged, noth
 });
 
 test('a saga cancelled while Stripe makes the refund ends cancelled, records nothing and tells no one', async (t) => {
-  const stripe = gate();
-  t.teardown(() => stripe.open());
+  const stripe = gate(t);
   const c = temporal().world.open({
     refundPayment: async (c) => {
       await stripe.passed();
