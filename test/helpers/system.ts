@@ -357,6 +357,26 @@ export async function sessionOf(db: pg.Pool, purchaseId: string): Promise<string
 }
 
 /**
+ * The buyers of a crowd who got a unit, with their purchase and Checkout Session. Each is answered 201
+ * with its checkout URL or, on a loaded machine, 202: the contract's answer for a hold whose session is
+ * not open within the wait. A 202 is followed until its session opens, so every winner has one.
+ */
+export async function winnersOf(
+  sys: System,
+  answers: { status: number; body: any }[],
+): Promise<{ purchaseId: string; sessionId: string }[]> {
+  const won = answers.filter((a) => a.status === 201 || a.status === 202);
+  return Promise.all(
+    won.map(async ({ status, body }) => {
+      if (status === 201) return { purchaseId: body.purchaseId, sessionId: String(body.checkoutUrl).split('/').pop()! };
+      if (!body.holdExpiresAt) throw new Error(`a 202 without a hold: ${JSON.stringify(body)}`);
+      const p = await sys.waitForPurchase(body.purchaseId, (r) => r.checkout_session_id !== null);
+      return { purchaseId: body.purchaseId, sessionId: p.checkout_session_id };
+    }),
+  );
+}
+
+/**
  * Sells a unit of `sku` to `buyer`: buys it and pays for it. The payment is forced: a short hold may
  * lapse before the payment lands on a loaded machine (its session expired by the saga), and the late
  * payment then re-takes the unit, `late_confirmed` instead of `confirmed`; sold either way, which is

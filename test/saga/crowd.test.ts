@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { createStripe } from '../../config/clients';
 import { assertInvariants } from '../helpers/db';
-import { startSystem, type System } from '../helpers/system';
+import { startSystem, winnersOf, type System } from '../helpers/system';
 import { startWorkerProcess } from '../helpers/worker-process';
 
 const FINAL = ['confirmed', 'late_confirmed', 'expired', 'payment_failed', 'refunded', 'failed', 'rejected'];
@@ -44,20 +44,19 @@ test.serial('200 concurrent buyers over HTTP for 20 units: exactly 20 confirmed,
   try {
     const sku = await sys.createProduct({ stock: 20, buckets: 4 });
     const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => sys.buy(sku, `crowd-${i}`)));
-    const won = answers.filter((a) => a.status === 201);
+    const won = await winnersOf(sys, answers);
     const soldOut = answers.filter((a) => a.status === 409 && a.body.type === 'sold-out');
     t.is(won.length, 20);
     t.is(soldOut.length, 180);
     await Promise.all(
       won.map(async (a) => {
-        const session = a.body.checkoutUrl.split('/').pop();
-        const paid = await sys.pay(session, 'succeeded');
+        const paid = await sys.pay(a.sessionId, 'succeeded');
         if (paid.status !== 200) throw new Error(`pay: ${JSON.stringify(paid.body)}`);
       }),
     );
     const statuses = await waitAllFinal(
       sys,
-      won.map((a) => a.body.purchaseId),
+      won.map((a) => a.purchaseId),
       60_000,
     );
     t.is(Object.values(statuses).filter((s) => s === 'confirmed').length, 20);
