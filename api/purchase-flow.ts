@@ -2,11 +2,10 @@ import { beginPurchase, startPurchase, type SagaClient } from '../client/purchas
 import type { Logger } from '../config/log';
 import { checkForBots } from './bot-check';
 import type { Admission } from '../store/admission';
-import { checkoutQueueOf, takeCheckoutSlot } from '../store/checkout-line';
+import { takeCheckoutSlot } from '../store/checkout-line';
 import { getPurchase, purchaseIdFor, type PurchaseRecord } from '../store/purchases';
 import { isFinal, type PurchaseInput, type PurchaseRequest, type PurchaseState } from '../vocabulary';
-import { DEFAULT_CHECKOUTS_PER_SECOND } from './checkout-pace';
-import { nextPollSeconds } from './next-poll';
+import { checkoutQueueView, DEFAULT_CHECKOUTS_PER_SECOND, type CheckoutQueueView } from './checkout-pace';
 import type { ApiDeps } from './deps';
 import { invalid, Problem } from './problem';
 import { validator } from './validate';
@@ -49,39 +48,6 @@ const PACE_AHEAD = 1.1;
 
 export const unavailable = (detail: string, extra: Record<string, unknown> = {}, retryAfter = '2') =>
   new Problem(503, 'unavailable', detail, extra, { 'Retry-After': retryAfter });
-
-/** A purchase whose Checkout Session waits for its turn in the Stripe budget (GET's `checkoutQueue`). */
-export interface CheckoutQueueView {
-  /** Purchases that wait ahead of it (of every product: the budget is the deployment's). */
-  ahead: number;
-  /** When its session should open: its slot in the budget's pace, or its place behind those still waiting. */
-  estimatedWaitSeconds: number;
-  /**
-   * When to read the purchase again (also `Retry-After`): half the estimate (1 to 10 s), or its slot
-   * when later, since its session cannot open before its saga starts there (api/next-poll.ts).
-   */
-  nextPollSeconds: number;
-  holdExpiresAt?: string;
-}
-
-/** Where a `holding` purchase stands in the line for Checkout Sessions; undefined when it has no place in it. */
-export async function checkoutQueueView(
-  deps: Pick<ApiDeps, 'db' | 'checkoutsPerSecond' | 'clock'>,
-  p: Pick<PurchaseState, 'purchaseId' | 'status'>,
-): Promise<CheckoutQueueView | undefined> {
-  if (p.status !== 'holding') return undefined;
-  const place = await checkoutQueueOf(deps.db, p.purchaseId);
-  if (!place) return undefined;
-  const pace = deps.checkoutsPerSecond ?? DEFAULT_CHECKOUTS_PER_SECOND;
-  const untilSlot = (Date.parse(place.checkoutAt) - deps.clock.now()) / 1000;
-  const estimatedWaitSeconds = Math.max(1, Math.ceil(Math.max(untilSlot, (place.ahead + 1) / pace)));
-  return {
-    ahead: place.ahead,
-    estimatedWaitSeconds,
-    nextPollSeconds: nextPollSeconds(estimatedWaitSeconds, untilSlot),
-    ...(place.holdExpiresAt ? { holdExpiresAt: place.holdExpiresAt } : {}),
-  };
-}
 
 /** The public view of a purchase (GET /v1/purchases/:id and the POST answers). */
 export function purchaseView(p: PurchaseState & { settlingSince?: string }, queue?: CheckoutQueueView) {

@@ -7,14 +7,8 @@ import { requestId, requestLog } from '../access-log';
 import { buyerOf, readerOf } from '../auth';
 import type { ApiDeps } from '../deps';
 import { Problem } from '../problem';
-import {
-  checkoutQueueView,
-  deadline,
-  placePurchase,
-  purchaseView,
-  unavailable,
-  visiblePurchase,
-} from '../purchase-flow';
+import { checkoutQueueView } from '../checkout-pace';
+import { deadline, placePurchase, purchaseView, unavailable, visiblePurchase } from '../purchase-flow';
 import { receiptOf, receiptView } from '../receipt';
 
 /** How long a cancel waits for the saga to give the hold back before answering with what it knows. */
