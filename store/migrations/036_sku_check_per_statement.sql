@@ -10,9 +10,13 @@
 -- The same guarantee, per statement: the statement's new rows (a transition table) are checked against
 -- `products` at its end, their products share-locked as the foreign key did (so none is deleted before
 -- the insert commits), and a row without a product fails the statement with the foreign key's error
--- code. A product with holds or ledger rows cannot be deleted: it has stock_buckets rows (every product
--- has at least one), whose foreign key still stands, and holds cannot be moved to another product.
+-- code. The other side as the keys had it: a product that holds or ledger rows name cannot be deleted,
+-- renamed or truncated away, and a hold cannot move to another product.
+--
+-- Dropping a foreign key locks both tables; they are locked up front in the order the hold desk takes
+-- them (products, holds, the ledger), so a sale running meanwhile waits instead of deadlocking with it.
 
+LOCK TABLE products, holds, stock_movements IN ACCESS EXCLUSIVE MODE;
 ALTER TABLE holds DROP CONSTRAINT holds_sku_fkey;
 ALTER TABLE stock_movements DROP CONSTRAINT stock_movements_sku_fkey;
 
@@ -44,3 +48,30 @@ END $$;
 -- Only an UPDATE that changes `sku` calls it: the status changes of every hold do not.
 CREATE TRIGGER holds_keep_product BEFORE UPDATE OF sku ON holds
   FOR EACH ROW WHEN (OLD.sku IS DISTINCT FROM NEW.sku) EXECUTE FUNCTION hold_keeps_its_product();
+
+-- After the row is gone (not before): a delete that waited for an inserter's share lock then sees the
+-- rows that inserter committed, as the foreign key's check did.
+CREATE FUNCTION product_named_by_no_hold() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM holds h WHERE h.sku = OLD.sku)
+     OR EXISTS (SELECT 1 FROM stock_movements m WHERE m.sku = OLD.sku) THEN
+    RAISE EXCEPTION 'product % is named by holds or ledger rows: it cannot be deleted or renamed', OLD.sku
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER products_named_by_holds_delete AFTER DELETE ON products
+  FOR EACH ROW EXECUTE FUNCTION product_named_by_no_hold();
+CREATE TRIGGER products_named_by_holds_rename AFTER UPDATE OF sku ON products
+  FOR EACH ROW WHEN (OLD.sku IS DISTINCT FROM NEW.sku) EXECUTE FUNCTION product_named_by_no_hold();
+
+CREATE FUNCTION products_not_truncated_under_holds() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM holds) OR EXISTS (SELECT 1 FROM stock_movements) THEN
+    RAISE EXCEPTION 'products are named by holds or ledger rows: they cannot be truncated'
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER products_not_truncated BEFORE TRUNCATE ON products
+  FOR EACH STATEMENT EXECUTE FUNCTION products_not_truncated_under_holds();

@@ -6,6 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import pg from 'pg';
 import { startEmulator, type Emulator, type PayControlExtras } from '@flash-sale/stripe-emulator';
+import { isFinal } from '../../vocabulary';
 import { HoldDesk } from '../../store/hold-desk';
 import { Admissions } from '../../store/admission';
 import { DbClock } from '../../store/clock';
@@ -370,7 +371,8 @@ export async function winnersOf(
     won.map(async ({ status, body }) => {
       if (status === 201) return { purchaseId: body.purchaseId, sessionId: String(body.checkoutUrl).split('/').pop()! };
       if (!body.holdExpiresAt) throw new Error(`a 202 without a hold: ${JSON.stringify(body)}`);
-      const p = await sys.waitForPurchase(body.purchaseId, (r) => r.checkout_session_id !== null);
+      const p = await sys.waitForPurchase(body.purchaseId, (r) => r.checkout_session_id !== null || isFinal(r.status));
+      if (p.checkout_session_id === null) throw new Error(`a 202 that ended without a session: ${JSON.stringify(p)}`);
       return { purchaseId: body.purchaseId, sessionId: p.checkout_session_id };
     }),
   );
