@@ -50,10 +50,16 @@ CREATE TRIGGER holds_keep_product BEFORE UPDATE OF sku ON holds
   FOR EACH ROW WHEN (OLD.sku IS DISTINCT FROM NEW.sku) EXECUTE FUNCTION hold_keeps_its_product();
 
 -- After the row is gone (not before): a delete that waited for an inserter's share lock then sees the
--- rows that inserter committed, as the foreign key's check did.
-CREATE FUNCTION product_named_by_no_hold() RETURNS trigger LANGUAGE plpgsql AS $$
+-- rows that inserter committed, as the foreign key's check did. A TRUNCATE (statement-level, no OLD)
+-- is refused while any hold or ledger row exists.
+CREATE FUNCTION product_still_named() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF EXISTS (SELECT 1 FROM holds h WHERE h.sku = OLD.sku)
+  IF TG_OP = 'TRUNCATE' THEN
+    IF EXISTS (SELECT 1 FROM holds) OR EXISTS (SELECT 1 FROM stock_movements) THEN
+      RAISE EXCEPTION 'products are named by holds or ledger rows: they cannot be truncated'
+        USING ERRCODE = 'foreign_key_violation';
+    END IF;
+  ELSIF EXISTS (SELECT 1 FROM holds h WHERE h.sku = OLD.sku)
      OR EXISTS (SELECT 1 FROM stock_movements m WHERE m.sku = OLD.sku) THEN
     RAISE EXCEPTION 'product % is named by holds or ledger rows: it cannot be deleted or renamed', OLD.sku
       USING ERRCODE = 'foreign_key_violation';
@@ -61,17 +67,8 @@ BEGIN
   RETURN NULL;
 END $$;
 CREATE TRIGGER products_named_by_holds_delete AFTER DELETE ON products
-  FOR EACH ROW EXECUTE FUNCTION product_named_by_no_hold();
+  FOR EACH ROW EXECUTE FUNCTION product_still_named();
 CREATE TRIGGER products_named_by_holds_rename AFTER UPDATE OF sku ON products
-  FOR EACH ROW WHEN (OLD.sku IS DISTINCT FROM NEW.sku) EXECUTE FUNCTION product_named_by_no_hold();
-
-CREATE FUNCTION products_not_truncated_under_holds() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF EXISTS (SELECT 1 FROM holds) OR EXISTS (SELECT 1 FROM stock_movements) THEN
-    RAISE EXCEPTION 'products are named by holds or ledger rows: they cannot be truncated'
-      USING ERRCODE = 'foreign_key_violation';
-  END IF;
-  RETURN NULL;
-END $$;
+  FOR EACH ROW WHEN (OLD.sku IS DISTINCT FROM NEW.sku) EXECUTE FUNCTION product_still_named();
 CREATE TRIGGER products_not_truncated BEFORE TRUNCATE ON products
-  FOR EACH STATEMENT EXECUTE FUNCTION products_not_truncated_under_holds();
+  FOR EACH STATEMENT EXECUTE FUNCTION product_still_named();
