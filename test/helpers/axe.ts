@@ -11,8 +11,9 @@ const axePath = createRequire(__filename).resolve('axe-core/axe.min.js');
 export async function seriousViolations(page: Page): Promise<string[]> {
   await page.addScriptTag({ path: axePath });
   const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (ctx: Document) => Promise<{ violations: any[] }> } }).axe;
-    const result = await axe.run(document);
+    const axe = (window as unknown as { axe: { run: (ctx: Document, o: object) => Promise<{ violations: any[] }> } })
+      .axe;
+    const result = await axe.run(document, { resultTypes: ['violations'] });
     return result.violations.map((v) => ({
       id: v.id as string,
       impact: v.impact as string,

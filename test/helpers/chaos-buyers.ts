@@ -45,12 +45,14 @@ export { seededRandom } from '@flash-sale/stripe-emulator';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 const MAX_SOLD_OUT_TRIES = 3;
+/** 429s a buyer waits out (its `Retry-After`, same key) before giving up: the crowd shares one address here. */
+const MAX_RATE_LIMITED_TRIES = 3;
 
-async function call(method: string, url: string, body: unknown, headers: Record<string, string> = {}) {
+async function call(method: string, url: string, body?: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(url, {
     method,
     headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
+    body: body === undefined ? undefined : JSON.stringify(body),
     signal: AbortSignal.timeout(30_000),
   });
   const text = await res.text();
@@ -61,6 +63,23 @@ async function call(method: string, url: string, body: unknown, headers: Record<
     // not JSON
   }
   return { status: res.status, body: parsed, headers: res.headers };
+}
+
+/**
+ * A 202's purchase, read (as its `Location` says) until its Checkout Session is open or it ended
+ * without one: a held unit whose session waits for the Stripe budget or a busy machine.
+ */
+async function followToCheckout(o: CrowdOptions, purchaseId: string, authorization: string): Promise<any> {
+  for (;;) {
+    try {
+      const res = await call('GET', `${o.apiUrl}/v1/purchases/${purchaseId}`, undefined, { authorization });
+      if (res.status === 200 && (res.body.checkoutUrl || res.body.status !== 'holding')) return res.body;
+    } catch {
+      // the API is down for a moment: ask again
+    }
+    if (Date.now() > o.giveUpAt) return { status: 'no session before giving up' };
+    await sleep(500);
+  }
 }
 
 /** One buyer, start to end. `rand` is this buyer's own seeded random. */
@@ -81,6 +100,7 @@ export async function runBuyer(o: CrowdOptions, index: number, rand: () => numbe
   const authorization = `Bearer ${await signBuyerToken(o.buyerTokenSecret, r.buyer, { ttlSeconds: 600 })}`;
   let key = randomUUID();
   let soldOutTries = 0;
+  let rateLimitedTries = 0;
   let checkout: { holdExpiresAt: string } | undefined;
   while (!checkout) {
     if (Date.now() > o.giveUpAt) {
@@ -101,7 +121,9 @@ export async function runBuyer(o: CrowdOptions, index: number, rand: () => numbe
       await sleep(500);
       continue; // same key: the purchase, if any, is joined
     }
-    if ((a.status === 201 || a.status === 200) && a.body.checkoutUrl) {
+    if (a.status === 202 && a.body.purchaseId)
+      a = { ...a, body: await followToCheckout(o, a.body.purchaseId, authorization) };
+    if ((a.status === 201 || a.status === 200 || a.status === 202) && a.body.checkoutUrl) {
       r.purchaseId = a.body.purchaseId;
       r.sessionId = String(a.body.checkoutUrl).split('/').pop();
       checkout = a.body;
@@ -117,7 +139,10 @@ export async function runBuyer(o: CrowdOptions, index: number, rand: () => numbe
       r.lost = `503 ${a.body.detail ?? ''}`;
       if (a.body.retryWithNewKey) key = randomUUID();
       await sleep(Math.min(Number(a.headers.get('retry-after') ?? 1), 3) * 1000);
-    } else if (a.status === 200 || a.status === 201) {
+    } else if (a.status === 429 && ++rateLimitedTries <= MAX_RATE_LIMITED_TRIES) {
+      r.lost = `429 ${a.body.detail ?? ''}`;
+      await sleep(Math.min(Number(a.headers.get('retry-after') ?? 1), 3) * 1000 + between(0, 500));
+    } else if (a.status === 200 || a.status === 201 || a.status === 202) {
       r.lost = `ended before checkout: ${a.body.status}`;
       return r;
     } else {
