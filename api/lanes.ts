@@ -1,5 +1,5 @@
 // Which requests are the waiting crowd's, for a balancer that keeps them apart (dev/balancer.ts,
-// docs/operations.md "The crowd on processes of its own"). Every API process serves every route; a
+// docs/deploying.md "The crowd on processes of its own"). Every API process serves every route; a
 // deployment that runs some processes for the crowd sends them these paths, and the rest (the
 // purchases, the buyers' pages, Stripe's webhooks, support and metrics) to the others, so a paid
 // buyer's confirmation never waits in one event loop behind thousands of polls. Path prefixes, as

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
 
 // Worker Versioning's two operator steps through the Temporal client (the `temporal worker deployment`
-// CLI does the same: docs/operations.md#deploying-a-new-worker-version). The cluster rehearsal's
+// CLI does the same: docs/deploying.md#deploying-a-new-worker-version). The cluster rehearsal's
 // `deploy` fault and the versioning tests roll a new version out with them.
 
 /** How long `setCurrentVersion` waits for the version's workers to be seen polling. */

@@ -136,7 +136,7 @@ function disputeRefusal(record: PurchaseRecord): string | null {
     return (
       `${which} and the dispute is ${d.status}${due}: Stripe refuses refunds while it is open. ` +
       'Answer the dispute in the Stripe Dashboard (or accept it); a lost dispute gives the money back to the ' +
-      'buyer through the bank, a won one makes the payment refundable again (docs/operations.md, "Disputes")'
+      'buyer through the bank, a won one makes the payment refundable again (docs/runbook.md, "Disputes")'
     );
   }
   if (d.status === 'lost') return `${which} and the dispute was lost: the money already went back to the buyer`;

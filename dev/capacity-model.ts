@@ -51,7 +51,7 @@ export const MEASURED = {
   logBytes: { workerPerSaga: 3_750, apiPerSaga: 790, apiPerBuyer: 320 },
 };
 
-/** Connections each process opens (docs/operations.md, Scaling out; dev/temporal-server.ts for Temporal's). */
+/** Connections each process opens (docs/deploying.md, Scaling out; dev/temporal-server.ts for Temporal's). */
 export const CONNECTIONS = { api: 30 + 1 + 1, worker: 105, temporal: 20 + 10 };
 
 export interface Drop {

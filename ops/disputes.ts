@@ -36,7 +36,7 @@ export async function printDisputes(db: Db, opts: { all: boolean; sku?: string }
   console.log(`${scope}: ${found.length}`);
   for (const d of found) console.log(line(d, now));
   console.log(
-    '\nAnswer each in the Stripe Dashboard (Payments → Disputes) before its deadline: docs/operations.md, "Disputes".',
+    '\nAnswer each in the Stripe Dashboard (Payments → Disputes) before its deadline: docs/runbook.md, "Disputes".',
   );
   return 0;
 }

@@ -42,7 +42,7 @@ function render(scan: StuckScan, args: SagasArgs, now: Date, ui: TemporalUi): st
     if (scan.stuck.some((s) => s.kinds.includes('needs_attention') || s.kinds.includes('stray_payment'))) {
       lines.push(
         '',
-        'needs_attention: money waits for support (docs/operations.md, "Needs attention"):',
+        'needs_attention: money waits for support (docs/runbook.md, "Needs attention"):',
         '  npm run support -- retry <purchaseId>          try the refused step again now',
         '  npm run support -- settle <purchaseId> --note  it was settled by hand (say, refunded by bank transfer)',
         '  npm run support -- retry-stray|settle-stray <sessionId>   the same for a stray payment',
@@ -52,7 +52,7 @@ function render(scan: StuckScan, args: SagasArgs, now: Date, ui: TemporalUi): st
   if (scan.stuck.some((s) => s.pendingActivity?.activityType === 'expireCheckout')) {
     lines.push(
       '',
-      'expireCheckout failing: Stripe keeps failing to expire the session (docs/operations.md, "A Stripe step that keeps failing"):',
+      'expireCheckout failing: Stripe keeps failing to expire the session (docs/runbook.md, "A Stripe step that keeps failing"):',
       '  it ends by itself once Stripe says the session expired (at its expires_at, or expired by hand: stripe checkout sessions expire cs_...)',
       '  npm run support -- settle <purchaseId> --note  when Stripe will not: the saga counts the session closed, the unit goes back on sale',
     );

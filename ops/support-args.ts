@@ -43,7 +43,7 @@ list-attention: purchases and stray payments in needs_attention, with Stripe's m
 disputes: the purchases whose payment the buyer's bank disputes (chargebacks) and that wait for the
 bank, the most urgent response deadline first, with the Stripe Dashboard's dispute id; --all adds the
 closed ones (won, lost). A payment is not refunded while its dispute is open; a lost dispute settles
-a refund still owed (docs/operations.md, "Disputes").
+a refund still owed (docs/runbook.md, "Disputes").
 
 Buyer notifications the worker gave up on (dead: the merchant's webhook answered a 4xx other than
 408/429, the SMTP server refused for good, a malformed address, or NOTIFY_MAX_ATTEMPTS or

@@ -1,6 +1,6 @@
 // The service's own Prometheus metrics, one catalogue: the API's and the worker's registries declare
 // each from its entry here (name, type, labels, help), `npm run docs` writes the table of
-// docs/operations.md from it, and the monitoring tests check the alert rules and the dashboard
+// docs/observability.md from it, and the monitoring tests check the alert rules and the dashboard
 // against it. Node's process metrics (`process_*`, `nodejs_*`) and the Temporal SDK's (`temporal_*`)
 // keep their stock names and are not listed.
 

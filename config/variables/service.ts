@@ -20,7 +20,7 @@ export const SERVICE_VARIABLES: readonly Variable[] = [
     section: 'service',
     readBy: ['api', 'worker'],
     default: '1',
-    doc: '`1`: the API and the worker apply the migrations the database lacks when they start (one at a time, under an advisory lock). `0`: something else migrates first (`npm run migrate`, the migrate Job [on Kubernetes](docs/operations.md#on-kubernetes)), and a process that finds a migration not applied exits 1 with one line naming it, rather than run on an old schema',
+    doc: '`1`: the API and the worker apply the migrations the database lacks when they start (one at a time, under an advisory lock). `0`: something else migrates first (`npm run migrate`, the migrate Job [on Kubernetes](docs/deploying.md#on-kubernetes)), and a process that finds a migration not applied exits 1 with one line naming it, rather than run on an old schema',
   },
   {
     name: 'TEMPORAL_ADDRESS',
@@ -94,7 +94,7 @@ export const SERVICE_VARIABLES: readonly Variable[] = [
     name: 'WORKER_DEPLOYMENT_NAME',
     section: 'service',
     readBy: ['worker'],
-    doc: "Worker Versioning on: the worker's Temporal Worker Deployment (say `flash-sale-checkout`), with `WORKER_BUILD_ID` naming its version. A purchase saga is pinned to the version it started on; the refund and notification workflows move to the current version (docs/operations.md#deploying-a-new-worker-version). Unset: no versioning, and a change to a running saga's commands goes behind `patched()`",
+    doc: "Worker Versioning on: the worker's Temporal Worker Deployment (say `flash-sale-checkout`), with `WORKER_BUILD_ID` naming its version. A purchase saga is pinned to the version it started on; the refund and notification workflows move to the current version (docs/deploying.md#deploying-a-new-worker-version). Unset: no versioning, and a change to a running saga's commands goes behind `patched()`",
     example: '',
   },
   {
@@ -274,7 +274,7 @@ export const SERVICE_VARIABLES: readonly Variable[] = [
     section: 'service',
     readBy: ['api'],
     defaultText: '— (none: `X-Forwarded-For` is ignored)',
-    doc: "the balancers in front of the API, by address or CIDR range (`10.0.0.5`, `10.0.0.0/16`, `fd00::/8`; also `loopback`, `linklocal`, `uniquelocal`), separated by commas or spaces. A request whose peer is one of them is counted under the right-most `X-Forwarded-For` address that is not (what the balancer saw), for the per-address limits, the access log and the support audit; from any other peer the header is ignored. List every hop (a CDN's ranges too). A hop count is refused: it would believe the header from a client that reaches the API directly ([behind a load balancer](docs/operations.md#behind-a-load-balancer))",
+    doc: "the balancers in front of the API, by address or CIDR range (`10.0.0.5`, `10.0.0.0/16`, `fd00::/8`; also `loopback`, `linklocal`, `uniquelocal`), separated by commas or spaces. A request whose peer is one of them is counted under the right-most `X-Forwarded-For` address that is not (what the balancer saw), for the per-address limits, the access log and the support audit; from any other peer the header is ignored. List every hop (a CDN's ranges too). A hop count is refused: it would believe the header from a client that reaches the API directly ([behind a load balancer](docs/deploying.md#behind-a-load-balancer))",
     essential: true,
     example: '',
   },

@@ -2,7 +2,7 @@ import type { Variable } from './types';
 
 // OpenTelemetry tracing (config/tracing.ts): the standard OTEL_* variables that turn it on and name
 // the service. The SDK reads more of them itself (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
-// OTEL_RESOURCE_ATTRIBUTES, OTEL_BSP_*, …; docs/operations.md#tracing), as every OpenTelemetry SDK does.
+// OTEL_RESOURCE_ATTRIBUTES, OTEL_BSP_*, …; docs/observability.md#tracing), as every OpenTelemetry SDK does.
 
 const SDK = 'read as the OpenTelemetry specification defines it, here and by the SDK itself';
 
@@ -12,7 +12,7 @@ export const TRACING_VARIABLES: readonly Variable[] = [
     section: 'service',
     readBy: ['api', 'worker'],
     defaultText: '— (tracing off)',
-    doc: `The OTLP/HTTP collector the API and the worker send their spans to (\`/v1/traces\` is appended); setting it turns tracing on ([Tracing](docs/operations.md#tracing)); ${SDK}`,
+    doc: `The OTLP/HTTP collector the API and the worker send their spans to (\`/v1/traces\` is appended); setting it turns tracing on ([Tracing](docs/observability.md#tracing)); ${SDK}`,
   },
   {
     name: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',

@@ -1,7 +1,7 @@
 import type { Metric } from '../../vocabulary/metrics';
 import { cell, code, replaceGenerated, table, type Generated } from './markdown';
 
-// The metrics table of docs/operations.md, written from the catalogue (vocabulary/metrics.ts).
+// The metrics table of docs/observability.md, written from the catalogue (vocabulary/metrics.ts).
 
 const SOURCE = 'vocabulary/metrics.ts';
 
@@ -19,8 +19,8 @@ export function metricsTable(metrics: Record<string, Metric>): string {
 export function metricsFiles(metrics: Record<string, Metric>): Generated[] {
   return [
     {
-      file: 'docs/operations.md',
-      render: (text) => replaceGenerated(text, metricsTable(metrics), 'docs/operations.md', SOURCE),
+      file: 'docs/observability.md',
+      render: (text) => replaceGenerated(text, metricsTable(metrics), 'docs/observability.md', SOURCE),
     },
   ];
 }

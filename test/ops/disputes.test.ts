@@ -6,7 +6,7 @@ import { assertInvariants, movements } from '../helpers/db';
 import { until } from '../helpers/poll';
 import { AS_SUPPORT, startSystem, type System } from '../helpers/system';
 
-// The runbook's "Disputes" (docs/operations.md), run against the real stack: the emulator opens and
+// The runbook's "Disputes" (docs/runbook.md), run against the real stack: the emulator opens and
 // closes disputes as Stripe does and sends their events; the webhook, the support CLI and routes,
 // the sagas and /metrics are the service's own.
 

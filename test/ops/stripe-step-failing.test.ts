@@ -5,7 +5,7 @@ import { assertInvariants, movements } from '../helpers/db';
 import { until } from '../helpers/poll';
 import { sessionOf, startSystem, type System } from '../helpers/system';
 
-// The runbook's "A Stripe step that keeps failing" (docs/operations.md), run against the real stack:
+// The runbook's "A Stripe step that keeps failing" (docs/runbook.md), run against the real stack:
 // the emulator answers 500 to every expire of a Checkout Session, so the saga closing a lapsed hold
 // (or compensating an operator's cancel) retries it for ever. Each test follows the runbook: find it
 // with `npm run sagas -- stuck`, then end it the way the runbook says, and checks the stock after.
@@ -51,7 +51,7 @@ async function stuckOnExpire(t: ExecutionContext, own: System, buyer: string) {
   );
   t.true(found.stdout.includes(purchaseWorkflowId(purchaseId)), found.stdout);
   // ... and points at the runbook's entry.
-  t.true(found.stdout.includes('(docs/operations.md, "A Stripe step that keeps failing")'), found.stdout);
+  t.true(found.stdout.includes('(docs/runbook.md, "A Stripe step that keeps failing")'), found.stdout);
   t.is((await own.waitForPurchase(purchaseId, () => true)).status, 'awaiting_payment');
   return { sku, purchaseId, lapsedAt, session: await sessionOf(own.db, purchaseId) };
 }

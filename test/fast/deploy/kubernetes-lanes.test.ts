@@ -95,7 +95,7 @@ test('the Ingress sends exactly the crowd’s paths to the crowd’s Service and
     t.is(p.pathType, 'Prefix');
     t.is(p.backend.service.port.name, 'http');
   }
-  // What the prefixes mean, path by path (the same table docs/operations.md gives).
+  // What the prefixes mean, path by path (the same table docs/deploying.md gives).
   for (const p of ['/v1/queue/t1', '/queue/t1', '/v1/products/hoodie/queue', '/v1/products/hoodie'])
     t.is(laneOf(p), 'crowd', p);
   for (const p of ['/v1/purchases', '/v1/purchases/p1', '/v1/webhooks/stripe', '/p/hoodie/buy', '/v1/products', '/'])

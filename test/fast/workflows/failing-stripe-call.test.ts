@@ -6,7 +6,7 @@ import { refusal, type Overrides } from '../helpers/world';
 
 // A Stripe call that keeps failing with 5xx (the activity retries it, no refusal reaches the saga):
 // the session expired by hand, a payment, or support's settlement ends it, whether the saga was
-// closing the session at the lapse or compensating an operator's cancel (docs/operations.md, "A
+// closing the session at the lapse or compensating an operator's cancel (docs/runbook.md, "A
 // Stripe step that keeps failing").
 
 const temporal = useFastTemporal(test);
