@@ -11,7 +11,7 @@ import { Problem } from './problem';
 // third-party service, no tracking). GET /v1/bot-check/challenge hands out a signed challenge; the
 // solution (the base64 payload the `altcha` widget produces) comes back on the join (a product with
 // a room) or the purchase (without one) and is spent in Postgres, so it is good once on every
-// process. docs/architecture.md ("The bot check") has the cost a phone and a bot pay.
+// process. docs/waiting-room.md ("The bot check") has the cost a phone and a bot pay.
 
 /** Each attempt is one PBKDF2-SHA-256 of this many iterations (the widget's default algorithm, native in browsers). */
 export const BOT_CHECK_ALGORITHM = 'PBKDF2/SHA-256';

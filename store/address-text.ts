@@ -1,6 +1,6 @@
 import unhomoglyph from 'unhomoglyph';
 
-// The Unicode steps of the per-address key (docs/architecture.md, "The per-address limit"): one
+// The Unicode steps of the per-address key (docs/rules.md, "The per-address limit"): one
 // address written with other characters that look or read the same gives the same text. A buyer
 // who wants past the limit controls every character of the address, so each step closes a way of
 // writing a new key that the parcel's label still reads as the old address.

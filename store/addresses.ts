@@ -6,7 +6,7 @@ import { normalisePostalCode } from './postal-codes';
 
 // Limits per shipping address (`products.max_per_address`): the address Checkout collected, reduced
 // to a key so that one address written many ways counts as one, and two addresses stay two. The rule
-// is docs/architecture.md's ("The per-address limit"); test/fast/store/addresses.test.ts holds it to its
+// is docs/rules.md's ("The per-address limit"); test/fast/store/addresses.test.ts holds it to its
 // table of spellings and neighbours.
 
 /** A postal address as Stripe reports it (`collected_information.shipping_details.address`). */

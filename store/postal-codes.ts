@@ -1,6 +1,6 @@
 import { fix as fixUkPostcode, parse as parseUkPostcode } from 'postcode';
 
-// Postal codes as the per-address key compares them (docs/architecture.md, "The per-address limit"):
+// Postal codes as the per-address key compares them (docs/rules.md, "The per-address limit"):
 // one code per delivery area however it is written, so a part the post office ignores (a ZIP+4's
 // last four digits, a country prefix, the space) does not make a new address, and two real codes
 // stay apart. Input is already folded (store/address-text.ts) and reduced to upper-case letters and

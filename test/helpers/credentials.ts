@@ -9,7 +9,7 @@ export const WEBHOOK_SECRET = 'whsec_test_secret';
 export const BUYER_TOKEN_SECRET = 'test-buyer-token-secret-0123456789abcdef';
 /** The secret the test API signs waiting-room tickets and admission tokens with. */
 export const ROOM_TOKEN_SECRET = 'test-room-token-secret-0123456789abcdef';
-/** The bot check's secret, and a cost a test solves in milliseconds (the default is docs/architecture.md's). */
+/** The bot check's secret, and a cost a test solves in milliseconds (the default is docs/waiting-room.md's). */
 export const BOT_CHECK = { secret: 'test-bot-check-secret-0123456789abcdef', maxNumber: 8 };
 /** Support's Authorization header: support may read any purchase. */
 export const AS_SUPPORT = { authorization: `Bearer ${SUPPORT_TOKEN}` };

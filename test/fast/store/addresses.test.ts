@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import test from 'ava';
 import { addressKey, normaliseAddress, type PostalAddress } from '../../../store/addresses';
 
-// The per-address limit's rule (docs/architecture.md, "The per-address limit"): what counts as one
+// The per-address limit's rule (docs/rules.md, "The per-address limit"): what counts as one
 // address. Each row of SAME must give its base's key, each row of APART must not: a walk-around that
 // gets through, or two real addresses merged, both break the limit.
 
