@@ -197,14 +197,26 @@ export function answerOutages(deps: Pick<ApiDeps, 'db' | 'temporal'>): Koa.Middl
     loggedAt = Date.now();
     unlogged = 0;
   };
-  /** Why a request running since `startedAt` is answered 503 now, or undefined to let it run. */
+  const catchingUp = () => Date.now() - lastOutageAt < CATCH_UP_MS;
+  /**
+   * Why a request running since `startedAt` is answered 503 now, or undefined to let it run. The
+   * catch-up cut needs no probe: looked at first, it is not put off by one (up to PROBE_MS).
+   */
   const reasonToCut = async (startedAt: number): Promise<WaitCut | undefined> => {
+    const cutForCatchUp = () =>
+      catchingUp() && Date.now() - startedAt >= CATCH_UP_CUT_MS
+        ? new WaitCut('catching up after an outage')
+        : undefined;
+    const early = cutForCatchUp();
+    if (early) return early;
     const down = seen(await probe());
     if (down) return new WaitCut(`${down} is down`);
-    if (Date.now() - lastOutageAt < CATCH_UP_MS && Date.now() - startedAt >= CATCH_UP_CUT_MS) {
-      return new WaitCut('catching up after an outage');
-    }
-    return undefined;
+    return cutForCatchUp();
+  };
+  /** When to look again: every CHECK_EVERY_MS, and at CATCH_UP_CUT_MS exactly while catching up. */
+  const nextCheckIn = (startedAt: number): number => {
+    const untilCatchUpCut = startedAt + CATCH_UP_CUT_MS - Date.now();
+    return catchingUp() && untilCatchUpCut > 0 ? Math.min(CHECK_EVERY_MS, untilCatchUpCut) : CHECK_EVERY_MS;
   };
   return async (ctx, next) => {
     const startedAt = Date.now();
@@ -216,7 +228,7 @@ export function answerOutages(deps: Pick<ApiDeps, 'db' | 'temporal'>): Koa.Middl
         void reasonToCut(startedAt).then((reason) => {
           if (done) return;
           if (reason) reject(reason);
-          else timer = setTimeout(check, CHECK_EVERY_MS);
+          else timer = setTimeout(check, nextCheckIn(startedAt));
         });
       };
       timer = setTimeout(check, CHECK_AFTER_MS);

@@ -12,14 +12,18 @@ import { createLogger } from '../../config/log';
 const quiet = createLogger('test', { LOG_LEVEL: 'silent' });
 const pgError = (code: string, message = 'pg') => Object.assign(new Error(message), { code, severity: 'FATAL' });
 
-/** An app with the outage middleware in front of `route`, and stand-ins for the probe's services. */
-async function serve(route: Koa.Middleware, postgresDown: boolean) {
+/**
+ * An app with the outage middleware in front of `route`, and stand-ins for the probe's services:
+ * Postgres refusing connections while `postgresDown` says so, Temporal answering after `temporalMs`.
+ */
+async function serve(route: Koa.Middleware, postgresDown: boolean | (() => boolean), temporalMs = 0) {
   const app = new Koa();
+  const isDown = typeof postgresDown === 'function' ? postgresDown : () => postgresDown;
   const deps = {
-    db: { query: async () => (postgresDown ? Promise.reject(pgError('ECONNREFUSED')) : { rows: [] }) },
+    db: { query: async () => (isDown() ? Promise.reject(pgError('ECONNREFUSED')) : { rows: [] }) },
     temporal: {
       withDeadline: (_: number, fn: () => Promise<unknown>) => fn(),
-      workflowService: { getSystemInfo: async () => ({}) },
+      workflowService: { getSystemInfo: () => new Promise((r) => setTimeout(() => r({}), temporalMs)) },
     },
   };
   // What accessLog gives every request in the app: a logger (silent here).
@@ -101,5 +105,29 @@ test('a request still waiting after 1 s is answered 503 at once when Postgres is
   } finally {
     release();
     await up.close();
+  }
+});
+
+test('after an outage, a request still waiting at 1.5 s is answered 503 then, though each look at the services takes 400 ms', async (t) => {
+  // Temporal answers the probe after a second: each look waits its whole 400 ms and learns nothing.
+  // The catch-up cut must not wait for a look: before it did, the second look (at 1.65 s) put the
+  // answer past 2 s (2.05 s at the earliest; 2,008 ms in a stack-tier run of test/api/outages.test.ts).
+  const releases: (() => void)[] = [];
+  const slow: Koa.Middleware = async (ctx) => {
+    await new Promise<void>((r) => releases.push(r));
+    ctx.body = { done: true };
+  };
+  let postgresDown = true;
+  const app = await serve(slow, () => postgresDown, 1_000);
+  try {
+    t.is((await app.get()).status, 503, 'Postgres down: the outage is seen');
+    postgresDown = false;
+    const cut = await app.get();
+    t.is(cut.status, 503);
+    t.is(cut.body.type, 'unavailable');
+    t.true(cut.ms >= 1_450 && cut.ms < 2_000, `answered after ${cut.ms} ms`);
+  } finally {
+    for (const release of releases) release();
+    await app.close();
   }
 });
