@@ -4,11 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { wrapCommand } from '../../dev/proc';
 
-// ava as a child of `npm test`: one run at a time, stopped with the run when `npm test` is
-// interrupted, and never left behind (setpriv --pdeathsig) when it is killed.
+// ava as a child of `npm test` (a lane may run beside another: test/runner/lanes.ts), stopped with
+// the run when `npm test` is interrupted, and never left behind (setpriv --pdeathsig) when it is killed.
 
 export const repoRoot = path.resolve(__dirname, '..', '..');
 const AVA_GRACE_MS = 10_000;
+/** How long the end of a piped ava's output may take to arrive after it exited. */
+const PIPE_DRAIN_MS = 5_000;
 /**
  * V8's compiled code for every module a test process loads, kept on disk (Node's module compile
  * cache): each of the ~140 test files and the processes they start loads the same ~1,500 modules.
@@ -35,11 +37,17 @@ export const SIGNAL_EXIT_CODES: Partial<Record<NodeJS.Signals, number>> = { SIGH
 
 export const log = (line: string): void => console.log(`[test] ${line}`);
 
-/** The signal that interrupted `npm test`, once one has; stops the ava run in progress. */
+interface AvaRun {
+  child: ChildProcess;
+  /** Whether it runs in a process group of its own (its workers can be killed with it). */
+  group: boolean;
+}
+
+/** The signal that interrupted `npm test`, once one has; stops the ava runs in progress. */
 export class Interrupts {
   signal?: NodeJS.Signals;
   readonly aborter = new AbortController();
-  private ava?: { child: ChildProcess; group: boolean };
+  private readonly runs = new Set<AvaRun>();
 
   constructor() {
     for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, (s) => this.on(s));
@@ -57,42 +65,40 @@ export class Interrupts {
     log(`${signal} received: stopping`);
     this.aborter.abort(new Error(`interrupted by ${signal}`));
     // SIGINT is the signal ava handles: it stops its worker processes before exiting.
-    if (this.ava && this.ava.child.exitCode === null) {
-      this.ava.child.kill('SIGINT');
-      setTimeout(() => this.kill('SIGKILL'), AVA_GRACE_MS).unref();
-    }
-  }
-
-  /** ava runs in a process group of its own when it can: the whole group (its workers too) can be killed. */
-  kill(signal: NodeJS.Signals): void {
-    const ava = this.ava;
-    if (!ava?.child.pid) return;
-    try {
-      if (ava.group) process.kill(-ava.child.pid, signal);
-      else ava.child.kill(signal);
-    } catch {
-      // already gone
+    for (const run of this.runs) {
+      if (run.child.exitCode !== null) continue;
+      run.child.kill('SIGINT');
+      setTimeout(() => kill(run, 'SIGKILL'), AVA_GRACE_MS).unref();
     }
   }
 
   /**
    * Runs ava with these arguments and environment; its exit code. A run still going after
    * `deadlineMs` is killed (a test process that hangs past ava's own timeout must not hold CI).
+   * With `output`, what ava prints goes there instead of to this process's own stdout and stderr.
    */
-  async runAva(args: string[], env: NodeJS.ProcessEnv, deadlineMs: number): Promise<number> {
+  async runAva(
+    args: string[],
+    env: NodeJS.ProcessEnv,
+    deadlineMs: number,
+    output?: (chunk: Buffer) => void,
+  ): Promise<number> {
     const command = wrapCommand(process.execPath, [avaCli(), ...args], { deathSignal: 'SIGINT' });
     const child = spawn(command.command, command.args, {
       cwd: repoRoot,
-      stdio: 'inherit',
+      stdio: output ? ['inherit', 'pipe', 'pipe'] : 'inherit',
       detached: command.ownGroup,
       env: { NODE_COMPILE_CACHE: COMPILE_CACHE_DIR, ...process.env, ...env },
     });
-    this.ava = { child, group: command.ownGroup };
+    child.stdout?.on('data', output ?? (() => {}));
+    child.stderr?.on('data', output ?? (() => {}));
+    const run: AvaRun = { child, group: command.ownGroup };
+    this.runs.add(run);
     let overdue = false;
     const watchdog = setTimeout(() => {
       overdue = true;
       console.error(`[test] ava still running after ${Math.round(deadlineMs / 1000)} s: killed`);
-      this.kill('SIGKILL');
+      kill(run, 'SIGKILL');
     }, deadlineMs);
     const code = await new Promise<number>((resolve) => {
       child.once('error', (err) => {
@@ -104,9 +110,27 @@ export class Interrupts {
       );
     });
     clearTimeout(watchdog);
-    if (command.ownGroup) this.kill('SIGKILL'); // a worker or test process that outlived ava
-    this.ava = undefined;
+    if (command.ownGroup) kill(run, 'SIGKILL'); // a worker or test process that outlived ava
+    // What ava printed last may still be in its pipes.
+    if (output && !(child.stdout?.closed && child.stderr?.closed)) {
+      await new Promise<void>((resolve) => {
+        child.once('close', () => resolve());
+        setTimeout(resolve, PIPE_DRAIN_MS).unref();
+      });
+    }
+    this.runs.delete(run);
     return overdue ? 1 : code;
+  }
+}
+
+/** Signals an ava run: its whole process group (its workers too) when it has one of its own. */
+function kill(run: AvaRun, signal: NodeJS.Signals): void {
+  if (!run.child.pid) return;
+  try {
+    if (run.group) process.kill(-run.child.pid, signal);
+    else run.child.kill(signal);
+  } catch {
+    // already gone
   }
 }
 

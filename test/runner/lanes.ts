@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-// The stack tier's two lanes, run one after the other on the same stack.
+// The stack tier's lanes, on the same stack: the light lane and the waiting lane side by side, then
+// the heavy lane.
 //
 // Most stack files spend half their time waiting: on a hold to lapse, a timer, a webhook's retry, a
 // server restarted. Two at a time left the machine about 46 % idle through test/saga and test/worker.
@@ -10,6 +11,11 @@ import path from 'node:path';
 // once: they run three at a time (two until the tier ran compiled and each process took less CPU to
 // start), and every other file four at a time, with no heavy file beside them. A new file that starts
 // many processes or a browser belongs here.
+//
+// A few light files do little but wait, for most of a minute (WAITING_FILES): in the light lane each
+// held one of its four places for 33 to 77 s while using a tenth to a quarter of a core. They run
+// two at a time in an ava of their own beside the light lane, which keeps its four places for files
+// that work.
 
 /** Files (or folders, ending in `/`) that take both cores, each with why. */
 export const HEAVY_FILES: readonly string[] = [
@@ -25,6 +31,18 @@ export const HEAVY_FILES: readonly string[] = [
 ];
 
 /**
+ * Light files that mostly wait, each with its wall and CPU time in the light lane (a /proc sampler,
+ * 2026-12-05): they run in the waiting lane, beside the light lane.
+ */
+export const WAITING_FILES: readonly string[] = [
+  'test/saga/stripe-budget.test.ts', // sessions paced by the Stripe budget: 77 s, 21 CPU-s
+  'test/worker/health.test.ts', // a long poll that must fail at the transport: 55 s, 6 CPU-s
+  'test/saga/money-safety.test.ts', // refunds retried with backoff: 62 s, 7 CPU-s
+  'test/saga/webhooks-and-faults.test.ts', // webhooks stopped until a hold lapses: 38 s, 6 CPU-s
+  'test/saga/hold-grace.test.ts', // payments reported after the lapse: 33 s, 5 CPU-s
+];
+
+/**
  * The longest files of each lane, started first so that shorter files fill the cores around them
  * (last, alone, the two long waits kept the light lane going 30 to 50 s; the drills, the heavy lane).
  */
@@ -36,7 +54,7 @@ export const START_FIRST: readonly string[] = [
 ];
 
 /** How many files run at once in each lane. */
-export const LANE_CONCURRENCY = { heavy: 3, light: 4 } as const;
+export const LANE_CONCURRENCY = { heavy: 3, light: 4, waiting: 2 } as const;
 
 /** Every stack-tier test file (what test/runner/stack.config.mjs's `files` name, compiled), relative to `root`, in name order. */
 export function stackTestFiles(root: string): string[] {
@@ -54,10 +72,15 @@ export function stackTestFiles(root: string): string[] {
   ].sort((a, b) => a.localeCompare(b, [], { numeric: true }));
 }
 
-/** The heavy and the light lane of these files, each in the order ava is to start them. */
-export function splitLanes(files: string[]): { heavy: string[]; light: string[] } {
+/** The heavy, light and waiting lanes of these files, each in the order ava is to start them. */
+export function splitLanes(files: string[]): { heavy: string[]; light: string[]; waiting: string[] } {
   const heavy = (f: string) => HEAVY_FILES.some((h) => (h.endsWith('/') ? f.startsWith(h) : f === h));
+  const waiting = (f: string) => WAITING_FILES.includes(f);
   // ava starts the files it is given in that order.
   const ordered = [...START_FIRST.filter((f) => files.includes(f)), ...files.filter((f) => !START_FIRST.includes(f))];
-  return { heavy: ordered.filter(heavy), light: ordered.filter((f) => !heavy(f)) };
+  return {
+    heavy: ordered.filter(heavy),
+    light: ordered.filter((f) => !heavy(f) && !waiting(f)),
+    waiting: ordered.filter(waiting),
+  };
 }

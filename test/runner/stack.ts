@@ -13,25 +13,40 @@ import { LANE_CONCURRENCY, splitLanes, stackTestFiles } from './lanes';
 
 const DIR_PREFIX = 'flash-sale-test-';
 const LAUNCHER_PID_FILE = 'launcher.pid';
-/** The tier takes about nine minutes (both lanes); one that runs forty has hung, and CI has ninety in all. */
+/** The tier takes about nine minutes (every lane); one that runs forty has hung, and CI has ninety in all. */
 const STACK_DEADLINE_MS = 40 * 60_000;
 /** ava's configuration for the stack tier's compiled files. */
 const AVA_CONFIG = 'test/runner/stack.config.mjs';
 
-/** The ava runs of a whole tier: the light lane first (a broken rule fails sooner), then the heavy. */
-function lanesOf(all: string[], tree: string): { name: string; args: string[] }[] {
-  const { heavy, light } = splitLanes(all);
-  const lane = (name: string, files: string[], concurrency: number) => ({
+interface Lane {
+  name: string;
+  args: string[];
+  /** Runs beside the lane before it in the list, its output held back and printed when it ends. */
+  beside?: boolean;
+}
+
+/**
+ * The ava runs of a whole tier: the light lane first (a broken rule fails sooner) with the waiting
+ * lane beside it, then the heavy lane.
+ */
+function lanesOf(all: string[], tree: string): Lane[] {
+  const { heavy, light, waiting } = splitLanes(all);
+  const lane = (name: string, files: string[], concurrency: number, beside = false) => ({
     name: `, ${name} lane (${files.length} files)`,
     args: ['--concurrency', String(concurrency), ...files.map((f) => inTree(tree, f))],
+    beside,
   });
-  return [lane('light', light, LANE_CONCURRENCY.light), lane('heavy', heavy, LANE_CONCURRENCY.heavy)];
+  return [
+    lane('light', light, LANE_CONCURRENCY.light),
+    ...(waiting.length ? [lane('waiting', waiting, LANE_CONCURRENCY.waiting, true)] : []),
+    lane('heavy', heavy, LANE_CONCURRENCY.heavy),
+  ];
 }
 
 /**
  * Runs the stack tier's `files` with these ava flags in one ava run, from the compiled `tree`
- * (test/runner/compile.ts); every file, when none is named and no --match, in the two lanes of
- * test/runner/lanes.ts, one after the other.
+ * (test/runner/compile.ts); every file, when none is named and no --match, in the lanes of
+ * test/runner/lanes.ts.
  */
 export async function runStackTier(
   interrupts: Interrupts,
@@ -80,20 +95,37 @@ export async function runStackTier(
     const deadline = Date.now() + STACK_DEADLINE_MS;
     // A --match may name tests of one lane only: the other would find none and fail.
     const oneRun = files.length > 0 || flags.some((f) => f === '-m' || f.startsWith('--match'));
-    const lanes = (
+    const lanes: Lane[] = (
       oneRun
         ? [{ name: '', args: [...flags, ...files.map((f) => inTree(tree, f))] }]
         : lanesOf(stackTestFiles(repoRoot), tree).map((l) => ({ ...l, args: [...flags, ...l.args] }))
     ).map((l) => ({ ...l, args: ['--config', AVA_CONFIG, ...l.args] }));
+    const runLane = async (lane: Lane): Promise<number> => {
+      const named = files.length || flags.length ? ` ${[...flags, ...files].join(' ')}` : '';
+      log(`stack tier${lane.name}: running ava${named}${lane.beside ? ' beside the lane before it' : ''}`);
+      const laneStarted = Date.now();
+      const held: Buffer[] = [];
+      const laneCode = await interrupts.runAva(
+        lane.args,
+        env,
+        Math.max(deadline - Date.now(), 0),
+        lane.beside ? (chunk) => held.push(chunk) : undefined,
+      );
+      if (lane.beside) {
+        log(`stack tier${lane.name}: what its ava printed`);
+        process.stdout.write(Buffer.concat(held));
+      }
+      log(`stack tier${lane.name}: ava exited with code ${laneCode} after ${seconds(laneStarted)}`);
+      return laneCode;
+    };
     let code = 0;
     const testsStarted = Date.now();
-    for (const lane of lanes) {
-      log(
-        `stack tier${lane.name}: running ava${files.length || flags.length ? ` ${[...flags, ...files].join(' ')}` : ''}`,
-      );
-      const laneStarted = Date.now();
-      code = await interrupts.runAva(lane.args, env, Math.max(deadline - Date.now(), 0));
-      log(`stack tier${lane.name}: ava exited with code ${code} after ${seconds(laneStarted)}`);
+    for (let i = 0; i < lanes.length; i++) {
+      // A lane and the ones that run beside it, together; the first code that is not 0 stands.
+      const together = [lanes[i]];
+      while (lanes[i + 1]?.beside) together.push(lanes[++i]);
+      const codes = await Promise.all(together.map(runLane));
+      code = codes.find((c) => c !== 0) ?? 0;
       if (code !== 0 || interrupts.signal) break;
     }
     if (lanes.length > 1) log(`stack tier: ava ran ${seconds(testsStarted)} in all`);
