@@ -12,10 +12,10 @@ import path from 'node:path';
 // start), and every other file four at a time, with no heavy file beside them. A new file that starts
 // many processes or a browser belongs here.
 //
-// A few light files do little but wait, for most of a minute (WAITING_FILES): in the light lane each
-// held one of its four places for 33 to 77 s while using a tenth to a quarter of a core. They run
-// two at a time in an ava of their own beside the light lane, which keeps its four places for files
-// that work.
+// A few files do little but wait, for most of a minute (WAITING_FILES): in their lane each held one
+// of its places for 33 to 77 s while using a tenth to a quarter of a core. They run two at a time in
+// an ava of their own beside the light lane, which keeps its four places for files that work, and
+// the heavy lane its three.
 
 /** Files (or folders, ending in `/`) that take both cores, each with why. */
 export const HEAVY_FILES: readonly string[] = [
@@ -31,8 +31,8 @@ export const HEAVY_FILES: readonly string[] = [
 ];
 
 /**
- * Light files that mostly wait, each with its wall and CPU time in the light lane (a /proc sampler,
- * 2026-12-05): they run in the waiting lane, beside the light lane.
+ * Files that mostly wait, each with its wall and CPU time in the lane it ran in before (a /proc
+ * sampler, 2026-12-05): they run in the waiting lane, beside the light lane.
  */
 export const WAITING_FILES: readonly string[] = [
   'test/saga/stripe-budget.test.ts', // sessions paced by the Stripe budget: 77 s, 21 CPU-s
@@ -40,6 +40,10 @@ export const WAITING_FILES: readonly string[] = [
   'test/saga/money-safety.test.ts', // refunds retried with backoff: 62 s, 7 CPU-s
   'test/saga/webhooks-and-faults.test.ts', // webhooks stopped until a hold lapses: 38 s, 6 CPU-s
   'test/saga/hold-grace.test.ts', // payments reported after the lapse: 33 s, 5 CPU-s
+  // Chromium pages of a checkout waiting for its turn at one checkout every 18 s, in the heavy lane
+  // for their browser: 59 s, 8 CPU-s and 39 s, 8 CPU-s.
+  'test/e2e/checkout-line-pages.test.ts',
+  'test/e2e/no-script-checkout-line.test.ts',
 ];
 
 /**
@@ -79,7 +83,7 @@ export function splitLanes(files: string[]): { heavy: string[]; light: string[];
   // ava starts the files it is given in that order.
   const ordered = [...START_FIRST.filter((f) => files.includes(f)), ...files.filter((f) => !START_FIRST.includes(f))];
   return {
-    heavy: ordered.filter(heavy),
+    heavy: ordered.filter((f) => heavy(f) && !waiting(f)),
     light: ordered.filter((f) => !heavy(f) && !waiting(f)),
     waiting: ordered.filter(waiting),
   };
