@@ -167,7 +167,11 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
     } else if (a.status === 503 || a.status === 429 || a.status === 502 || a.status === 504) {
       // 502/504: a balancer between the buyer and an API that died; the same key joins the purchase.
       b.note = `${a.status} ${type}`.trim();
-      if (a.body.retryWithNewKey === true) key = randomUUID();
+      if (a.body.retryWithNewKey === true) {
+        key = randomUUID();
+        // That key's purchase spent the solution: a new key needs a new one (without a room).
+        if (!ctx.room) altcha = await ctx.rules.payloadFor(b, plan.rand);
+      }
       await sleep(jitter(1000, 2500));
     } else {
       return finish(b, `error ${a.status} ${type}`.trim(), str(a.body.detail));
