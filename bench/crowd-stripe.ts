@@ -6,6 +6,7 @@ import { reconcile } from '../store/reconcile';
 import { isFinal, type PurchaseStatus } from '../vocabulary';
 import { countBy, percentile, type Answer, type Phase } from './crowd-report';
 import { parseJson, type HttpClient } from './http-client';
+import { sessionIdOfCheckoutUrl } from '@flash-sale/stripe-emulator';
 
 /**
  * `bench:crowd --stripe-rate N`: the drop against the payments emulator limiting like Stripe at N
@@ -118,7 +119,7 @@ export async function stripeDrop(o: StripeDropOptions): Promise<StripeDrop> {
     }
   };
   const pay = async (purchaseId: string, checkoutUrl: string): Promise<void> => {
-    const session = checkoutUrl.split('/').pop()!;
+    const session = sessionIdOfCheckoutUrl(checkoutUrl);
     const paidAt = performance.now();
     const r = await fetch(`${o.emulatorUrl}/_emulator/sessions/${session}/pay`, {
       method: 'POST',

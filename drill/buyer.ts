@@ -5,9 +5,9 @@
 // return page does. Every choice is drawn up front from the buyer's own seeded random, so a seed
 // replays the same crowd (the timing of the answers still varies from run to run).
 import { randomUUID } from 'node:crypto';
-import { seededRandom } from '@flash-sale/stripe-emulator';
+import { seededRandom, sessionIdOfCheckoutUrl } from '@flash-sale/stripe-emulator';
 import { HOLDING_STATUSES } from '../vocabulary';
-import { sleep, str, type DrillHttp } from './http';
+import { followToCheckout, sleep, str, type DrillHttp } from './http';
 import { BEHAVIOURS, type Behaviour, type DrillOptions } from './options';
 import type { BuyerRecord, Paid, Recorder } from './recorder';
 import { waitInRoom } from './room';
@@ -139,7 +139,17 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
       ctx.rules.accepted(b, altcha);
       b.purchaseId = a.body.purchaseId;
       // 202: the unit is this buyer's, the session waits for its turn in the Stripe budget.
-      checkout = a.status === 202 ? await checkoutOf(ctx, b, authorization, jitter, a.body) : a.body;
+      checkout =
+        a.status === 202
+          ? ((await followToCheckout(
+              () =>
+                ctx.api.call('GET', `/v1/purchases/${b.purchaseId}`, '/v1/purchases/:id', {
+                  headers: { authorization },
+                }),
+              a.body,
+              { jitterMs: () => jitter(0, 300), givenUp: () => ctx.recorder.now() > ctx.saleDeadline },
+            )) ?? {})
+          : a.body;
       // Its saga found nothing left when its turn came (the gates of several APIs let in a little more
       // than there was): sold out for now, as a 409 would have said; the buyer tries again.
       if (a.status === 202 && typeof checkout.checkoutUrl !== 'string' && checkout.status === 'failed') {
@@ -182,40 +192,11 @@ export async function runBuyer(ctx: SaleContext, b: BuyerRecord, token: string, 
   b.phase = 'holding';
   b.holdExpiresAt =
     typeof checkout.holdExpiresAt === 'string' ? Date.parse(checkout.holdExpiresAt) - recorder.t0 : undefined;
-  b.sessionId = typeof checkout.checkoutUrl === 'string' ? checkout.checkoutUrl.split('/').pop() : undefined;
+  b.sessionId = typeof checkout.checkoutUrl === 'string' ? sessionIdOfCheckoutUrl(checkout.checkoutUrl) : undefined;
   b.status = typeof checkout.status === 'string' ? checkout.status : undefined;
   if (b.sessionId) await act(ctx, b, plan);
   b.phase = 'settling';
   await watchPurchase(ctx, b, authorization, plan);
-}
-
-/**
- * A purchase answered 202: its page is read again until its checkout opens (or it ended without one),
- * as the answer says (`checkoutQueue.nextPollSeconds`, the `Retry-After`), else every half second.
- */
-async function checkoutOf(
-  ctx: SaleContext,
-  b: BuyerRecord,
-  authorization: string,
-  jitter: (lo: number, hi: number) => number,
-  accepted: Record<string, unknown>,
-): Promise<{ holdExpiresAt?: unknown; checkoutUrl?: unknown; status?: unknown }> {
-  let answer = accepted;
-  for (;;) {
-    const asked = (answer.checkoutQueue as { nextPollSeconds?: unknown } | undefined)?.nextPollSeconds;
-    await sleep(typeof asked === 'number' ? asked * 1000 + jitter(0, 300) : jitter(300, 700));
-    try {
-      const r = await ctx.api.call('GET', `/v1/purchases/${b.purchaseId}`, '/v1/purchases/:id', {
-        headers: { authorization },
-      });
-      if (r.status === 200 && (typeof r.body.checkoutUrl === 'string' || r.body.status !== 'holding')) return r.body;
-      answer = r.status === 200 ? r.body : {};
-      if (r.status === 404) return { status: 'failed' }; // not this buyer's after all: nothing to follow
-    } catch {
-      // the next read may get through
-    }
-    if (ctx.recorder.now() > ctx.saleDeadline) return {};
-  }
 }
 
 function finish(b: BuyerRecord, outcome: string, note?: string): void {

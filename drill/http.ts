@@ -102,3 +102,32 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 
 /** A string field of an answer, or '' when it is absent or not a string. */
 export const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+/**
+ * A purchase answered 202 (its unit held, its Checkout Session waiting for its turn in the Stripe
+ * budget or for a busy machine), read again as its `Location` says until the session is open or the
+ * purchase ended without one. Each read waits what the last answer asked
+ * (`checkoutQueue.nextPollSeconds`, else half a second) plus `jitterMs()`; a read that throws (an API
+ * down for a moment) is tried again. The purchase as last read; `{ status: 'failed' }` on a 404 (not
+ * this buyer's after all); undefined once `givenUp()` says so.
+ */
+export async function followToCheckout(
+  read: () => Promise<Answer>,
+  accepted: Record<string, unknown>,
+  o: { jitterMs: () => number; givenUp: () => boolean },
+): Promise<Record<string, unknown> | undefined> {
+  let answer = accepted;
+  for (;;) {
+    const asked = (answer.checkoutQueue as { nextPollSeconds?: unknown } | undefined)?.nextPollSeconds;
+    await sleep((typeof asked === 'number' ? asked : 0.5) * 1000 + o.jitterMs());
+    try {
+      const r = await read();
+      if (r.status === 200 && (typeof r.body.checkoutUrl === 'string' || r.body.status !== 'holding')) return r.body;
+      if (r.status === 404) return { status: 'failed' };
+      answer = r.status === 200 ? r.body : {};
+    } catch {
+      // the next read may get through
+    }
+    if (o.givenUp()) return undefined;
+  }
+}

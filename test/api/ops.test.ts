@@ -1,6 +1,7 @@
 import test from 'ava';
 import { dashboardPanels, selectedValues, selectorsOf } from '../helpers/promql';
 import { startSystem, type System } from '../helpers/system';
+import { sessionIdOfCheckoutUrl } from '@flash-sale/stripe-emulator';
 
 let sys: System;
 test.before(async () => {
@@ -16,7 +17,7 @@ test.serial(
     const sku = await sys.createProduct({ stock: 1 });
     const res = await sys.buy(sku, 'metrics-buyer');
     t.is(res.status, 201);
-    await sys.pay(res.body.checkoutUrl.split('/').pop(), 'succeeded');
+    await sys.pay(sessionIdOfCheckoutUrl(res.body.checkoutUrl), 'succeeded');
     await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
     const metrics = await sys.api('GET', '/metrics');
     t.is(metrics.status, 200);

@@ -18,6 +18,7 @@ import {
   type Kind,
   type Load,
 } from '../helpers/outage-load';
+import { sessionIdOfCheckoutUrl } from '@flash-sale/stripe-emulator';
 
 // Issue 8's outages: under a small steady load (5 clients going round a product, a purchase by a new
 // buyer, /readyz, /healthz and two signed webhooks, one of which signals a saga), Postgres is stopped
@@ -68,7 +69,7 @@ async function buy(stack: ChaosStack, sku: string, buyer: string): Promise<{ pur
     const body = (await res.json()) as { purchaseId: string; checkoutUrl?: string; retryWithNewKey?: boolean };
     // 201, or 200 for the same key asked again, once the session is open.
     if ((res.status === 201 || res.status === 200) && body.checkoutUrl) {
-      return { purchaseId: body.purchaseId, sessionId: body.checkoutUrl.split('/').pop()! };
+      return { purchaseId: body.purchaseId, sessionId: sessionIdOfCheckoutUrl(body.checkoutUrl) };
     }
     // 503, or the purchase still on its way to a session (202, or 200 without one yet).
     if ([200, 202, 503].includes(res.status) && attempt < 8) {

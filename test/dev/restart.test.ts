@@ -17,6 +17,7 @@ import {
   type Launched,
 } from './launch';
 import { runOpsCli } from '../helpers/attention';
+import { sessionIdOfCheckoutUrl } from '@flash-sale/stripe-emulator';
 
 /** Long enough to outlast the stop; short enough that it lapses soon after the restart. */
 const SHORT_HOLD_SECONDS = 15;
@@ -77,7 +78,7 @@ test('sagas waiting for payment across a restart of npm start are paid, cancelle
     const paid = await buy('restart-long', 'payer');
     const cancelled = await buy('restart-long', 'quitter');
     const lapsing = await buy('restart-short', 'dawdler');
-    const sessionOf = (p: Opened) => p.checkoutUrl.split('/').pop()!;
+    const sessionOf = (p: Opened) => sessionIdOfCheckoutUrl(p.checkoutUrl);
 
     let since = Date.now();
     await stopAll(t, service, ports);

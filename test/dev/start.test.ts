@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { buyerAuth, call, DEV_ADMIN_TOKEN, freePorts, launch, makeDataDir, startEnv, stopAll, until } from './launch';
+import { sessionIdOfCheckoutUrl } from '@flash-sale/stripe-emulator';
 
 /** PATH without any folder that holds Go or a Temporal CLI: a Node developer's machine. */
 function pathWithoutGoOrTemporal(): string {
@@ -60,7 +61,7 @@ test('npm start on a bare machine brings up the whole service, sells a unit, and
     const purchase = buy.body as { purchaseId: string; checkoutUrl: string };
     t.is(buy.status, 201, JSON.stringify(purchase));
     t.true(purchase.checkoutUrl.startsWith(`http://127.0.0.1:${emulator}/checkout/`));
-    const session = purchase.checkoutUrl.split('/').pop();
+    const session = sessionIdOfCheckoutUrl(purchase.checkoutUrl);
     const pay = await call('POST', `http://127.0.0.1:${emulator}/_emulator/sessions/${session}/pay`, {
       outcome: 'succeeded',
     });

@@ -3,6 +3,7 @@ import { supportRefundFailedAfterSagaEnded } from '../helpers/attention';
 import { follow, onCheckout, onPurchase, press, reloadOf, reloads, words } from '../helpers/no-script';
 import { axeClean, pageSuite, ROOM_PAGES_SYSTEM } from '../helpers/page-suite';
 import { sessionOf } from '../helpers/system';
+import { sessionIdOfCheckoutUrl } from '@flash-sale/stripe-emulator';
 
 // More of issue 32's buyer states with JavaScript off, at a phone's size (no-script-states.test.ts
 // walks the first ones, no-script-room-states.test.ts the waiting room's, no-script-checkout-line
@@ -32,7 +33,7 @@ test.serial(
     const page = await noScript(t, 'nm-ann');
     await page.goto(at(`/p/${sku}`));
     await press(page, '#buy', onCheckout);
-    const sessionId = new URL(page.url()).pathname.split('/').pop()!;
+    const sessionId = sessionIdOfCheckoutUrl(page.url());
     const { rows } = await suite.sys.db.query('SELECT purchase_id FROM purchases WHERE checkout_session_id = $1', [
       sessionId,
     ]);

@@ -4,6 +4,8 @@
 // same crowd (the timing of the faults around it still varies from run to run).
 import { randomUUID } from 'node:crypto';
 import { signBuyerToken } from '../../config/buyer-tokens';
+import { followToCheckout, sleep } from '../../drill/http';
+import { sessionIdOfCheckoutUrl } from '@flash-sale/stripe-emulator';
 
 export const BEHAVIOURS = ['pay', 'decline', 'abandon', 'late'] as const;
 export type Behaviour = (typeof BEHAVIOURS)[number];
@@ -43,7 +45,6 @@ export interface CrowdOptions {
 
 export { seededRandom } from '@flash-sale/stripe-emulator';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 const MAX_SOLD_OUT_TRIES = 3;
 /** 429s a buyer waits out (its `Retry-After`, same key) before giving up: the crowd shares one address here. */
 const MAX_RATE_LIMITED_TRIES = 3;
@@ -63,23 +64,6 @@ async function call(method: string, url: string, body?: unknown, headers: Record
     // not JSON
   }
   return { status: res.status, body: parsed, headers: res.headers };
-}
-
-/**
- * A 202's purchase, read (as its `Location` says) until its Checkout Session is open or it ended
- * without one: a held unit whose session waits for the Stripe budget or a busy machine.
- */
-async function followToCheckout(o: CrowdOptions, purchaseId: string, authorization: string): Promise<any> {
-  for (;;) {
-    try {
-      const res = await call('GET', `${o.apiUrl}/v1/purchases/${purchaseId}`, undefined, { authorization });
-      if (res.status === 200 && (res.body.checkoutUrl || res.body.status !== 'holding')) return res.body;
-    } catch {
-      // the API is down for a moment: ask again
-    }
-    if (Date.now() > o.giveUpAt) return { status: 'no session before giving up' };
-    await sleep(500);
-  }
 }
 
 /** One buyer, start to end. `rand` is this buyer's own seeded random. */
@@ -108,7 +92,7 @@ export async function runBuyer(o: CrowdOptions, index: number, rand: () => numbe
       return r;
     }
     r.posts++;
-    let a;
+    let a: Awaited<ReturnType<typeof call>>;
     try {
       a = await call(
         'POST',
@@ -121,11 +105,19 @@ export async function runBuyer(o: CrowdOptions, index: number, rand: () => numbe
       await sleep(500);
       continue; // same key: the purchase, if any, is joined
     }
-    if (a.status === 202 && a.body.purchaseId)
-      a = { ...a, body: await followToCheckout(o, a.body.purchaseId, authorization) };
+    if (a.status === 202 && a.body.purchaseId) {
+      const location = `${o.apiUrl}/v1/purchases/${a.body.purchaseId}`;
+      a = {
+        ...a,
+        body: (await followToCheckout(() => call('GET', location, undefined, { authorization }), a.body, {
+          jitterMs: () => 0,
+          givenUp: () => Date.now() > o.giveUpAt,
+        })) ?? { status: 'no session before giving up' },
+      };
+    }
     if ((a.status === 201 || a.status === 200 || a.status === 202) && a.body.checkoutUrl) {
       r.purchaseId = a.body.purchaseId;
-      r.sessionId = String(a.body.checkoutUrl).split('/').pop();
+      r.sessionId = sessionIdOfCheckoutUrl(a.body.checkoutUrl);
       checkout = a.body;
       r.lost = undefined;
       r.answeredAt = Date.now();

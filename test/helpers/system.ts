@@ -5,7 +5,12 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import pg from 'pg';
-import { startEmulator, type Emulator, type PayControlExtras } from '@flash-sale/stripe-emulator';
+import {
+  type Emulator,
+  type PayControlExtras,
+  sessionIdOfCheckoutUrl,
+  startEmulator,
+} from '@flash-sale/stripe-emulator';
 import { isFinal } from '../../vocabulary';
 import { HoldDesk } from '../../store/hold-desk';
 import { Admissions } from '../../store/admission';
@@ -369,7 +374,7 @@ export async function winnersOf(
   const won = answers.filter((a) => a.status === 201 || a.status === 202);
   return Promise.all(
     won.map(async ({ status, body }) => {
-      if (status === 201) return { purchaseId: body.purchaseId, sessionId: String(body.checkoutUrl).split('/').pop()! };
+      if (status === 201) return { purchaseId: body.purchaseId, sessionId: sessionIdOfCheckoutUrl(body.checkoutUrl) };
       if (!body.holdExpiresAt) throw new Error(`a 202 without a hold: ${JSON.stringify(body)}`);
       const p = await sys.waitForPurchase(body.purchaseId, (r) => r.checkout_session_id !== null || isFinal(r.status));
       if (p.checkout_session_id === null) throw new Error(`a 202 that ended without a session: ${JSON.stringify(p)}`);

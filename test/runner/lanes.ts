@@ -47,12 +47,12 @@ export const WAITING_FILES: readonly string[] = [
 ];
 
 /**
- * The longest files of each lane, started first so that shorter files fill the cores around them
- * (last, alone, the two long waits kept the light lane going 30 to 50 s; the drills, the heavy lane).
+ * The longest files of each lane, started first so that shorter files fill the places around them
+ * (started last, the two long waits kept their lane going 30 to 50 s alone; the drills, the heavy lane).
  */
 export const START_FIRST: readonly string[] = [
-  'test/saga/stripe-budget.test.ts', // sessions paced by the Stripe budget, 60 to 70 s
-  'test/worker/health.test.ts', // a long poll that must fail at the transport, about 50 s
+  'test/saga/stripe-budget.test.ts', // the waiting lane: sessions paced by the Stripe budget, 60 to 70 s
+  'test/worker/health.test.ts', // the waiting lane: a long poll that must fail at the transport, about 50 s
   'test/drill/drill.test.ts', // about 110 s
   'test/drill/cluster.test.ts', // about 90 s
 ];

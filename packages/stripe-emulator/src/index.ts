@@ -18,6 +18,7 @@ import { WebhookDispatcher } from './webhooks';
 
 export { signWebhookPayload } from './webhooks';
 export { seededRandom } from './faults';
+export { sessionIdOfCheckoutUrl } from './sessions';
 export { parseRateLimit, type RateLimitSettings } from './rate-limit';
 export type { PaymentMethodChoice } from './payment-methods';
 export type { PayControlExtras } from './control-pay';

@@ -6,6 +6,7 @@ import { Problem } from './errors';
 import type { CheckoutSession, LineItem } from './objects';
 import type { PaymentMethodType } from './common-types';
 import { DELAYED_TYPES, isPaymentMethodType } from './payment-methods';
+import { checkoutPageUrl } from './sessions';
 import { readShippingForm, shippingFields } from './shipping';
 import { type EmulatorStore, PAY_OUTCOMES, type PayOutcome, formatMoney } from './store';
 
@@ -54,10 +55,10 @@ export function checkoutPageRoutes(store: EmulatorStore): Router {
       return;
     }
     ctx.status = 303;
-    if (outcome === 'declined') ctx.redirect(`/checkout/${encodeURIComponent(id)}?declined=1`);
+    if (outcome === 'declined') ctx.redirect(`${checkoutPageUrl('', encodeURIComponent(id))}?declined=1`);
     else if ((outcome === 'succeeded' || outcome === 'async_pending') && session.success_url) {
       ctx.redirect(session.success_url.replace(/\{CHECKOUT_SESSION_ID\}/g, session.id));
-    } else ctx.redirect(`/checkout/${encodeURIComponent(id)}`);
+    } else ctx.redirect(checkoutPageUrl('', encodeURIComponent(id)));
   });
 
   return router;

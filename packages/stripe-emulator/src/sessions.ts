@@ -145,7 +145,7 @@ export class Sessions {
       success_url: input.successUrl,
       total_details: { amount_discount: 0, amount_shipping: 0, amount_tax: 0 },
       ui_mode: 'hosted',
-      url: `${this.account.deps.checkoutBaseUrl()}/checkout/${id}`,
+      url: checkoutPageUrl(this.account.deps.checkoutBaseUrl(), id),
     };
     this.account.sessions.set(id, session);
     this.account.lineItems.set(id, lineItems);
@@ -237,7 +237,17 @@ export class Sessions {
   rebaseUrls(): void {
     for (const id of this.account.openSessions) {
       const session = this.account.sessions.get(id);
-      if (session) session.url = `${this.account.deps.checkoutBaseUrl()}/checkout/${id}`;
+      if (session) session.url = checkoutPageUrl(this.account.deps.checkoutBaseUrl(), id);
     }
   }
+}
+
+/** A session's hosted page (its `url`), under the emulator's base URL. */
+export const checkoutPageUrl = (base: string, sessionId: string): string => `${base}/checkout/${sessionId}`;
+
+/** The session id of a hosted page's URL (a session's `url`, or the page a browser is on); throws for any other URL. */
+export function sessionIdOfCheckoutUrl(url: string): string {
+  const id = /^\/checkout\/([^/]+)$/.exec(new URL(url).pathname)?.[1];
+  if (!id) throw new Error(`not the emulator's checkout page: ${url}`);
+  return decodeURIComponent(id);
 }

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import test, { type ExecutionContext } from 'ava';
-import { DrillHttp } from '../../../drill/http';
+import { sessionIdOfCheckoutUrl } from '@flash-sale/stripe-emulator';
+import { DrillHttp, followToCheckout, type Answer } from '../../../drill/http';
 import { Recorder } from '../../../drill/recorder';
 
 /** The drill's client on one socket to `server` (listening here), recording into a recorder of its own. */
@@ -57,4 +58,60 @@ test('a request sent on a kept-alive connection the server had closed while idle
     ['GET /a 200', 'GET /b 200'],
     'no network error recorded',
   );
+});
+
+test('following a 202 waits what each answer asks, reads past a failed read, and stops at the open checkout', async (t) => {
+  const answers: Array<Answer | Error> = [
+    { status: 200, body: { status: 'holding', checkoutQueue: { nextPollSeconds: 0.05 } } },
+    new Error('ECONNRESET'),
+    { status: 503, body: {} },
+    { status: 200, body: { status: 'holding', checkoutUrl: 'http://127.0.0.1:1/checkout/cs_1' } },
+  ];
+  const readAt: number[] = [];
+  const started = Date.now();
+  const followed = await followToCheckout(
+    async () => {
+      readAt.push(Date.now() - started);
+      const next = answers.shift()!;
+      if (next instanceof Error) throw next;
+      return next;
+    },
+    { purchaseId: 'p1', checkoutQueue: { nextPollSeconds: 0.02 } },
+    { jitterMs: () => 0, givenUp: () => false },
+  );
+  t.deepEqual(followed, { status: 'holding', checkoutUrl: 'http://127.0.0.1:1/checkout/cs_1' });
+  t.is(readAt.length, 4);
+  t.true(readAt[0] >= 15 && readAt[0] < 400, `the first read waits the 202's 20 ms (${readAt[0]})`);
+  t.true(readAt[1] - readAt[0] >= 40, `the second waits the answer's 50 ms (${readAt[1] - readAt[0]})`);
+  t.true(readAt[2] - readAt[1] >= 40, 'a failed read keeps what the last answer asked');
+  t.true(readAt[3] - readAt[2] >= 490, `an answer without a pace: half a second (${readAt[3] - readAt[2]})`);
+});
+
+test('following a 202 answers a purchase that ended without a checkout, a 404 as failed, and nothing once given up', async (t) => {
+  const quick = { jitterMs: () => 0, givenUp: () => false };
+  const accepted = { checkoutQueue: { nextPollSeconds: 0 } };
+  t.deepEqual(await followToCheckout(async () => ({ status: 200, body: { status: 'failed' } }), accepted, quick), {
+    status: 'failed',
+  });
+  t.deepEqual(await followToCheckout(async () => ({ status: 404, body: {} }), accepted, quick), { status: 'failed' });
+  let reads = 0;
+  const gaveUp = await followToCheckout(
+    async () => {
+      reads++;
+      return { status: 200, body: { status: 'holding', checkoutQueue: { nextPollSeconds: 0 } } };
+    },
+    accepted,
+    { jitterMs: () => 0, givenUp: () => reads >= 3 },
+  );
+  t.is(gaveUp, undefined);
+  t.is(reads, 3);
+});
+
+test('a checkout page’s session id comes from the emulator’s URL, and any other URL is refused', (t) => {
+  t.is(sessionIdOfCheckoutUrl('http://127.0.0.1:12111/checkout/cs_test_a1'), 'cs_test_a1');
+  t.is(sessionIdOfCheckoutUrl('http://127.0.0.1:12111/checkout/cs_test_a1?declined=1'), 'cs_test_a1');
+  t.throws(() => sessionIdOfCheckoutUrl('http://127.0.0.1:12111/checkout/cs_test_a1/pay'), {
+    message: /not the emulator's checkout page/,
+  });
+  t.throws(() => sessionIdOfCheckoutUrl('https://checkout.stripe.com/c/pay/cs_test_a1#fidkdWx'));
 });
