@@ -54,6 +54,9 @@ const TITLES: Record<ProblemType, string> = {
 };
 
 /** An RFC 9457 problem. Thrown anywhere in a route, rendered by `problemMiddleware`. */
+/** Every problem `type`, as docs/openapi.json's `ProblemType` lists them (test/api/openapi.test.ts). */
+export const PROBLEM_TYPES = Object.keys(TITLES) as ProblemType[];
+
 export class Problem extends Error {
   constructor(
     readonly status: number,

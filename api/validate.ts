@@ -44,3 +44,30 @@ export function validator<T>(schema: JSONSchemaType<T>, opts: ValidatorOptions<T
     return value;
   };
 }
+
+/** What the API's ISO-8601 times look like: seconds and their fraction optional, `Z` or an offset. */
+export const INSTANT_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})$';
+
+/**
+ * The time an ISO-8601 text of INSTANT_PATTERN names, or undefined when it names none that Postgres
+ * stores: a day the month does not have (JavaScript's Date rolls 30 February on to 2 March), an hour,
+ * minute or second out of range, year 0, or an offset past ±15:59.
+ */
+export function instantOf(text: string): Date | undefined {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-](\d{2}):(\d{2}))$/.exec(text);
+  if (!m) return undefined;
+  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = m.slice(1).map((n) => Number(n ?? 0));
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  const valid =
+    year >= 1 &&
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= daysInMonth &&
+    hour <= 23 &&
+    minute <= 59 &&
+    second <= 59 &&
+    offsetHours <= 15 &&
+    offsetMinutes <= 59;
+  return valid ? new Date(Date.parse(text)) : undefined;
+}

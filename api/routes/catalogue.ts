@@ -12,7 +12,7 @@ import { requireBearer } from '../auth';
 import { productView } from '../catalogue-view';
 import type { ApiDeps } from '../deps';
 import { invalid, Problem } from '../problem';
-import { validator } from '../validate';
+import { INSTANT_PATTERN, instantOf, validator } from '../validate';
 import type { JSONSchemaType } from 'ajv';
 import { RULE_TERM_SCHEMAS, splitRuleTerms } from '../../store/rules';
 import {
@@ -70,7 +70,7 @@ const productBody: JSONSchemaType<ProductBody> = {
     },
     opensAt: {
       type: 'string',
-      pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})$',
+      pattern: INSTANT_PATTERN,
       nullable: true,
     },
     units: {
@@ -127,8 +127,8 @@ export function catalogueRoutes(deps: ApiDeps): Router {
     if (input.units && input.units.length !== input.stock) {
       throw invalid([{ field: 'stock', message: `must equal the number of units (${input.units.length})` }]);
     }
-    if (input.opensAt && Number.isNaN(Date.parse(input.opensAt))) {
-      throw invalid([{ field: 'opensAt', message: 'must be an ISO-8601 time (2025-11-28T09:00:00Z)' }]);
+    if (input.opensAt && !instantOf(input.opensAt)) {
+      throw invalid([{ field: 'opensAt', message: 'must be a real ISO-8601 time (2025-11-28T09:00:00Z)' }]);
     }
     if (input.maxPerAddress && !input.shippingCountries?.length) {
       throw invalid([

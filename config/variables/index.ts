@@ -8,7 +8,7 @@ export type { ConfigProcess, Section, Tool, Variable } from './types';
 
 // Every environment variable the project reads, in one table: the loaders of config/ take each
 // default and bound from it (config/reader.ts), and `npm run docs` writes the README's short table,
-// docs/configuration.md's full one and .env.example from it (config/variables/render.ts). A test
+// docs/configuration.md's full one and .env.example from it (dev/docs/configuration.ts). A test
 // (test/fast/config/variables.test.ts) fails when a generated file or a variable read in the code
 // is not in step with this table.
 

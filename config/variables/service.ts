@@ -268,6 +268,7 @@ export const SERVICE_VARIABLES: readonly Variable[] = [
     defaultText: 'derived from `BUYER_TOKEN_SECRET` (required with `BUYER_JWKS_URL`)',
     doc: 'signs waiting-room tickets (HMAC) and admission tokens (HS256 JWTs), each with its own derived key; at least 32 characters; the same on every API process',
     secret: true,
+    example: '',
   },
   {
     name: 'TRUSTED_PROXIES',

@@ -109,6 +109,43 @@ test.serial('a lone surrogate or NUL in any JSON string is 400 naming the field,
   t.is((await sys.db.query('SELECT 1 FROM products WHERE sku = $1', [sku])).rowCount, 0);
 });
 
+test.serial('an opening time that names no real time is 400 naming opensAt, and nothing is written', async (t) => {
+  const before = writes.count();
+  // Each matches the pattern and Date.parse takes it; Postgres refused each with a 500 before.
+  for (const opensAt of [
+    '2031-02-30T09:00:00Z',
+    '0000-01-01T00:00:00Z',
+    '2031-01-01T00:00:00+23:59',
+    '2031-01-01T24:00Z',
+  ]) {
+    const sku = uniqueSku('opens');
+    const res = await send(
+      'POST',
+      '/v1/products',
+      JSON.stringify({ sku, name: 'Runner', priceCents: 100, currency: 'usd', stock: 1, opensAt }),
+      admin,
+    );
+    t.is(res.status, 400, `${opensAt}: ${res.text}`);
+    t.deepEqual(fields(res), ['opensAt'], res.text);
+  }
+  t.is(writes.count(), before, writes.last().join(' | '));
+  const leapDay = await send(
+    'POST',
+    '/v1/products',
+    JSON.stringify({
+      sku: uniqueSku('leap'),
+      name: 'Runner',
+      priceCents: 100,
+      currency: 'usd',
+      stock: 1,
+      opensAt: '2032-02-29T09:00:00+14:00',
+    }),
+    admin,
+  );
+  t.is(leapDay.status, 201, leapDay.text);
+  t.is((leapDay.json as { opensAt: string }).opensAt, '2032-02-28T19:00:00.000Z');
+});
+
 test.serial('20,000-deep nesting is a quick 400 on every route that takes a body', async (t) => {
   const arrays = '['.repeat(20_000) + ']'.repeat(20_000);
   // 100 kB: only the product route reads that much; elsewhere the size limit answers first (413).

@@ -5,12 +5,14 @@ import path from 'node:path';
 import type { Router } from '@koa/router';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import test from 'ava';
+import { parseDocument } from 'yaml';
 import type Koa from 'koa';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/deps';
 import { BadBuyerToken } from '../../config/buyer-tokens';
 import { createLogger } from '../../config/log';
 import { createMetrics } from '../../api/metrics';
+import { PROBLEM_TYPES } from '../../api/problem';
 import type { Db } from '../../store/db';
 import type { Gate } from '../../store/gate';
 
@@ -223,6 +225,22 @@ test('the document has exactly the routes the app registers, with the same metho
     },
     { servedButNotDocumented: [], documentedButNotServed: [] },
   );
+});
+
+/** The keys written twice in one object of a JSON text (JSON.parse keeps the last one's value without a word), by YAML's parser: JSON is YAML. */
+const keysTwice = (text: string): string[] =>
+  parseDocument(text, { uniqueKeys: true })
+    .errors.filter((e) => e.code === 'DUPLICATE_KEY')
+    .map((e) => e.message.split('\n')[0]);
+
+test('the document names every problem type the code answers, each once, no key twice, at the package’s version', (t) => {
+  const problemType = doc.components.schemas.ProblemType;
+  t.deepEqual([...problemType.enum].sort(), [...PROBLEM_TYPES].sort());
+  for (const type of PROBLEM_TYPES) t.true(problemType.description.includes(`\`${type}\`: `), `${type} is described`);
+  t.is(keysTwice('{"a": 1, "b": {"a": [{"a": 2}]}, "a": "x"}').length, 1);
+  t.deepEqual(keysTwice(fs.readFileSync(DOC_PATH, 'utf8')), []);
+  const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '../../package.json'), 'utf8'));
+  t.is(doc.info.version, pkg.version);
 });
 
 test('GET /openapi.json serves the document', async (t) => {

@@ -4,7 +4,9 @@ import Ajv from 'ajv';
 import test from 'ava';
 import Stripe from 'stripe';
 import { parse } from 'yaml';
+import { DRAIN_MS } from '../../../api/shutdown';
 import { ConfigError, loadApiConfig, loadWorkerConfig } from '../../../config';
+import { VARIABLES } from '../../../config/variables';
 import { API_POSTGRES_CONNECTIONS, STRIPE_API_VERSION } from '../../../config/clients';
 import { SEARCH_ATTRIBUTES } from '../../../dev/temporal';
 import { CLI_POOL_SIZE } from '../../../ops/cli';
@@ -111,6 +113,16 @@ test('every variable docker-compose.yml uses is listed in .env.example', (t) => 
   t.deepEqual(missing, []);
 });
 
+test('every variable in .env.example reaches each service that reads it', (t) => {
+  const notPassed = VARIABLES.filter((v) => v.example !== undefined).flatMap((v) =>
+    v.readBy
+      .filter((reader) => services[reader])
+      .filter((reader) => !Object.keys(services[reader].environment ?? {}).includes(v.name))
+      .map((reader) => `${v.name} (read by the ${reader})`),
+  );
+  t.deepEqual(notPassed, []);
+});
+
 test('only the API publishes a port; what a profile adds is published on loopback only', (t) => {
   const published = Object.entries(services).filter(([, s]) => s.ports?.length);
   t.deepEqual(
@@ -169,8 +181,8 @@ const seconds = (d: string) => {
 
 test('docker stops the API and the worker later than they take to drain', (t) => {
   const graceMs = Number(services.api.environment!.SHUTDOWN_GRACE_MS);
-  // /readyz 503 for SHUTDOWN_GRACE_MS, then up to 10 s for requests in flight.
-  t.true(seconds(services.api.stop_grace_period!) * 1000 > graceMs + 10_000);
+  // /readyz 503 for SHUTDOWN_GRACE_MS, then DRAIN_MS for requests in flight.
+  t.true(seconds(services.api.stop_grace_period!) * 1000 > graceMs + DRAIN_MS);
   // The worker's shutdownGraceTime is 10 s (worker/create-worker.ts).
   t.true(seconds(services.worker.stop_grace_period!) > 10);
 });
