@@ -34,7 +34,7 @@ const AFTER_THE_SALE = ['refunded', 'needs_attention'] as const;
  * test/fast/vocabulary/transitions.test.ts holds the two together and checks the recorded histories against it.
  */
 export const PURCHASE_TRANSITIONS = {
-  holding: ['awaiting_payment', 'rejected', 'failed'],
+  holding: ['awaiting_payment', 'rejected', 'failed', 'expired'],
   awaiting_payment: [...SETTLED_BY_THE_SAGA, 'needs_attention'],
   needs_attention: [...SETTLED_BY_THE_SAGA, 'awaiting_payment'],
   expired: LATE_PAYMENT,

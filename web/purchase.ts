@@ -188,7 +188,8 @@ function outcomeOf(p: PurchaseModel, arrival: Arrival, now: Date): Outcome {
         heading: 'Your reservation expired',
         tone: 'bad',
         words:
-          p.reason === 'cancelled by the buyer'
+          // Also "cancelled by the buyer before the checkout opened".
+          p.reason?.startsWith('cancelled by the buyer')
             ? html`You cancelled this purchase; nothing was charged.`
             : html`Your reservation expired before the payment arrived; nothing was charged and the item went back on
               sale.`,

@@ -140,8 +140,11 @@ async function openSession(saga: PurchaseSaga, hold: Hold): Promise<string | nul
     ...(hold.paymentMethodTypes ? { paymentMethodTypes: hold.paymentMethodTypes } : {}),
   };
   const opened = { amountCents: hold.amountCents, currency: hold.currency, oversold: hold.oversold };
+  const heedsCancel = patched(BUYER_CANCEL_BEFORE_SESSION_PATCH);
+  if (heedsCancel && saga.cancelRequested) return endCancelledBeforeSession(saga);
   try {
-    const session = await checkoutActs(Date.parse(hold.holdExpiresAt)).openCheckout({ ...order, record: opened });
+    const open = () => checkoutActs(Date.parse(hold.holdExpiresAt)).openCheckout({ ...order, record: opened });
+    const session = heedsCancel ? await unlessBuyerCancels(saga, open) : await open();
     saga.markStatus('awaiting_payment', {
       ...opened,
       sessionId: session.sessionId,
@@ -150,6 +153,9 @@ async function openSession(saga: PurchaseSaga, hold: Hold): Promise<string | nul
     });
     return session.sessionId;
   } catch (err) {
+    const operatorCancelled = CancellationScope.current().consideredCancelled;
+    if (heedsCancel && isCancellation(err) && saga.cancelRequested && !operatorCancelled)
+      return endCancelledBeforeSession(saga, order);
     // Only the step's own failure is compensated here; a cancellation is the operator's (below).
     if (isCancellation(err) || !(err instanceof ActivityFailure)) throw err;
     // Its turn (or Stripe) did not come before the hold's end: the step's schedule-to-close.
@@ -165,6 +171,43 @@ async function openSession(saga: PurchaseSaga, hold: Hold): Promise<string | nul
     await settleStragglers(saga);
     return null;
   }
+}
+
+/**
+ * A buyer's cancel before the session opened used to wait for the session's turn in the Stripe
+ * budget (the unit held meanwhile, the cancel answered `holding` after 5 s), open it, then expire it.
+ * Under this patch the step waiting for its turn is cancelled and the unit goes back at once.
+ */
+const BUYER_CANCEL_BEFORE_SESSION_PATCH = 'buyer-cancel-before-session';
+
+/** Runs the session step in a scope of its own, cancelled when the buyer cancels before it answers. */
+async function unlessBuyerCancels<T>(saga: PurchaseSaga, step: () => Promise<T>): Promise<T> {
+  const scope = new CancellationScope();
+  let answered = false;
+  // Rejected only when the whole saga is cancelled (the operator), which cancels the step anyway.
+  void condition(() => answered || saga.cancelRequested).then(
+    () => answered || scope.cancel(),
+    () => undefined,
+  );
+  try {
+    return await scope.run(step);
+  } finally {
+    answered = true;
+  }
+}
+
+/**
+ * The buyer cancelled before the session opened: the unit goes back. Once the session step was asked
+ * for (`order`), a session an attempt may have opened is closed: none did while the step waited for
+ * its turn, and then nothing is sent to Stripe. An attempt still calling Stripe cannot reopen the
+ * purchase (its record write is only over `holding`), and the close sends its request again under the
+ * same key, so it finds that attempt's session.
+ */
+async function endCancelledBeforeSession(saga: PurchaseSaga, order?: OpenCheckoutInput): Promise<null> {
+  await saga.endReleased('release', 'expired', { reason: 'cancelled by the buyer before the checkout opened' });
+  if (order) await closeUnansweredCheckout(order);
+  await settleStragglers(saga);
+  return null;
 }
 
 /** Expires the session a failed session step may have opened after all; gives up (logged) if Stripe keeps failing. */

@@ -26,6 +26,7 @@ export const RECORDED_PATHS = [
   'session-refused',
   'session-answers-lost',
   'session-rate-limited',
+  'buyer-cancel-before-session',
   'address-limit-refunded',
   'hold-refused',
 ] as const;

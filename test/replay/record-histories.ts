@@ -5,6 +5,7 @@
 // It starts a throwaway stack (as `npm test` does; DATABASE_URL and TEMPORAL_ADDRESS name one of yours
 // instead) and writes test/replay/histories/<package.json version>/. Bump the version first: the
 // folder of the previous generation stays beside the new one until its patches are deprecated.
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -237,6 +238,26 @@ async function recordAll(sys: System): Promise<Set<RecordedPath>> {
   await sys.emulatorCall('DELETE', '/_emulator/faults');
   await sys.pay(limited.session, 'succeeded');
   await record('session-rate-limited', limited.id, 'confirmed');
+
+  // The buyer cancels while the session step is retried (Stripe answers 429 until then): the step is
+  // called off, the unit goes back, and the session an attempt may have opened is looked for.
+  await sys.emulatorCall('POST', '/_emulator/faults', {
+    path: '/v1/checkout/sessions',
+    method: 'POST',
+    status: 429,
+    count: 1000,
+  });
+  const calledOff = await sys.api(
+    'POST',
+    '/v1/purchases',
+    { sku },
+    { 'idempotency-key': randomUUID(), prefer: 'respond-async', ...(await asBuyer('replay-called-off')) },
+  );
+  const calledOffId = calledOff.body.purchaseId as string;
+  await sys.waitForPurchase(calledOffId, (r) => r.session_expires_at !== null);
+  await sys.api('POST', `/v1/purchases/${calledOffId}/cancel`, undefined, await asBuyer('replay-called-off'));
+  await sys.emulatorCall('DELETE', '/_emulator/faults');
+  await record('buyer-cancel-before-session', calledOffId, 'expired');
 
   // Two payments shipped to one address where the product allows one per address: the second is refunded.
   const shipped = await sys.createProduct({ stock: 3, maxPerAddress: 1, shippingCountries: ['FR'] });

@@ -263,3 +263,54 @@ test.serial(
     await assertInvariants(t, sys.db, sku);
   },
 );
+
+test.serial(
+  'a buyer who cancels before the checkout opens gets the unit back at once, and Stripe is never asked',
+  async (t) => {
+    // Slots at 5 a second, sessions at 1: the sagas start on time and wait for their turn at Stripe.
+    const sys = await startSystem({ worker: false, ownDatabase: true, checkoutsPerSecond: 5 });
+    t.teardown(() => sys.close());
+    await sys.startWorker({ stripeRequestsPerSecond: 1 });
+    const filler = await sys.createProduct({ stock: 10, holdSeconds: 600 });
+    const line = await acceptPurchases(sys, filler, 10, 'line');
+    const sku = await sys.createProduct({ stock: 2, holdSeconds: 600 });
+    const cancel = async (purchaseId: string, buyer: string) =>
+      sys.api('POST', `/v1/purchases/${purchaseId}/cancel`, undefined, await asBuyer(buyer));
+
+    // Its slot is seconds away: answered 202 at once, its saga not started. The cancel starts it.
+    const waiting = await sys.api(
+      'POST',
+      '/v1/purchases',
+      { sku },
+      { 'idempotency-key': randomUUID(), ...(await asBuyer('before-slot')) },
+    );
+    t.is(waiting.status, 202, JSON.stringify(waiting.body));
+    const first = await cancel(waiting.body.purchaseId, 'before-slot');
+    t.is(first.status, 200, JSON.stringify(first.body));
+    // It used to jump the line: its saga took the unit, opened a session at once, and expired it.
+    t.is((await sessionsFor(sys, [waiting.body.purchaseId])).size, 0, 'no Checkout Session was opened for it');
+    t.like(first.body, { status: 'expired', reason: 'cancelled by the buyer before the checkout opened' });
+
+    // Its saga started and holds the unit; its session step waits behind the line's at Stripe.
+    const [queued] = await acceptPurchases(sys, sku, 1, 'at-stripe');
+    await until('its session step', async () => ((await sessionStepsQueued(sys, [queued])) === 1 ? true : undefined));
+    t.is((await statusesOf(sys, [queued])).get(queued), 'holding');
+    const second = await cancel(queued, 'at-stripe-0');
+    t.is(second.status, 200, JSON.stringify(second.body));
+    t.like(second.body, { status: 'expired', reason: 'cancelled by the buyer before the checkout opened' });
+
+    t.like(await sys.stock(sku), { available: 2, held: 0, sold: 0 });
+    const opened = await sessionsFor(sys, [waiting.body.purchaseId, queued]);
+    t.is(opened.size, 0, 'no Checkout Session was opened for either');
+    // The line goes on: every other purchase still gets its checkout.
+    await until(
+      "the line's checkouts",
+      async () =>
+        [...(await statusesOf(sys, line)).values()].every((s) => s === 'awaiting_payment') ? true : undefined,
+      60_000,
+      250,
+    );
+    await assertInvariants(t, sys.db, sku);
+    await assertInvariants(t, sys.db, filler);
+  },
+);

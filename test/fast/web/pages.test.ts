@@ -157,6 +157,11 @@ test('the purchase page has words for every outcome, and refreshes only while ne
     [{ status: 'expired', reason: 'the hold lapsed before payment' }, /expired before the payment arrived/, false],
     [{ status: 'expired', reason: 'cancelled by the buyer' }, /You cancelled this purchase/, false],
     [
+      { status: 'expired', reason: 'cancelled by the buyer before the checkout opened' },
+      /You cancelled this purchase/,
+      false,
+    ],
+    [
       { status: 'payment_failed', reason: 'the delayed payment failed' },
       /The payment failed \(the delayed payment failed\)/,
       false,

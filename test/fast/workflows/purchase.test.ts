@@ -1,5 +1,5 @@
 import test from 'ava';
-import { WorkflowFailedError } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowFailedError } from '@temporalio/client';
 import {
   cancelUpdate,
   holdAnsweredUpdate,
@@ -7,6 +7,7 @@ import {
   supportActionSignal,
 } from '../../../workflows/definitions';
 import { called, gate, sagaKnowsSession, sessionOpen, startPurchase, until } from '../helpers/saga';
+import { purchaseWorkflow } from '../../../workflows/purchase';
 import { useFastTemporal } from '../helpers/temporal';
 import { refusal } from '../helpers/world';
 
@@ -208,6 +209,41 @@ test('the buyer’s cancel expires the session, gives the unit back, and is answ
   const answer = await saga.executeUpdate(cancelUpdate);
   t.like(answer, { status: 'expired', reason: 'cancelled by the buyer' });
   t.deepEqual(c.names('expireCheckout', 'releaseHold'), ['expireCheckout', 'releaseHold']);
+});
+
+test('the buyer’s cancel while the session waits for its turn gives the unit back at once; the step is called off', async (t) => {
+  const { world } = temporal();
+  // The Stripe budget's turn does not come before the cancel.
+  const turn = gate(t);
+  const c = world.open({
+    openCheckout: () => turn.passed().then(() => ({ sessionId: 'cs_late', url: '', sessionExpiresAt: '' })),
+  });
+  const saga = await startPurchase(temporal(), c);
+  await called(c, 'openCheckout');
+  const answer = await saga.executeUpdate(cancelUpdate);
+  t.like(answer, { status: 'expired', reason: 'cancelled by the buyer before the checkout opened' });
+  t.like(await saga.result(), { status: 'expired' });
+  t.like(c.record, { status: 'expired', reason: 'cancelled by the buyer before the checkout opened' });
+  // A session an attempt may have opened is looked for (the activity asks Stripe only if one ran).
+  t.deepEqual(c.names('releaseHold', 'closeUnansweredCheckout', 'expireCheckout'), [
+    'releaseHold',
+    'closeUnansweredCheckout',
+  ]);
+});
+
+test('the buyer’s cancel that starts a saga still waiting for its slot gives the hold back before any session step', async (t) => {
+  const { world, env, taskQueue } = temporal();
+  const c = world.open();
+  // A cancel sent to a saga whose start is delayed starts it; its first task holds the cancel too.
+  const start = new WithStartWorkflowOperation(purchaseWorkflow, {
+    taskQueue,
+    workflowId: `purchase-${c.id}`,
+    args: [c.input()],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+  const answer = await env.client.workflow.executeUpdateWithStart(cancelUpdate, { startWorkflowOperation: start });
+  t.like(answer, { status: 'expired', reason: 'cancelled by the buyer before the checkout opened' });
+  t.deepEqual(c.names(), ['takeHold', 'releaseHold']);
 });
 
 test('a session Stripe expired on its own is not expired again', async (t) => {
