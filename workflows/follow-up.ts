@@ -13,6 +13,7 @@ export async function followUp(saga: PurchaseSaga): Promise<PurchaseState> {
   const record = await acts.loadPurchase(saga.input.purchaseId);
   if (!record) return state;
   Object.assign(state, record);
+  saga.recordLoaded();
   await condition(() => saga.payment !== 'none' || fold.sessionExpired || fold.declines > 0, DURATIONS.followUpEventMs);
   // A delayed payment's first word arriving after its outcome (out of order): nothing left to settle.
   if (saga.payment === 'pending' && !isPaid(record.status))

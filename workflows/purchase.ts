@@ -9,7 +9,7 @@ import {
   setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
-import { foreignEventReason, isFinal, isPaid, paidBy, type PurchaseInput, type PurchaseState } from '../vocabulary';
+import { isFinal, isPaid, type PurchaseInput, type PurchaseState } from '../vocabulary';
 import type { OpenCheckoutInput, SessionState, TakeHoldOutput } from '../activities';
 import { cancelUpdate, holdAnsweredUpdate, paymentEventSignal, purchaseStateQuery } from './definitions';
 import { settle, settleStragglers } from './end-of-wait';
@@ -68,7 +68,7 @@ setWorkflowOptions(() => {
 
 /** The query, the two updates and the payment events; registered before the first step, which they may overtake. */
 function listen(saga: PurchaseSaga): void {
-  const { state, fold } = saga;
+  const { state } = saga;
   setHandler(purchaseStateQuery, () => state);
   // The API's first wait: the answer goes out with the first workflow task, before the session's turn
   // on the Stripe queue; the session step writes the checkout URL to the record, where the API waits.
@@ -82,15 +82,7 @@ function listen(saga: PurchaseSaga): void {
     await condition(() => isFinal(state.status) || saga.payment !== 'none');
     return state;
   });
-  setHandler(paymentEventSignal, (e) => {
-    // The webhook refuses events that are not this purchase's own; one that reaches the saga some
-    // other way is ignored too (a follow-up run checks once its record is loaded).
-    if (state.sessionId && foreignEventReason(e, state, e.livemode ?? false)) return;
-    const wasPaid = fold.payment === 'paid';
-    if (!fold.apply(e)) return;
-    if (e.paymentIntentId) state.paymentIntentId = e.paymentIntentId;
-    if (!wasPaid && fold.payment === 'paid') saga.paidAt = paidBy(e) ?? Date.now();
-  });
+  setHandler(paymentEventSignal, (e) => saga.hear(e));
 }
 
 /** 1. The hold, a local activity in the saga's first workflow task (the hold desk batches it with others). Null: refused. */

@@ -1,5 +1,13 @@
 import { condition, isCancellation, log, patched, upsertSearchAttributes } from '@temporalio/workflow';
-import { canMove, type PurchaseInput, type PurchaseState, type PurchaseStatus } from '../vocabulary';
+import {
+  canMove,
+  foreignEventReason,
+  paidBy,
+  type PaymentEvent,
+  type PurchaseInput,
+  type PurchaseState,
+  type PurchaseStatus,
+} from '../vocabulary';
 import type { SessionState } from '../activities';
 import { attended, SupportDesk, type Attended } from './attended';
 import { HoldExpiresAtKey, PurchaseStatusKey } from './definitions';
@@ -63,6 +71,12 @@ export class PurchaseSaga {
   paidAt?: number;
   /** What this run last upserted as its search attributes (status and hold expiry), if anything. */
   private published?: string;
+  /**
+   * A follow-up run's payment events wait until its record is loaded: only then does it know its
+   * session, and so which events are its own.
+   */
+  private waitsForRecord: boolean;
+  private readonly unheard: PaymentEvent[] = [];
 
   constructor(readonly input: PurchaseInput) {
     this.state = {
@@ -72,6 +86,27 @@ export class PurchaseSaga {
       quantity: input.quantity,
       status: 'holding',
     };
+    this.waitsForRecord = input.followUp === true;
+  }
+
+  /**
+   * A payment event, into the fold unless it is another purchase's. The webhook refuses those already;
+   * one that reaches the saga some other way is ignored too, once the saga knows its session (before,
+   * the session step's answer may come after the webhook's news of it).
+   */
+  hear(e: PaymentEvent): void {
+    if (this.waitsForRecord) return void this.unheard.push(e);
+    if (this.state.sessionId && foreignEventReason(e, this.state, e.livemode ?? false)) return;
+    const wasPaid = this.fold.payment === 'paid';
+    if (!this.fold.apply(e)) return;
+    if (e.paymentIntentId) this.state.paymentIntentId = e.paymentIntentId;
+    if (!wasPaid && this.fold.payment === 'paid') this.paidAt = paidBy(e) ?? Date.now();
+  }
+
+  /** A follow-up run loaded its record: the events that waited for it are heard now, in order. */
+  recordLoaded(): void {
+    this.waitsForRecord = false;
+    for (const e of this.unheard.splice(0)) this.hear(e);
   }
 
   get payment(): Payment {

@@ -41,6 +41,20 @@ test('a payment after the saga closed takes a unit again; a late one is a late s
   ]);
 });
 
+test('a follow-up run started by another session’s payment settles nothing: its events wait for the record, which names its own', async (t) => {
+  const { world } = temporal();
+  const c = world.open();
+  c.record = recorded(c, 'expired');
+  const saga = await startPurchase(temporal(), c, { followUp: true });
+  // Sent before the run has loaded its record (its first step): it does not know its session yet.
+  await saga.signal(
+    paymentEventSignal,
+    c.event('checkout.session.completed', { sessionId: 'cs_someone_else', paymentStatus: 'paid' }),
+  );
+  t.like(await saga.result(), { status: 'expired' });
+  t.deepEqual(c.names(), ['loadPurchase']);
+});
+
 test('a follow-up for a purchase that does not exist, or whose event never comes, does nothing', async (t) => {
   const { world } = temporal();
   const missing = world.open();
