@@ -171,7 +171,12 @@ export default defineConfig(
   },
   layer(
     ['vocabulary/**/*.ts'],
-    [['.*', 'vocabulary/ imports nothing: every layer, workflow code included, shares it.']],
+    [
+      [
+        '^(?!\\./[a-z-]+$).*',
+        'vocabulary/ imports nothing but itself: every layer, workflow code included, shares it.',
+      ],
+    ],
   ),
   layer(
     ['config/**/*.ts'],

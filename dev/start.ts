@@ -6,6 +6,7 @@ import { prettyFactory } from 'pino-pretty';
 import { devBuyerSecret } from '../config/buyer-tokens';
 import { isLiveKey } from '../config';
 import { DEV_DEFAULTS, devDataDir } from '../config/dev-secrets';
+import { variable } from '../config/variables';
 import { nodeScript, spawnChild, type ChildHandle } from './proc';
 import { startStack, type Stack } from './stack';
 
@@ -23,9 +24,11 @@ const pretty = prettyFactory({
 });
 
 const env = process.env;
-const port = env.PORT || '3000';
-const emulatorPort = env.STRIPE_EMULATOR_PORT || '12111';
-const workerMetricsPort = env.WORKER_METRICS_PORT || '9464';
+/** A variable as set, else its default from the configuration table. */
+const setOr = (name: string): string => env[name] || String(variable(name).default);
+const port = setOr('PORT');
+const emulatorPort = setOr('STRIPE_EMULATOR_PORT');
+const workerMetricsPort = setOr('WORKER_METRICS_PORT');
 const useEmulator = !env.STRIPE_SECRET_KEY;
 const local = {
   ADMIN_TOKEN: env.ADMIN_TOKEN || DEV_DEFAULTS.ADMIN_TOKEN,
@@ -83,7 +86,7 @@ async function main(): Promise<void> {
     dataDir,
     persistent: true,
     log,
-    temporal: { port: Number(env.TEMPORAL_PORT || 7233), uiPort: Number(env.TEMPORAL_UI_PORT || 8233) },
+    temporal: { port: Number(setOr('TEMPORAL_PORT')), uiPort: Number(setOr('TEMPORAL_UI_PORT')) },
     signal: aborter.signal,
   });
   const buyerTokens = env.BUYER_JWKS_URL

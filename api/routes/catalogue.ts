@@ -160,15 +160,14 @@ export function catalogueRoutes(deps: ApiDeps): Router {
 
   router.post('/v1/products/:sku/restock', admin, async (ctx) => {
     const { quantity } = restock(ctx.request.body);
+    const notFound = () => new Problem(404, 'product-not-found', `no product with SKU ${ctx.params.sku}`);
     const product = await getProduct(deps.db, ctx.params.sku);
-    if (!product) throw new Problem(404, 'product-not-found', `no product with SKU ${ctx.params.sku}`);
+    if (!product) throw notFound();
     if (product.hasUnits) {
       throw invalid([{ field: 'quantity', message: 'a product of distinct units is restocked by its refunded units' }]);
     }
     try {
-      if (!(await restockProduct(deps.db, ctx.params.sku, quantity))) {
-        throw new Problem(404, 'product-not-found', `no product with SKU ${ctx.params.sku}`);
-      }
+      if (!(await restockProduct(deps.db, ctx.params.sku, quantity))) throw notFound();
     } catch (err) {
       if (err instanceof TotalTooLargeError) throw invalid([{ field: 'quantity', message: err.message }]);
       throw err;
