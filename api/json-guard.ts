@@ -21,14 +21,6 @@ export function isBadText(s: string): boolean {
   return BAD_TEXT.test(s);
 }
 
-/** Control characters become spaces, lone surrogates U+FFFD, and the ends are trimmed. */
-export function sanitiseText(s: string): string {
-  return s
-    .replace(/\p{Cc}/gu, ' ')
-    .replace(/\p{Cs}/gu, '\ufffd')
-    .trim();
-}
-
 const fieldName = (path: string[]): string => (path.length ? path.join('.') : 'body');
 
 /**

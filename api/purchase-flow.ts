@@ -8,6 +8,7 @@ import { isFinal, type PurchaseInput, type PurchaseRequest, type PurchaseState }
 import { checkoutQueueView, DEFAULT_CHECKOUTS_PER_SECOND, type CheckoutQueueView } from './checkout-pace';
 import type { ApiDeps } from './deps';
 import { invalid, Problem } from './problem';
+import { idempotencyKeyFaults } from './request-guard';
 import { validator } from './validate';
 
 // Making a purchase, once for every door that makes one: POST /v1/purchases (JSON, bearer token) and
@@ -192,8 +193,10 @@ export interface PurchaseOrder {
   buyerId: string;
   /** The client's address, for the per-IP rate limit. */
   ip: string;
-  /** As sent: checked here (required, at most 255 characters). */
+  /** As sent: checked here (required, no control characters, at most 255 characters). */
   idempotencyKey: string;
+  /** What a refusal of the key names: the header (default), or the Buy form's field. */
+  keyField?: string;
   /** As sent, checked here against the body schema of POST /v1/purchases. */
   body: unknown;
   /** Answer as soon as the purchase is accepted (202), without waiting for the hold and the session. */
@@ -236,8 +239,8 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
   const { buyerId, respondAsync } = order;
   await deps.rateLimits?.take(buyerId, order.ip);
   const key = order.idempotencyKey;
-  if (!key) throw invalid([{ field: 'Idempotency-Key', message: 'header is required' }]);
-  if (key.length > 255) throw invalid([{ field: 'Idempotency-Key', message: 'must be at most 255 characters' }]);
+  const keyFaults = idempotencyKeyFaults(key, order.keyField);
+  if (keyFaults.length) throw invalid(keyFaults);
   const body = purchaseBody(order.body);
   if (body.buyerId != null && body.buyerId !== buyerId) {
     throw new Problem(403, 'forbidden', 'buyerId must be the buyer of the token (or be left out)');

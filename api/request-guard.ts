@@ -61,18 +61,24 @@ function checkPath(templates: Template[], rawPath: string): FieldError[] {
   return errors;
 }
 
+/**
+ * What is wrong with an idempotency key (the JSON route's header, the Buy form's field), named as
+ * `field`: missing, control characters, or too long. Postgres could not store a NUL.
+ */
+export function idempotencyKeyFaults(key: string, field = 'Idempotency-Key'): FieldError[] {
+  if (!key) return [{ field, message: 'is required' }];
+  // Node refuses most control characters in a header; a tab (or DEL) still gets through, and a form
+  // field may hold any. (Bytes 0x80–0x9F are left alone: they are how UTF-8 arrives in a Latin-1
+  // header value.)
+  // eslint-disable-next-line no-control-regex -- control characters are what is refused
+  if (/[\u0000-\u001f\u007f]/.test(key)) return [{ field, message: 'must not contain control characters' }];
+  if (key.length > MAX_KEY_LENGTH) return [{ field, message: `must be at most ${MAX_KEY_LENGTH} characters` }];
+  return [];
+}
+
 function checkHeaders(ctx: Koa.Context): FieldError[] {
   const key = ctx.get('idempotency-key');
-  if (!key) return [];
-  // Node refuses most control characters in a header; a tab (or DEL) still gets through. (Bytes
-  // 0x80–0x9F are left alone: they are how UTF-8 arrives in a Latin-1 header value.)
-  // eslint-disable-next-line no-control-regex -- control characters are what is refused
-  if (/[\u0000-\u001f\u007f]/.test(key))
-    return [{ field: 'Idempotency-Key', message: 'must not contain control characters' }];
-  if (key.length > MAX_KEY_LENGTH) {
-    return [{ field: 'Idempotency-Key', message: `must be at most ${MAX_KEY_LENGTH} characters` }];
-  }
-  return [];
+  return key ? idempotencyKeyFaults(key) : [];
 }
 
 /**

@@ -1,5 +1,6 @@
 import Ajv, { type ErrorObject, type JSONSchemaType } from 'ajv';
-import { inspectJson, sanitiseText } from './json-guard';
+import { sanitiseText } from '../vocabulary/text';
+import { inspectJson } from './json-guard';
 import { invalid } from './problem';
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: false });

@@ -88,7 +88,12 @@ export class WaitingRoom {
   async pageView(ticket: string, viewerId: string | undefined): Promise<TicketPageView | null> {
     const own = viewerId !== undefined && this.tokens.readTicket(ticket)?.buyerId === viewerId;
     const d = await this.describe(ticket, own);
-    return d && { ...d.view, ...(d.purchaseStatus ? { purchaseStatus: d.purchaseStatus } : {}) };
+    if (!d) return null;
+    if (own) return { ...d.view, ...(d.purchaseStatus ? { purchaseStatus: d.purchaseStatus } : {}) };
+    // Once the session is over a poll names the purchase too (a stranger's read sees it only then):
+    // the page says only that the turn passed.
+    const { purchaseId, ...view } = d.view;
+    return purchaseId ? { ...view, state: 'expired' } : view;
   }
 
   /** `readSpent`: read the ticket's row even while the session lasts (a poll does not). */

@@ -1,5 +1,6 @@
 // The command line of `npm run support` (ops/support.ts runs it): its usage, and the parsing that
 // turns argv into what to do. Imports nothing that connects to anything, so the fast tier tests it.
+import { sanitiseText } from '../vocabulary/text';
 import type { PurchaseLookup } from '../store/purchases';
 import type { SupportVerb } from './attention';
 import { parseCommandLine, UsageError } from './cli-args';
@@ -84,9 +85,9 @@ const COMMANDS = [
   'notifications',
 ];
 
-/** A required free-text option (it goes to the buyer or the audit trail). */
+/** A required free-text option (it goes to the buyer or the audit trail), cleaned as the API cleans it. */
 function text(name: string, value: string | undefined, why: string): string {
-  const trimmed = value?.trim();
+  const trimmed = value === undefined ? undefined : sanitiseText(value);
   if (!trimmed) throw new UsageError(`--${name} is required (${why})`);
   if (trimmed.length > MAX_TEXT) throw new UsageError(`--${name} must be at most ${MAX_TEXT} characters`);
   return trimmed;

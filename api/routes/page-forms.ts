@@ -76,6 +76,7 @@ export function pageFormRoutes(deps: ApiDeps): Router {
       buyerId,
       ip: ctx.ip,
       idempotencyKey: key,
+      keyField: 'idempotencyKey',
       body: { sku: ctx.params.sku, ...(quantity !== undefined ? { quantity: Number(quantity) } : {}) },
       respondAsync: false,
       admissionToken: field(ctx, 'admissionToken'),

@@ -145,3 +145,33 @@ test.serial(
     }
   },
 );
+
+test.serial(
+  'after the session, anyone but the ticket’s buyer sees its turn passed: not which purchase it became, nor how that ended',
+  async (t) => {
+    const sku = await sys.createProduct({
+      stock: 2,
+      waitingRoom: { admitPerSecond: 50, maxActive: 5, sessionSeconds: 2 },
+    });
+    const { body: joined } = await join(sku, 'over-ann');
+    const admitted = await pollUntil(joined.ticket, (b) => b.state === 'admitted');
+    const bought = await buyWith(sku, 'over-ann', admitted.admissionToken);
+    t.is(bought.status, 201, JSON.stringify(bought.body));
+    const { purchaseId } = bought.body;
+    const cancelled = await sys.api('POST', `/v1/purchases/${purchaseId}/cancel`, undefined, await asBuyer('over-ann'));
+    t.is(cancelled.status, 200);
+    // Her own page says how the turn ended once the session is over.
+    await pageUntil(admitted.ticket, 'over-ann', 'spent');
+    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(admitted.admissionExpiresAt) - Date.now() + 200)));
+    const anonymous = await fetch(`${sys.apiUrl}/queue/${encodeURIComponent(admitted.ticket)}`);
+    for (const [who, page] of [
+      ['another buyer', await queuePage(admitted.ticket, 'over-eve')],
+      ['a browser signed in as nobody', { status: anonymous.status, text: await anonymous.text() }],
+    ] as const) {
+      t.is(page.status, 200, who);
+      t.false(page.text.includes(purchaseId), `${who} does not see the purchase`);
+      t.notRegex(page.text, /data-state="(spent|bought)"/, `${who} does not see how it ended`);
+      t.regex(page.text, /data-state="expired"/, `${who} sees the turn passed`);
+    }
+  },
+);

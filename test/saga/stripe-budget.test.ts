@@ -302,6 +302,9 @@ test.serial(
     t.like(await sys.stock(sku), { available: 2, held: 0, sold: 0 });
     const opened = await sessionsFor(sys, [waiting.body.purchaseId, queued]);
     t.is(opened.size, 0, 'no Checkout Session was opened for either');
+    // The gate lets both units go again: two other buyers each get one.
+    const again = await acceptPurchases(sys, sku, 2, 'after-cancels');
+    t.is(again.length, 2);
     // The line goes on: every other purchase still gets its checkout.
     await until(
       "the line's checkouts",

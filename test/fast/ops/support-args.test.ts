@@ -33,6 +33,7 @@ const refusals: [string[], RegExp][] = [
   [['retry', 'p1', 'p2'], /^unexpected arguments: p2$/],
   [['settle', 'p1'], /^--note is required \(say what was done by hand/],
   [['settle', 'p1', '--note', '  '], /^--note is required/],
+  [['settle', 'p1', '--note', '\u0000\n'], /^--note is required/],
   [['settle', 'p1', '--note', 'x', '--reason', 'y'], /^--reason does not apply to settle$/],
   [['settle', 'p1', '--note', 'x'.repeat(501)], /^--note must be at most 500 characters$/],
   [['retry-stray'], /^missing <sessionId>$/],
@@ -91,6 +92,11 @@ test('the good command lines parse to what the CLI does', (t) => {
     reason: 'dup',
     restock: true,
     note: 'internal',
+  });
+  // Cleaned as the API cleans it: a newline would forge a line in a log or a notification.
+  t.like(parse(['refund', 'p1', '--reason', 'late\n[fake] line\u0000', '--note', '\tin\u0085ternal ']), {
+    reason: 'late [fake] line',
+    note: 'in ternal',
   });
   t.deepEqual(parse(['refund-oversold', 'sku-1', '--reason', 'sorry']), {
     command: 'refund-oversold',
