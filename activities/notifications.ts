@@ -1,6 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Db } from '../store/db';
-import type { NotificationInput } from '../vocabulary';
+import type { NotificationChannel, NotificationInput } from '../vocabulary';
 import {
   fanOut,
   markDead,
@@ -37,7 +37,7 @@ export type Sent = 'delivered' | 'skipped';
 
 /** One way a notification reaches the buyer: the merchant's webhook, email, the log. */
 export interface Channel {
-  name: string;
+  name: NotificationChannel;
   send(m: NotificationMessage): Promise<Sent>;
 }
 
@@ -69,7 +69,7 @@ export function createNotificationActivities(deps: {
   log?: (line: string) => void;
 }) {
   const { db, policy } = deps;
-  const channels = new Map(deps.channels.map((c) => [c.name, c]));
+  const channels = new Map<string, Channel>(deps.channels.map((c) => [c.name, c]));
   const count = deps.onOutcome ?? (() => {});
   const log = deps.log ?? (() => {});
   return {

@@ -1,7 +1,14 @@
 // First: tracing (when the OTEL_* variables ask for it) must be on before http, Koa and pg load.
 import './start-tracing';
 import { Client } from '@temporalio/client';
-import { API_POOL_SIZE, connectTemporal, createPool, createStripe, reaching } from '../config/clients';
+import {
+  API_POOL_SIZE,
+  connectTemporal,
+  createPool,
+  createStripe,
+  reaching,
+  requireNamespace,
+} from '../config/clients';
 import { isLiveKey, loadApiConfig } from '../config';
 import { createBuyerVerifier } from '../config/buyer-tokens';
 import { createLogger, exitOnFailure, type Logger } from '../config/log';
@@ -68,6 +75,7 @@ async function main(): Promise<void> {
   const connection = await reaching({ name: 'Temporal', address: config.temporal.address }, () =>
     connectTemporal(config.temporal, config.temporalConnectTimeoutMs, { callTimeoutMs: config.temporalCallTimeoutMs }),
   );
+  await requireNamespace(connection, config.temporalNamespace, config.temporal.address);
   const deps: ApiDeps = {
     db,
     temporal: new Client({

@@ -133,6 +133,30 @@ export function nativeConnectionOptions(settings: TemporalSettings): NativeConne
   return connectionOptions(settings);
 }
 
+/** gRPC's NOT_FOUND: what DescribeNamespace answers for a namespace the server does not have. */
+const GRPC_NOT_FOUND = 5;
+
+/**
+ * Stops a process at start when the Temporal server has no namespace `namespace`: otherwise it would
+ * report ready while every saga start failed (the API answering 503 "retry" to every buyer).
+ */
+export async function requireNamespace(
+  connection: { workflowService: { describeNamespace(r: { namespace: string }): Promise<unknown> } },
+  namespace: string,
+  address: string,
+): Promise<void> {
+  try {
+    await connection.workflowService.describeNamespace({ namespace });
+  } catch (err) {
+    if ((err as { code?: unknown } | null)?.code !== GRPC_NOT_FOUND) throw err;
+    throw new Error(
+      `Temporal at ${address} has no namespace "${namespace}" (TEMPORAL_NAMESPACE): create it ` +
+        `(temporal operator namespace create --namespace ${namespace}) or name one it has`,
+      { cause: err },
+    );
+  }
+}
+
 /** A failure that says the service cannot be reached (refused, unknown host, timed out, no such database, wrong password). */
 function unreachable(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;

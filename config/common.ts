@@ -1,4 +1,4 @@
-import type { Reader } from './reader';
+import { isHttpUrl, type Reader } from './reader';
 import { loadTemporalSettings, type TemporalSettings } from './temporal';
 
 // What the loaders of config/index.ts share: Postgres and Temporal, the pools' timeouts, the
@@ -55,7 +55,7 @@ export function poolTimeouts(r: Reader): PoolTimeouts {
 /** PUBLIC_URL: where buyers reach the API's pages; an http(s) origin, default this machine's PORT. */
 export function publicUrl(r: Reader): string {
   const url = r.text('PUBLIC_URL', `http://127.0.0.1:${r.env.PORT || 3000}`).replace(/\/$/, '');
-  if (!/^https?:\/\/[^/?#]+(?:\/[^?#]*)?$/.test(url))
+  if (!isHttpUrl(url, /^https?:\/\/[^/?#]+(?:\/[^?#]*)?$/))
     r.problems.push(`PUBLIC_URL must be an http(s) URL, got "${url}"`);
   return url;
 }

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { Reader, type Env } from './reader';
+import { isHttpUrl, Reader, type Env } from './reader';
 import { variable } from './variables';
 import { isLoopback } from './listen';
 import { isDevelopment, isLiveKey, stripe, type StripeConfig } from './stripe';
@@ -181,8 +181,7 @@ function buyerTokens(r: Reader): BuyerTokenConfig {
   if (secret && secret.length < MIN_SECRET_LENGTH) {
     r.problems.push(`BUYER_TOKEN_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
   }
-  if (jwksUrl && !/^https?:\/\//.test(jwksUrl))
-    r.problems.push(`BUYER_JWKS_URL must be an http(s) URL, got "${jwksUrl}"`);
+  if (jwksUrl && !isHttpUrl(jwksUrl)) r.problems.push(`BUYER_JWKS_URL must be an http(s) URL, got "${jwksUrl}"`);
   return {
     secret,
     jwksUrl,
@@ -342,7 +341,7 @@ export interface CliExtras {
 
 function cliExtras(r: Reader): CliExtras {
   const temporalUiUrl = r.text('TEMPORAL_UI_URL');
-  if (!/^https?:\/\/[^/\s]+/.test(temporalUiUrl)) {
+  if (!isHttpUrl(temporalUiUrl)) {
     r.problems.push(`TEMPORAL_UI_URL must be an http(s) URL, got "${temporalUiUrl}"`);
   }
   return { temporalUiUrl, temporalConnectTimeoutMs: r.int('TEMPORAL_CONNECT_TIMEOUT_MS') };
@@ -359,5 +358,7 @@ export function loadTemporalCliConfig(
   env: Env,
 ): Omit<CommonConfig, 'databaseUrl'> & CliExtras & { databaseUrl?: string } {
   const r = new Reader(env, 'cli');
-  return r.done({ ...temporal(r), ...cliExtras(r), databaseUrl: r.raw('DATABASE_URL') });
+  const given = r.raw('DATABASE_URL');
+  const databaseUrl = given ? r.postgresUrl('DATABASE_URL', 'optional here: the database checks') : undefined;
+  return r.done({ ...temporal(r), ...cliExtras(r), databaseUrl });
 }

@@ -1,5 +1,5 @@
 import { ConfigError } from './index';
-import { Reader, type Env } from './reader';
+import { isHttpUrl, Reader, type Env } from './reader';
 
 // How the worker delivers buyer notifications (workflows/notification.ts): by which channels, and
 // with what retries. Read by the worker beside its own configuration. Any of the channels may be
@@ -29,8 +29,7 @@ export function loadNotifyConfig(env: Env): NotifyConfig {
   const r = new Reader(env, 'worker');
   const url = r.raw('NOTIFY_WEBHOOK_URL');
   const secret = r.raw('NOTIFY_WEBHOOK_SECRET');
-  if (url && !/^https?:\/\/[^/\s]+/.test(url))
-    r.problems.push(`NOTIFY_WEBHOOK_URL must be an http(s) URL, got "${url}"`);
+  if (url && !isHttpUrl(url)) r.problems.push(`NOTIFY_WEBHOOK_URL must be an http(s) URL, got "${url}"`);
   if (url && !secret)
     r.problems.push('NOTIFY_WEBHOOK_SECRET is required with NOTIFY_WEBHOOK_URL (it signs each delivery)');
   if (secret && secret.length < MIN_NOTIFY_SECRET_LENGTH) {

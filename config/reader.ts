@@ -62,6 +62,10 @@ export class Reader {
     const min = row.min ?? 0;
     if (!Number.isInteger(n) || n < min) this.problems.push(`${name} must be an integer >= ${min}, got "${raw}"`);
     else if (row.max !== undefined && n > row.max) this.problems.push(rangeProblem(name, row, n));
+    else if (name.endsWith('_MS') && n > LONGEST_TIMER_MS) {
+      // Node's timers take at most this; a longer one (meant as "never") fires after 1 ms.
+      this.problems.push(`${name} must be at most ${LONGEST_TIMER_MS} (about 24.8 days), got "${raw}"`);
+    }
     return n;
   }
 
@@ -89,6 +93,25 @@ export class Reader {
     }
     return config;
   }
+}
+
+/** The longest delay Node's timers take (2^31 − 1 ms): past it, setTimeout waits 1 ms. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Whether `url` is an http(s) URL that `fetch` will take: parsed by the WHATWG parser (a space in the
+ * host, an unclosed `[`, a port past 65535 are not), with a host. `shape`, if given, must match too.
+ */
+export function isHttpUrl(url: string, shape?: RegExp): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  return (
+    (parsed.protocol === 'http:' || parsed.protocol === 'https:') && parsed.host !== '' && (shape?.test(url) ?? true)
+  );
 }
 
 /** A TCP port is named as one (0 to 65535); other bounds plainly. */

@@ -1,4 +1,4 @@
-import { Reader, type Env } from './reader';
+import { isHttpUrl, Reader, type Env } from './reader';
 import { isLiveKey } from './stripe-key';
 
 export { isLiveKey } from './stripe-key';
@@ -37,7 +37,7 @@ export function isDevelopment(env: Env): boolean {
 const REAL_STRIPE = /^https:\/\/api\.stripe\.com\/?$/;
 export function stripe(r: Reader): StripeConfig {
   const stripeApiUrl = r.raw('STRIPE_API_URL');
-  if (stripeApiUrl && !/^https?:\/\/[^/]+\/?$/.test(stripeApiUrl)) {
+  if (stripeApiUrl && !isHttpUrl(stripeApiUrl, /^https?:\/\/[^/]+\/?$/)) {
     r.problems.push(`STRIPE_API_URL must look like http://host:port, got "${stripeApiUrl}"`);
   } else if (stripeApiUrl && !REAL_STRIPE.test(stripeApiUrl) && !isDevelopment(r.env)) {
     r.problems.push(

@@ -3,22 +3,11 @@
 import { loadCliConfig } from '../config';
 import { migrate } from '../store/migrate';
 import { runCli } from './cli';
+import { parse, USAGE } from './migrate-args';
 
-const USAGE = `usage: npm run migrate
-
-Applies every migration in store/migrations/ that the database has not applied yet, recording the
-sha256 of each file. Refuses, applying nothing (exit 1), when a migration already applied has been
-edited since or is missing on disk: an applied migration is never edited, a change is a new file.
-Environment: DATABASE_URL (required).`;
-
-runCli(
-  'migrate',
-  USAGE,
-  (argv) => (argv.includes('--help') || argv.includes('-h') ? 'help' : {}),
-  async () => {
-    // A refusal (MigrationRefused) is thrown: runCli prints its one line and exits 1.
-    const applied = await migrate(loadCliConfig(process.env).databaseUrl, console.log);
-    console.log(applied.length ? `${applied.length} migration(s) applied` : 'schema is up to date');
-    return 0;
-  },
-);
+runCli('migrate', USAGE, parse, async () => {
+  // A refusal (MigrationRefused) is thrown: runCli prints its one line and exits 1.
+  const applied = await migrate(loadCliConfig(process.env).databaseUrl, console.log);
+  console.log(applied.length ? `${applied.length} migration(s) applied` : 'schema is up to date');
+  return 0;
+});

@@ -1,3 +1,4 @@
+import { NOTIFICATION_CHANNELS } from '../vocabulary';
 import { UsageError } from './cli-args';
 
 // `npm run support -- notifications list|retry`'s arguments (ops/notifications.ts runs them).
@@ -19,6 +20,8 @@ export function parseNotifications(
 ): NotificationsArgs {
   const [action, ...targets] = rest;
   const channel = values.channel?.trim() || undefined;
+  if (channel !== undefined && !(NOTIFICATION_CHANNELS as readonly string[]).includes(channel))
+    throw new UsageError(`--channel must be one of ${NOTIFICATION_CHANNELS.join(', ')}, got "${channel}"`);
   if (action === 'list') {
     if (targets.length) throw new UsageError(`unexpected arguments: ${targets.join(' ')}`);
     if (values.all) throw new UsageError('--all only applies to notifications retry');

@@ -3,6 +3,9 @@
 import { parseCommandLine, UsageError } from './cli-args';
 import { parseDuration } from './temporal-describe';
 
+/** Ten years: a longer look back is no date at all. */
+const MAX_OLDER_THAN_MS = 3650 * 86_400_000;
+
 export const USAGE = `usage: npm run sagas -- stuck [--older-than 5m] [--json] [--fail-on-any] [--limit N] [--sku SKU] [--task-queue QUEUE]
 
 Lists purchase and refund sagas that should have moved on and did not:
@@ -55,6 +58,7 @@ export function parse(argv: string[]): SagasArgs | 'help' {
   const olderThanMs = parseDuration(values['older-than']);
   if (olderThanMs === undefined)
     throw new UsageError(`--older-than: not a duration: ${values['older-than']} (try 30s, 5m, 2h)`);
+  if (olderThanMs > MAX_OLDER_THAN_MS) throw new UsageError(`--older-than: at most 3650d, got ${values['older-than']}`);
   const limit = Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit: not a positive integer: ${values.limit}`);
   for (const [name, value] of [

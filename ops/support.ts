@@ -10,6 +10,7 @@
 // disputed payments, the most urgent response deadline first (ops/disputes.ts).
 import os from 'node:os';
 import { requestSupportRefund } from '../client/refunds';
+import { getProduct } from '../store/products';
 import { listOversoldOrders } from '../store/purchases';
 import { actOnPurchase, actOnStray, listAttention, type AttentionDeps } from './attention';
 import { openCliClients, runCli } from './cli';
@@ -27,17 +28,33 @@ function operator(): string {
   }
 }
 
+/** The lookups read Postgres only: they work while Temporal is down. */
+const POSTGRES_ONLY = ['find', 'notifications', 'disputes', 'list-attention'] as const;
+const readsPostgresOnly = (a: SupportArgs): a is Extract<SupportArgs, { command: (typeof POSTGRES_ONLY)[number] }> =>
+  (POSTGRES_ONLY as readonly string[]).includes(a.command);
+
 async function main(args: SupportArgs): Promise<number> {
-  // A lookup reads Postgres only: it works while Temporal is down.
-  const readsPostgresOnly = args.command === 'find' || args.command === 'notifications' || args.command === 'disputes';
-  const clients = await openCliClients('support', { db: 'required', temporal: !readsPostgresOnly });
+  const clients = await openCliClients('support', { db: 'required', temporal: !readsPostgresOnly(args) });
   const db = clients.db!;
-  if (readsPostgresOnly) {
+  // A misspelt SKU would read as nothing to do: it is refused as reconcile refuses it.
+  const sku = 'sku' in args ? args.sku : undefined;
+  if (sku !== undefined && !(await getProduct(db, sku))) {
+    await clients.close();
+    console.error(`support: unknown SKU "${sku}": no such product\n\n${USAGE}`);
+    return 2;
+  }
+  if (readsPostgresOnly(args)) {
     try {
-      if (args.command === 'disputes') return await printDisputes(db, args);
-      return args.command === 'find'
-        ? await findAndPrint(db, args.by, clients.ui, args.json)
-        : await runNotifications(db, args);
+      switch (args.command) {
+        case 'disputes':
+          return await printDisputes(db, args);
+        case 'list-attention':
+          return await listAttention(db, args.sku);
+        case 'find':
+          return await findAndPrint(db, args.by, clients.ui, args.json);
+        case 'notifications':
+          return await runNotifications(db, args);
+      }
     } finally {
       await clients.close();
     }
@@ -72,8 +89,6 @@ async function main(args: SupportArgs): Promise<number> {
         return await refundOne(args.purchaseId, args.reason, args.restock, args.note);
       case 'attend':
         return await (args.on === 'purchase' ? actOnPurchase : actOnStray)(attention, args.target, args.verb);
-      case 'list-attention':
-        return await listAttention(db, args.sku);
     }
     const flagged = await listOversoldOrders(db, args.sku);
     if (flagged.length === 0) {

@@ -24,7 +24,14 @@ MigrationRefused.prototype.name = 'MigrationRefused';
 export interface MigrateOptions {
   /** The folder of `NNN_name.sql` files (tests point it at a copy); `store/migrations` by default. */
   dir?: string;
+  /** How long one try of a migration waits for a table lock (Postgres's `lock_timeout`); 5 s by default. */
+  lockTimeoutMs?: number;
+  /** Tries of a migration that met a lock held too long, the lock timeout apart; 6 by default. */
+  lockTries?: number;
 }
+
+/** SQLSTATE lock_not_available: a statement gave up waiting for a lock at `lock_timeout`. */
+const LOCK_NOT_AVAILABLE = '55P03';
 
 interface MigrationFile {
   version: string;
@@ -201,18 +208,7 @@ export async function migrate(
 
       for (const f of files) {
         if (recorded.has(f.version)) continue;
-        await client.query('BEGIN');
-        try {
-          await client.query(f.sql);
-          await client.query('INSERT INTO schema_migrations (version, checksum) VALUES ($1, $2)', [
-            f.version,
-            f.checksum,
-          ]);
-          await client.query('COMMIT');
-        } catch (err) {
-          await client.query('ROLLBACK');
-          throw new Error(`migration ${f.file} failed: ${(err as Error).message}`, { cause: err });
-        }
+        await applyOne(client, f, opts, log);
         applied.push(f.version);
         log(`applied migration ${f.version}`);
       }
@@ -221,4 +217,44 @@ export async function migrate(
     }
     return applied;
   });
+}
+
+/**
+ * One migration in its own transaction. Its statements wait at most `lockTimeoutMs` for a table's
+ * lock: on a live database a migration queued behind a long query (a report, `reconcile`) would
+ * otherwise hold every hold and sale queued behind itself. It gives up, waits as long, and tries
+ * again, `lockTries` times, then fails naming the lock.
+ */
+async function applyOne(
+  client: pg.Client,
+  f: MigrationFile,
+  opts: MigrateOptions,
+  log: (line: string) => void,
+): Promise<void> {
+  const timeoutMs = opts.lockTimeoutMs ?? 5_000;
+  const tries = opts.lockTries ?? 6;
+  for (let attempt = 1; ; attempt++) {
+    await client.query('BEGIN');
+    try {
+      await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(timeoutMs))}`);
+      await client.query(f.sql);
+      await client.query('INSERT INTO schema_migrations (version, checksum) VALUES ($1, $2)', [f.version, f.checksum]);
+      await client.query('COMMIT');
+      return;
+    } catch (err) {
+      await client.query('ROLLBACK');
+      const lockHeld = (err as { code?: string }).code === LOCK_NOT_AVAILABLE;
+      if (lockHeld && attempt < tries) {
+        log(
+          `migration ${f.version} waited ${timeoutMs} ms for a table lock another session holds: try ${attempt + 1} of ${tries} soon`,
+        );
+        await new Promise((r) => setTimeout(r, timeoutMs));
+        continue;
+      }
+      const why = lockHeld
+        ? `another session held a lock on a table it changes through ${tries} tries of ${timeoutMs} ms (a long query or transaction: see pg_stat_activity), and nothing was changed`
+        : (err as Error).message;
+      throw new Error(`migration ${f.file} failed: ${why}`, { cause: err });
+    }
+  }
 }

@@ -229,6 +229,10 @@ export interface SupportRefundResult {
   detail?: string;
 }
 
+/** The channels a buyer notification goes by (the worker's, worker/notification-channels.ts). */
+export const NOTIFICATION_CHANNELS = ['webhook', 'email', 'log'] as const;
+export type NotificationChannel = (typeof NOTIFICATION_CHANNELS)[number];
+
 /** Workflow ids are business ids: starting the same purchase twice finds the first. */
 export function purchaseWorkflowId(purchaseId: string): string {
   return `purchase-${purchaseId}`;

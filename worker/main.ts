@@ -2,7 +2,7 @@
 import './start-tracing';
 import { NativeConnection } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
-import { createPool, createStripe, nativeConnectionOptions, reaching } from '../config/clients';
+import { createPool, createStripe, nativeConnectionOptions, reaching, requireNamespace } from '../config/clients';
 import { loadWorkerConfig } from '../config';
 import { variable } from '../config/variables';
 import { loadNotifyConfig } from '../config/notify';
@@ -50,6 +50,7 @@ async function main(): Promise<void> {
   const connection = await reaching({ name: 'Temporal', address: config.temporal.address }, () =>
     NativeConnection.connect(nativeConnectionOptions(config.temporal)),
   );
+  await requireNamespace(connection, config.temporalNamespace, config.temporal.address);
   const client = new Client({
     connection,
     namespace: config.temporalNamespace,

@@ -109,7 +109,7 @@ function fatalLine(t: import('ava').ExecutionContext, ended: Ended, what: string
   return fatal[0] ?? {};
 }
 
-test('the API and the worker stop with a fatal line naming DATABASE_URL or TEMPORAL_ADDRESS when Postgres or Temporal cannot be reached', async (t) => {
+test('the API and the worker stop with a fatal line naming DATABASE_URL, TEMPORAL_ADDRESS or TEMPORAL_NAMESPACE when Postgres or Temporal cannot be reached, or Temporal has no such namespace', async (t) => {
   const port = await freePort();
   const started = ['api/main.ts', 'worker/main.ts'].map(async (script) => {
     const ports = script === 'api/main.ts' ? { PORT: '0', HOST: '127.0.0.1' } : { WORKER_METRICS_PORT: '0' };
@@ -118,9 +118,16 @@ test('the API and the worker stop with a fatal line naming DATABASE_URL or TEMPO
       // The API waits TEMPORAL_CONNECT_TIMEOUT_MS (10 s by default) for a refused Temporal; the worker does not wait.
       run(script, { ...ports, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, TEMPORAL_CONNECT_TIMEOUT_MS: '500' }),
     ]);
-    return { script, noPostgres, noTemporal };
+    // A namespace the server does not have: it used to report ready and fail every sale.
+    const noNamespace = await run(script, { ...ports, TEMPORAL_NAMESPACE: 'no-such-namespace' });
+    return { script, noPostgres, noTemporal, noNamespace };
   });
-  for (const { script, noPostgres, noTemporal } of await Promise.all(started)) {
+  for (const { script, noPostgres, noTemporal, noNamespace } of await Promise.all(started)) {
+    t.regex(
+      fatalLine(t, noNamespace, `${script} with a namespace Temporal does not have`).msg ?? '',
+      /has no namespace "no-such-namespace" \(TEMPORAL_NAMESPACE\)/,
+      script,
+    );
     t.regex(
       fatalLine(t, noPostgres, `${script} without Postgres`).msg ?? '',
       new RegExp(`^cannot reach Postgres at 127\\.0\\.0\\.1:${port}/flashsale \\(DATABASE_URL\\): `),

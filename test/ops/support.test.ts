@@ -132,6 +132,31 @@ test('without DATABASE_URL the CLI stops with a message naming it, exit 2', asyn
   t.regex(out.stderr, /DATABASE_URL is required/);
 });
 
+test('a misspelt SKU is exit 2 naming it, not "nothing to do"; the lookups need no Temporal', async (t) => {
+  for (const argv of [
+    ['refund-oversold', 'no-such-sku', '--reason', 'x'],
+    ['list-attention', '--sku', 'no-such-sku'],
+    ['disputes', '--sku', 'no-such-sku'],
+  ]) {
+    const out = await supportCli(argv);
+    t.is(out.code, 2, `${argv.join(' ')}: ${out.stdout}${out.stderr}`);
+    t.regex(out.stderr, /unknown SKU "no-such-sku"/);
+  }
+  const sku = await sys.createProduct();
+  // Temporal unreachable: what support reads from the database still answers.
+  const down = { TEMPORAL_ADDRESS: '127.0.0.1:1', TEMPORAL_CONNECT_TIMEOUT_MS: '500' };
+  for (const argv of [
+    ['list-attention', '--sku', sku],
+    ['disputes', '--sku', sku],
+  ]) {
+    const out = await supportCli(argv, down);
+    t.is(out.code, 0, `${argv.join(' ')}: ${out.stdout}${out.stderr}`);
+  }
+  const find = await supportCli(['find', '--buyer', 'nobody'], down);
+  t.is(find.code, 1, find.stderr);
+  t.regex(find.stderr, /no purchase of buyer nobody/);
+});
+
 test('refund-oversold refunds exactly the orders sold beyond stock and gives their units back to the allowance', async (t) => {
   const sku = await sys.createProduct({ stock: 1, oversellAllowance: 1 });
   const first = await confirmedPurchase(sku, 'cli-real');

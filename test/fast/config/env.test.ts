@@ -1,7 +1,8 @@
 import test from 'ava';
-import { ConfigError, loadApiConfig, loadCliConfig, loadWorkerConfig } from '../../../config';
+import { ConfigError, loadApiConfig, loadCliConfig, loadTemporalCliConfig, loadWorkerConfig } from '../../../config';
 import { isLoopback, listenProblem } from '../../../config/listen';
 import { logLevel } from '../../../config/log';
+import { loadNotifyConfig } from '../../../config/notify';
 import { API_ENV, WORKER_ENV } from '../../helpers/fixtures';
 
 // The environment parsers (config/*.ts): their defaults, and the one message naming every bad value.
@@ -141,7 +142,42 @@ test('the CLIs’ Temporal UI link must be http(s); a bad URL is named without e
   );
   const message = problems(() => loadCliConfig({ DATABASE_URL: 'mysql://u:hunter2@db/x' }));
   t.regex(message, /DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL/);
+  // Optional for `sagas stuck`, but checked when given: "notaurl" was met as an unknown host "base".
+  t.regex(
+    problems(() => loadTemporalCliConfig({ DATABASE_URL: 'notaurl' })),
+    /DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL/,
+  );
+  t.is(loadTemporalCliConfig({}).databaseUrl, undefined);
   t.false(message.includes('hunter2'));
+});
+
+test('a duration past Node’s longest timer is refused (it would fire after 1 ms), and so is a URL fetch would not take', (t) => {
+  t.regex(
+    problems(() => loadWorkerConfig({ ...worker, SWEEP_INTERVAL_MS: '3000000000' })),
+    /SWEEP_INTERVAL_MS must be at most 2147483647 \(about 24.8 days\), got "3000000000"/,
+  );
+  t.regex(
+    problems(() =>
+      loadNotifyConfig({
+        NOTIFY_WEBHOOK_URL: 'https://shop.example:99999/hook',
+        NOTIFY_WEBHOOK_SECRET: 'n'.repeat(32),
+      }),
+    ),
+    /NOTIFY_WEBHOOK_URL must be an http\(s\) URL, got "https:\/\/shop.example:99999\/hook"/,
+  );
+  t.regex(
+    problems(() => loadApiConfig({ ...api, PURCHASE_TIMEOUT_MS: '2147483648' })),
+    /PURCHASE_TIMEOUT_MS must be at most 2147483647/,
+  );
+  for (const url of ['http://hook host/x', 'http://[bad', 'https://'])
+    t.regex(
+      problems(() =>
+        loadApiConfig({ ...api, BUYER_TOKEN_SECRET: '', BUYER_JWKS_URL: url, ROOM_TOKEN_SECRET: 'r'.repeat(32) }),
+      ),
+      /BUYER_JWKS_URL must be an http\(s\) URL/,
+      url,
+    );
+  t.is(loadApiConfig({ ...api, PURCHASE_TIMEOUT_MS: '2147483647' }).purchaseTimeoutMs, 2 ** 31 - 1);
 });
 
 test('LOG_LEVEL is a pino level in any case, info by default', (t) => {

@@ -10,6 +10,7 @@ for (const [argv, message] of [
   [[], /^missing command: stuck$/],
   [['list'], /^unknown command: list$/],
   [['stuck', 'now'], /^unknown command: stuck now$/],
+  [['stuck', '--older-than', '99999999999d'], /^--older-than: at most 3650d, got 99999999999d$/],
   [['stuck', '--older-than', 'soon'], /^--older-than: not a duration: soon \(try 30s, 5m, 2h\)$/],
   [['stuck', '--limit', '0'], /^--limit: not a positive integer: 0$/],
   [['stuck', '--limit', '1.5'], /^--limit: not a positive integer: 1\.5$/],
