@@ -4,6 +4,7 @@ import { Router } from '@koa/router';
 import type Koa from 'koa';
 import { ping } from '../../store/db';
 import { requireBearer } from '../auth';
+import { invalid } from '../problem';
 import type { ApiDeps } from '../deps';
 
 /** Each readiness check answers within this long, or counts as failed: /readyz itself answers within 2 s. */
@@ -13,7 +14,10 @@ export const READY_CHECK_MS = 1_500;
 const OPENAPI_DOCUMENT = fs.readFileSync(path.join(__dirname, '../../docs/openapi.json'));
 
 /**
- * /healthz (alive), /readyz (Postgres and Temporal reachable, not draining), /metrics (Prometheus;
+ * /healthz (alive), /readyz (Postgres and Temporal reachable, not draining; with `?scope=process`,
+ * not draining whatever they say: for an orchestrator whose Service would otherwise drop every
+ * process at once when a dependency they all share stops, leaving no one to answer 503 with
+ * Retry-After), /metrics (Prometheus;
  * with `Authorization: Bearer <METRICS_TOKEN>` when one is set, else 401), /openapi.json (the HTTP
  * contract, docs/openapi.json).
  */
@@ -23,6 +27,10 @@ export function opsRoutes(deps: ApiDeps): Router {
     ctx.body = { status: 'ok' };
   });
   router.get('/readyz', async (ctx) => {
+    const scope = ctx.query.scope ?? 'dependencies';
+    if (scope !== 'dependencies' && scope !== 'process') {
+      throw invalid([{ field: 'scope', message: 'must be dependencies (the default) or process' }]);
+    }
     const checks: Record<string, string> = {};
     const probe = async (name: string, fn: () => Promise<unknown>) => {
       try {
@@ -41,7 +49,7 @@ export function opsRoutes(deps: ApiDeps): Router {
         deps.temporal.withDeadline(Date.now() + READY_CHECK_MS, () => deps.temporal.workflowService.getSystemInfo({})),
       ),
     ]);
-    const ready = !deps.lifecycle.draining && Object.values(checks).every((v) => v === 'ok');
+    const ready = !deps.lifecycle.draining && (scope === 'process' || Object.values(checks).every((v) => v === 'ok'));
     ctx.status = ready ? 200 : 503;
     // A draining process says 503 on purpose, to every probe of every balancer: not a warn line each.
     if (deps.lifecycle.draining) ctx.state.expectedFailure = true;

@@ -254,6 +254,11 @@ test('with Postgres, then Temporal, stopped under load: every answer within 2 s,
       answers.filter((a) => a.kind === 'healthz').every((a) => a.status === 200),
       '/healthz is 200 throughout',
     );
+    // What a Kubernetes readiness probe asks: the API stays in its Service and answers 503 itself.
+    check(
+      answers.filter((a) => a.kind === 'readyz-process').every((a) => a.status === 200),
+      '/readyz?scope=process is 200 throughout',
+    );
     for (const { p, during } of windows) {
       check(
         during.some((a) => a.kind === 'readyz' && a.status === 503),

@@ -1,10 +1,19 @@
 // A small steady load for the outage test: a few clients, each going round the routes (a product,
-// a purchase by a new buyer, readiness, liveness, a signed webhook), timing every answer.
+// a purchase by a new buyer, readiness, the process's own readiness, liveness, a signed webhook),
+// timing every answer.
 import { randomUUID } from 'node:crypto';
 import Stripe from 'stripe';
 import { signBuyerToken } from '../../config/buyer-tokens';
 
-export const KINDS = ['product', 'purchase', 'readyz', 'healthz', 'webhook', 'webhook-signal'] as const;
+export const KINDS = [
+  'product',
+  'purchase',
+  'readyz',
+  'readyz-process',
+  'healthz',
+  'webhook',
+  'webhook-signal',
+] as const;
 export type Kind = (typeof KINDS)[number];
 
 export interface Answer {
@@ -91,6 +100,9 @@ async function request(o: LoadOptions, kind: Kind, client: number, n: number): P
     case 'readyz':
     case 'healthz':
       path = `/${kind}`;
+      break;
+    case 'readyz-process':
+      path = '/readyz?scope=process';
       break;
     case 'webhook':
     case 'webhook-signal': {

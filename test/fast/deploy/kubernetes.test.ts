@@ -210,16 +210,18 @@ test('`kubectl kustomize` builds the same objects, the image renamed and the Con
   }
 });
 
-test("the probes ask the paths and ports the code serves: the API's /readyz and /healthz, the worker's /healthz and /livez", async (t) => {
+test("the probes ask the paths and ports the code serves: the API's /readyz?scope=process and /healthz, the worker's /healthz and /livez", async (t) => {
   const apiConfig = loadApiConfig(envOf(containerOf(api), filled));
   const apiPort = (name: string | number) => containerOf(api).ports!.find((p) => p.name === name)!.containerPort;
   const served = opsRoutes({ metricsToken: '' } as ApiDeps).stack.map((layer) => layer.path);
   const c = containerOf(api);
-  t.is(c.readinessProbe!.httpGet!.path, '/readyz');
+  // Ready unless draining: a shared dependency's outage must not empty the Service.
+  t.is(c.readinessProbe!.httpGet!.path, '/readyz?scope=process');
   t.is(c.livenessProbe!.httpGet!.path, '/healthz');
   t.is(c.startupProbe!.httpGet!.path, '/healthz');
   for (const probe of [c.readinessProbe!, c.livenessProbe!, c.startupProbe!]) {
-    t.true(served.includes(probe.httpGet!.path), `the API serves ${probe.httpGet!.path}`);
+    const route = probe.httpGet!.path.split('?')[0];
+    t.true(served.includes(route), `the API serves ${route}`);
     t.is(apiPort(probe.httpGet!.port), apiConfig.port, 'the port the API listens on (PORT)');
   }
   t.is(apiConfig.host, '0.0.0.0', 'reachable from the kubelet and the Service');
