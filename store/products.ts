@@ -1,4 +1,5 @@
 import { PG, constraintOf, pgCode, withTx, type Db, type Queryable, type Tx } from './db';
+import { lockBuckets } from './buckets';
 import { appendMovements } from './ledger';
 import type { ProductTerms } from '../vocabulary';
 import { DEFAULT_HOLD_GRACE_SECONDS, DEFAULT_HOLD_SECONDS, STRIPE_MAX_CHARGE_CENTS } from '../vocabulary/limits';
@@ -261,6 +262,10 @@ export async function restockProduct(db: Db, sku: string, quantity: number): Pro
       }
       return null;
     }
+    // The buckets in bucket order first, the one lock order every taker uses: an UPDATE over them
+    // all locks them in the order its scan meets them, and a take waiting on one the restock
+    // holds while holding one it wants is a deadlock (a batch of buyers or the restock aborted).
+    await lockBuckets(tx, [sku], [null]);
     await tx.query(
       `UPDATE stock_buckets SET available = available + $2::int / $3::int + CASE WHEN bucket < $2::int % $3::int THEN 1 ELSE 0 END
         WHERE sku = $1`,

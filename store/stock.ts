@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { PurchaseInput } from '../vocabulary';
 import type { Tx } from './db';
+import { lockBuckets } from './buckets';
 import { appendMovements } from './ledger';
 import type { Product } from './products';
 import type { HoldResult, HoldRow } from './hold-types';
@@ -42,6 +43,12 @@ export async function returnToStock(
     { sku: h.sku, bucket: h.bucket, qty: h.quantity - h.oversold },
     { sku: h.sku, bucket: 0, qty: h.oversold },
   ]);
+  const touched = parts.filter((x) => x.qty > 0);
+  await lockBuckets(
+    tx,
+    touched.map((x) => x.sku),
+    touched.map((x) => x.bucket),
+  );
   await tx.query(
     `UPDATE stock_buckets s SET available = s.available + v.qty
        FROM (SELECT sku, bucket, sum(qty)::int AS qty

@@ -109,6 +109,9 @@ function emailChannel(cfg: NonNullable<NotifyConfig['email']>, timeoutMs: number
           text: `${m.message}\n\nOrder ${m.purchaseId}`,
           // SMTP servers that dedupe see the same Message-ID on a retry.
           messageId: `<${notificationId(m)}.${m.purchaseId}@flash-sale-checkout>`,
+          // The whole send, not each phase, ends at the deadline: an attempt Temporal has timed out
+          // does not go on sending beside its retry (a server that delays every reply).
+          signal: AbortSignal.timeout(timeoutMs),
         });
       } catch (err) {
         const code = (err as { responseCode?: number }).responseCode;

@@ -38,7 +38,10 @@ export async function notificationWorkflow(input: NotificationInput): Promise<'d
   }
 }
 
-/** The last attempt's error, or the age limit when that ended the retries. */
+/** The last attempt's error; the age limit when that ended the retries; the attempt's deadline when the last one outlasted it. */
 function whyDead(err: ActivityFailure): string {
-  return err.cause instanceof TimeoutFailure ? 'too old to retry (NOTIFY_MAX_AGE_MS)' : (err.cause as Error).message;
+  const cause = err.cause;
+  if (!(cause instanceof TimeoutFailure)) return (cause as Error).message;
+  if (cause.timeoutType === 'SCHEDULE_TO_CLOSE') return 'too old to retry (NOTIFY_MAX_AGE_MS)';
+  return 'the last attempt outlasted NOTIFY_TIMEOUT_MS (no answer in time)';
 }

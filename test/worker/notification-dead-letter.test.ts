@@ -185,3 +185,15 @@ test('handed over twice at once (an activity retried, two workers starting up), 
   t.is(hook.deliveries.length, 1);
   t.is((await delivery(db, id)).attempts, 1);
 });
+
+test('a worker from before 1.3, still running in a rolling upgrade, finds no delivery due: only the workflows send', async (t) => {
+  const { db } = await ownDb(t);
+  const id = await notification(db);
+  // A delivery as the workflows' side writes it (the column's default), then the 1.2 sender's claim
+  // (store/outbox.ts of 1.2): due when next_attempt_at has come.
+  await db.query("INSERT INTO notification_deliveries (notification_id, channel) VALUES ($1, 'webhook')", [id]);
+  const { rows } = await db.query(
+    'SELECT notification_id FROM notification_deliveries WHERE sent_at IS NULL AND dead_at IS NULL AND next_attempt_at <= now()',
+  );
+  t.deepEqual(rows, []);
+});

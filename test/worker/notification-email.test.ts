@@ -29,22 +29,38 @@ interface Received {
  * An SMTP server on 127.0.0.1 (no auth needed, no STARTTLS) answering each RCPT TO by
  * `rcpt(nth RCPT TO it saw)`: undefined accepts, a code refuses with that code. Closed at teardown.
  */
-async function smtpServer(t: ExecutionContext, rcpt: (nth: number) => number | undefined = () => undefined) {
+async function smtpServer(
+  t: ExecutionContext,
+  rcpt: (nth: number) => number | undefined = () => undefined,
+  /** How long the first connection's server takes to answer MAIL FROM and RCPT TO, each (a slow relay). */
+  firstConnectionReplyMs = 0,
+) {
   const received: Received[] = [];
   let connections = 0;
   let rcpts = 0;
+  const slow = (session: { id: string }, callback: () => void) => {
+    if (firstConnectionReplyMs > 0 && session.id === firstSession) setTimeout(callback, firstConnectionReplyMs);
+    else callback();
+  };
+  let firstSession: string | undefined;
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
-    onConnect(_session, callback) {
+    onConnect(session, callback) {
       connections += 1;
+      firstSession ??= session.id;
       callback();
     },
-    onRcptTo(_address, _session, callback) {
+    onMailFrom(_address, session, callback) {
+      slow(session, () => callback());
+    },
+    onRcptTo(_address, session, callback) {
       const code = rcpt(++rcpts);
-      if (code === undefined) return callback();
-      callback(Object.assign(new Error(`mailbox refused (test ${code})`), { responseCode: code }));
+      slow(session, () => {
+        if (code === undefined) return callback();
+        callback(Object.assign(new Error(`mailbox refused (test ${code})`), { responseCode: code }));
+      });
     },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
@@ -140,6 +156,20 @@ test('a transient refusal (451 at RCPT TO) is retried and the notification then 
     lines.some((l) => l.includes(`ntf_${id} `) && l.includes('attempt 1 failed') && l.includes('451')),
     lines.join('\n'),
   );
+});
+
+test('a relay slower than the deadline in all but no phase: the attempt is given up at NOTIFY_TIMEOUT_MS, and the buyer gets one email, from the retry', async (t) => {
+  const { db } = await ownDb(t);
+  // 1.2 s for MAIL FROM, 1.2 s for RCPT TO: each phase within the 2 s timeouts, the whole past them.
+  const smtp = await smtpServer(t, () => undefined, 1_200);
+  const { notifier } = await sender(t, db, smtp.env);
+  const id = await notification(db, { notifier, buyer: 'slow@example.test' });
+
+  const sent = await settled(db, id, 'sent_at');
+  t.true(sent.attempts >= 2, `attempts: ${sent.attempts}`);
+  // The first attempt, had it gone on beside the retry, would have delivered at about 2.4 s.
+  await new Promise((r) => setTimeout(r, 1_500));
+  t.is(smtp.received.length, 1, 'one email, not one per attempt');
 });
 
 test('a permanent refusal (550 at RCPT TO) is dead after one attempt, its error naming the code, and nothing is received', async (t) => {

@@ -6,9 +6,10 @@ import type { NotificationInput } from '../../../vocabulary';
 // The fast tier's stand-in for the notification activities (activities/notifications.ts): each test
 // opens a delivery with its own notification id and says what each attempt does; the fakes record
 // the attempts and the dead marks. Retries in milliseconds (the dev server runs them about a second
-// apart); email deliveries give up after 1.5 s (NOTIFY_MAX_AGE_MS), the others never.
+// apart); email deliveries give up after 1.5 s (NOTIFY_MAX_AGE_MS), the others never; a log
+// delivery's attempt times out after 300 ms (NOTIFY_TIMEOUT_MS), twice at most.
 
-/** The policy of every fake delivery; email's has an age limit of 1.5 s. */
+/** The policy of every fake delivery; email's has an age limit of 1.5 s, the log's attempts 300 ms each. */
 export const FAST_POLICY: DeliveryPolicy = {
   timeoutMs: 5_000,
   retryBaseMs: 10,
@@ -50,7 +51,12 @@ export class NotificationWorld {
 
   activities(): NotificationActivities {
     return {
-      deliveryPolicy: async (input) => (input.channel === 'email' ? { ...FAST_POLICY, maxAgeMs: 1_500 } : FAST_POLICY),
+      deliveryPolicy: async (input) =>
+        input.channel === 'email'
+          ? { ...FAST_POLICY, maxAgeMs: 1_500 }
+          : input.channel === 'log'
+            ? { ...FAST_POLICY, timeoutMs: 300, maxAttempts: 2 }
+            : FAST_POLICY,
       deliverNotification: async (id) => {
         const d = this.of(id);
         const n = Context.current().info.attempt;

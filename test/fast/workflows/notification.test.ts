@@ -59,3 +59,10 @@ test('too old to retry: an attempt still running when the age limit passes ends 
   t.is(await deliver(d), 'dead');
   t.is(d.dead, 'too old to retry (NOTIFY_MAX_AGE_MS)');
 });
+
+test('out of attempts, the last outlasting its deadline: dead saying so, not "too old"', async (t) => {
+  const d = temporal().notifications.open(() => new Promise((r) => setTimeout(r, 1_000)), 'log');
+  t.is(await deliver(d), 'dead');
+  t.deepEqual(d.attempts, [1, 2]);
+  t.is(d.dead, 'the last attempt outlasted NOTIFY_TIMEOUT_MS (no answer in time)');
+});
