@@ -16,6 +16,39 @@ export const STRIPE_MAX_SESSION_SECONDS = 24 * HOUR;
 /** Stripe's largest charge, in the smallest unit of the currency (USD $999,999.99). */
 export const STRIPE_MAX_CHARGE_CENTS = 99_999_999;
 
+/**
+ * Stripe's smallest charge by currency, in the unit its API counts (cents; yen for JPY; HUF in
+ * fillér), per docs.stripe.com/currencies#minimum-and-maximum-charge-amounts (for an account that
+ * settles in that currency). Stripe refuses a Checkout Session below it; a currency not listed here
+ * is not checked.
+ */
+export const STRIPE_MIN_CHARGE: Readonly<Record<string, number>> = {
+  usd: 50,
+  aed: 200,
+  aud: 50,
+  bgn: 100,
+  brl: 50,
+  cad: 50,
+  chf: 50,
+  czk: 1500,
+  dkk: 250,
+  eur: 50,
+  gbp: 30,
+  hkd: 400,
+  huf: 17500,
+  inr: 50,
+  jpy: 50,
+  mxn: 1000,
+  myr: 200,
+  nok: 300,
+  nzd: 50,
+  pln: 200,
+  ron: 200,
+  sek: 300,
+  sgd: 50,
+  thb: 1000,
+};
+
 /** A product's hold when its terms name none (POST /v1/products `holdSeconds`). */
 export const DEFAULT_HOLD_SECONDS = 10 * MINUTE;
 /**

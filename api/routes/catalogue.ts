@@ -19,6 +19,7 @@ import {
   MAX_HOLD_GRACE_SECONDS,
   MAX_HOLD_SECONDS,
   STRIPE_MAX_CHARGE_CENTS,
+  STRIPE_MIN_CHARGE,
   STRIPE_MAX_SESSION_SECONDS,
 } from '../../vocabulary/limits';
 
@@ -126,6 +127,16 @@ export function catalogueRoutes(deps: ApiDeps): Router {
     const input: NewProduct = { ...own, maxPerCard: maxPerPaymentMethod ?? sent.maxPerCard, ruleTerms };
     if (input.units && input.units.length !== input.stock) {
       throw invalid([{ field: 'stock', message: `must equal the number of units (${input.units.length})` }]);
+    }
+    const minimum = STRIPE_MIN_CHARGE[input.currency.toLowerCase()];
+    if (minimum !== undefined && input.priceCents < minimum) {
+      // Stripe refuses the session: every purchase would take a hold and then fail.
+      throw invalid([
+        {
+          field: 'priceCents',
+          message: `must be at least ${minimum}: Stripe's smallest charge in ${input.currency.toUpperCase()}`,
+        },
+      ]);
     }
     if (input.opensAt && !instantOf(input.opensAt)) {
       throw invalid([{ field: 'opensAt', message: 'must be a real ISO-8601 time (2025-11-28T09:00:00Z)' }]);

@@ -146,6 +146,36 @@ test.serial('an opening time that names no real time is 400 naming opensAt, and 
   t.is((leapDay.json as { opensAt: string }).opensAt, '2032-02-28T19:00:00.000Z');
 });
 
+test.serial(
+  'a price under Stripe’s smallest charge in its currency is 400 naming priceCents: every session would be refused',
+  async (t) => {
+    const before = writes.count();
+    for (const [currency, priceCents] of [
+      ['usd', 49],
+      ['EUR', 1],
+      ['gbp', 29],
+      ['jpy', 49],
+    ] as const) {
+      const res = await send(
+        'POST',
+        '/v1/products',
+        JSON.stringify({ sku: uniqueSku('cheap'), name: 'Sticker', priceCents, currency, stock: 1 }),
+        admin,
+      );
+      t.is(res.status, 400, `${priceCents} ${currency}: ${res.text}`);
+      t.deepEqual(fields(res), ['priceCents'], res.text);
+    }
+    t.is(writes.count(), before, writes.last().join(' | '));
+    const smallest = await send(
+      'POST',
+      '/v1/products',
+      JSON.stringify({ sku: uniqueSku('cheap'), name: 'Sticker', priceCents: 30, currency: 'gbp', stock: 1 }),
+      admin,
+    );
+    t.is(smallest.status, 201, smallest.text);
+  },
+);
+
 test.serial('20,000-deep nesting is a quick 400 on every route that takes a body', async (t) => {
   const arrays = '['.repeat(20_000) + ']'.repeat(20_000);
   // 100 kB: only the product route reads that much; elsewhere the size limit answers first (413).
