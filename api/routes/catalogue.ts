@@ -97,6 +97,23 @@ const newProduct = validator<ProductBody>({
 /** Countries Checkout's `shipping_address_collection.allowed_countries` does not take (Stripe's list). */
 const STRIPE_UNSHIPPABLE = ['AS', 'CX', 'CC', 'CU', 'HM', 'IR', 'KP', 'MH', 'FM', 'NF', 'MP', 'PW', 'SY', 'UM', 'VI'];
 
+/** Region codes that name no country (a union, the world, an old alias): Stripe's list has none of them. */
+const NOT_COUNTRIES: Readonly<Record<string, string>> = {
+  UK: 'the United Kingdom is GB',
+  EU: 'the European Union is no country: name its members',
+  EZ: 'the eurozone is no country: name its members',
+  UN: 'the United Nations is no country',
+  QO: 'Outlying Oceania is no country',
+};
+const regionNames = new Intl.DisplayNames('en', { type: 'region', fallback: 'none' });
+
+/** Why `code` is no country Stripe Checkout ships to, or undefined when it may be one. */
+function notACountry(code: string): string | undefined {
+  if (NOT_COUNTRIES[code]) return `${code}: ${NOT_COUNTRIES[code]}`;
+  if (regionNames.of(code) === undefined) return `${code} is no ISO 3166-1 country code`;
+  return undefined;
+}
+
 const restock = validator<{ quantity: number }>({
   type: 'object',
   additionalProperties: false,
@@ -146,6 +163,8 @@ export function catalogueRoutes(deps: ApiDeps): Router {
         { field: 'shippingCountries', message: 'is required with maxPerAddress (where may buyers ship?)' },
       ]);
     }
+    const unknown = (input.shippingCountries ?? []).flatMap((c) => notACountry(c) ?? []);
+    if (unknown.length) throw invalid([{ field: 'shippingCountries', message: unknown.join('; ') }]);
     const unshippable = (input.shippingCountries ?? []).filter((c) => STRIPE_UNSHIPPABLE.includes(c));
     if (unshippable.length) {
       throw invalid([

@@ -176,6 +176,50 @@ test.serial(
   },
 );
 
+test.serial(
+  'shipping countries that name no country (UK for GB, EU, a code no one has) are 400 naming shippingCountries',
+  async (t) => {
+    const before = writes.count();
+    for (const [countries, said] of [
+      [['FR', 'UK'], /UK: the United Kingdom is GB/],
+      [['EU'], /EU: the European Union is no country/],
+      [['DE', 'XX'], /XX is no ISO 3166-1 country code/],
+    ] as const) {
+      const res = await send(
+        'POST',
+        '/v1/products',
+        JSON.stringify({
+          sku: uniqueSku('ships'),
+          name: 'Hoodie',
+          priceCents: 4500,
+          currency: 'eur',
+          stock: 1,
+          shippingCountries: countries,
+        }),
+        admin,
+      );
+      t.is(res.status, 400, res.text);
+      t.deepEqual(fields(res), ['shippingCountries'], res.text);
+      t.regex(res.text, said);
+    }
+    t.is(writes.count(), before, writes.last().join(' | '));
+    const ships = await send(
+      'POST',
+      '/v1/products',
+      JSON.stringify({
+        sku: uniqueSku('ships'),
+        name: 'Hoodie',
+        priceCents: 4500,
+        currency: 'eur',
+        stock: 1,
+        shippingCountries: ['GB', 'FR', 'XK'],
+      }),
+      admin,
+    );
+    t.is(ships.status, 201, ships.text);
+  },
+);
+
 test.serial('20,000-deep nesting is a quick 400 on every route that takes a body', async (t) => {
   const arrays = '['.repeat(20_000) + ']'.repeat(20_000);
   // 100 kB: only the product route reads that much; elsewhere the size limit answers first (413).
