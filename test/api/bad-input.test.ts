@@ -55,6 +55,22 @@ function problem(res: RawResponse): { type: string; status: number; errors?: { f
 
 const fields = (res: RawResponse) => problem(res).errors?.map((e) => e.field);
 
+/** POST /v1/products as the admin: a product of one unit at 45.00 EUR with a SKU of its own, changed by `terms`. */
+const postProduct = (terms: Record<string, unknown>) =>
+  send(
+    'POST',
+    '/v1/products',
+    JSON.stringify({
+      sku: uniqueSku('product'),
+      name: 'Runner',
+      priceCents: 4500,
+      currency: 'eur',
+      stock: 1,
+      ...terms,
+    }),
+    admin,
+  );
+
 test.serial(
   '%00 and %ED%A0%80 in every path parameter are 400 naming it, before anything is read or written',
   async (t) => {
@@ -118,30 +134,12 @@ test.serial('an opening time that names no real time is 400 naming opensAt, and 
     '2031-01-01T00:00:00+23:59',
     '2031-01-01T24:00Z',
   ]) {
-    const sku = uniqueSku('opens');
-    const res = await send(
-      'POST',
-      '/v1/products',
-      JSON.stringify({ sku, name: 'Runner', priceCents: 100, currency: 'usd', stock: 1, opensAt }),
-      admin,
-    );
+    const res = await postProduct({ opensAt });
     t.is(res.status, 400, `${opensAt}: ${res.text}`);
     t.deepEqual(fields(res), ['opensAt'], res.text);
   }
   t.is(writes.count(), before, writes.last().join(' | '));
-  const leapDay = await send(
-    'POST',
-    '/v1/products',
-    JSON.stringify({
-      sku: uniqueSku('leap'),
-      name: 'Runner',
-      priceCents: 100,
-      currency: 'usd',
-      stock: 1,
-      opensAt: '2032-02-29T09:00:00+14:00',
-    }),
-    admin,
-  );
+  const leapDay = await postProduct({ opensAt: '2032-02-29T09:00:00+14:00' });
   t.is(leapDay.status, 201, leapDay.text);
   t.is((leapDay.json as { opensAt: string }).opensAt, '2032-02-28T19:00:00.000Z');
 });
@@ -156,22 +154,12 @@ test.serial(
       ['gbp', 29],
       ['jpy', 49],
     ] as const) {
-      const res = await send(
-        'POST',
-        '/v1/products',
-        JSON.stringify({ sku: uniqueSku('cheap'), name: 'Sticker', priceCents, currency, stock: 1 }),
-        admin,
-      );
+      const res = await postProduct({ priceCents, currency });
       t.is(res.status, 400, `${priceCents} ${currency}: ${res.text}`);
       t.deepEqual(fields(res), ['priceCents'], res.text);
     }
     t.is(writes.count(), before, writes.last().join(' | '));
-    const smallest = await send(
-      'POST',
-      '/v1/products',
-      JSON.stringify({ sku: uniqueSku('cheap'), name: 'Sticker', priceCents: 30, currency: 'gbp', stock: 1 }),
-      admin,
-    );
+    const smallest = await postProduct({ priceCents: 30, currency: 'gbp' });
     t.is(smallest.status, 201, smallest.text);
   },
 );
@@ -185,37 +173,13 @@ test.serial(
       [['EU'], /EU: the European Union is no country/],
       [['DE', 'XX'], /XX is no ISO 3166-1 country code/],
     ] as const) {
-      const res = await send(
-        'POST',
-        '/v1/products',
-        JSON.stringify({
-          sku: uniqueSku('ships'),
-          name: 'Hoodie',
-          priceCents: 4500,
-          currency: 'eur',
-          stock: 1,
-          shippingCountries: countries,
-        }),
-        admin,
-      );
+      const res = await postProduct({ shippingCountries: countries });
       t.is(res.status, 400, res.text);
       t.deepEqual(fields(res), ['shippingCountries'], res.text);
       t.regex(res.text, said);
     }
     t.is(writes.count(), before, writes.last().join(' | '));
-    const ships = await send(
-      'POST',
-      '/v1/products',
-      JSON.stringify({
-        sku: uniqueSku('ships'),
-        name: 'Hoodie',
-        priceCents: 4500,
-        currency: 'eur',
-        stock: 1,
-        shippingCountries: ['GB', 'FR', 'XK'],
-      }),
-      admin,
-    );
+    const ships = await postProduct({ shippingCountries: ['GB', 'FR', 'XK'] });
     t.is(ships.status, 201, ships.text);
   },
 );
