@@ -142,7 +142,11 @@ export function launch(env: NodeJS.ProcessEnv): Launched {
 export async function stopAll(t: ExecutionContext, service: Launched, ports: Ports): Promise<void> {
   const postgres = service.postgresPort();
   const code = await service.stop();
-  t.is(code, 0, service.output().slice(-3000));
+  // The launcher's own lines about how it stopped (a part that exited first, a stop that failed),
+  // wherever they fell among its children's, then the tail of everything.
+  const output = service.output();
+  const why = output.split('\n').filter((l) => /exited|failed|did not stop|stopping/.test(l));
+  t.is(code, 0, `${why.join('\n')}\n…\n${output.slice(-3000)}`);
   for (const port of [
     ports.api,
     ports.temporal,
