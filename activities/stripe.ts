@@ -99,6 +99,17 @@ function statusOf(err: unknown): number | undefined {
   return (err as { statusCode?: number })?.statusCode;
 }
 
+/**
+ * Whether Stripe keeps this 5xx under the request's Idempotency-Key: it replays a key's first answer,
+ * a 500 included, for 24 hours (`Idempotent-Replayed: true` on the replay, `Stripe-Should-Retry:
+ * false`), so the same key can never succeed again.
+ */
+export function keySpent(err: unknown): boolean {
+  const status = statusOf(err);
+  const headers = (err as { headers?: Record<string, string | undefined> })?.headers ?? {};
+  return Boolean(status && status >= 500) && headers['idempotent-replayed'] === 'true';
+}
+
 /** How a Stripe call went, for the request counter. */
 function outcomeOf(err: unknown): StripeOutcome {
   const status = statusOf(err);
@@ -132,6 +143,21 @@ export function stripeCaller(onStripeCall?: StripeStepDeps['onStripeCall']) {
     }
   };
   const failure = (err: unknown, what: string) => classifyStripeError(err, what, currentAttempt());
+  /**
+   * A keyed request: under `key`, and when Stripe replays a 5xx it keeps for that key (a first attempt
+   * failed inside Stripe), once more under this activity attempt's own key `<key>-r<attempt>`. The
+   * steps that use it are safe to send twice: a session nobody was given the URL of is never paid and
+   * lapses at its expiry, a second expire finds the session expired, and a second full refund is
+   * refused as already refunded.
+   */
+  const keyed = async <T>(endpoint: StripeEndpoint, key: string, fn: (key: string) => Promise<T>): Promise<T> => {
+    try {
+      return await call(endpoint, () => fn(key));
+    } catch (err) {
+      if (!keySpent(err)) throw err;
+      return call(endpoint, () => fn(`${key}-r${currentAttempt()}`));
+    }
+  };
   const guarded = async <T>(endpoint: StripeEndpoint, what: string, fn: () => Promise<T>): Promise<T> => {
     try {
       return await call(endpoint, fn);
@@ -139,11 +165,11 @@ export function stripeCaller(onStripeCall?: StripeStepDeps['onStripeCall']) {
       throw failure(err, what);
     }
   };
-  return { call, failure, guarded };
+  return { call, failure, guarded, keyed };
 }
 
 export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall }: StripeStepDeps) {
-  const { call, failure, guarded } = stripeCaller(onStripeCall);
+  const { call, failure, guarded, keyed } = stripeCaller(onStripeCall);
 
   const readSession = async (sessionId: string): Promise<SessionState> => {
     const s = await guarded('checkout.sessions.retrieve', 'reading the Checkout Session', () =>
@@ -159,18 +185,15 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall 
     };
   };
 
-  /** The session request of a purchase, under its one key: every call with the same expiry sends the same one. */
-  const createSession = (input: OpenCheckoutInput, expiresAt: Date) =>
-    call('checkout.sessions.create', () =>
-      stripe.checkout.sessions.create(sessionRequest(input, expiresAt, { successUrl, cancelUrl }), {
-        idempotencyKey: `checkout-${input.purchaseId}`,
-      }),
-    );
+  /** The session request of a purchase, under its key: every call with the same expiry sends the same one. */
+  const sessionKey = (input: OpenCheckoutInput) => `checkout-${input.purchaseId}`;
+  const createSession = (input: OpenCheckoutInput, expiresAt: Date, idempotencyKey: string) =>
+    stripe.checkout.sessions.create(sessionRequest(input, expiresAt, { successUrl, cancelUrl }), { idempotencyKey });
 
   const expireCheckout = async (purchaseId: string, sessionId: string): Promise<SessionState> => {
     try {
-      const s = await call('checkout.sessions.expire', () =>
-        stripe.checkout.sessions.expire(sessionId, {}, { idempotencyKey: `expire-${purchaseId}` }),
+      const s = await keyed('checkout.sessions.expire', `expire-${purchaseId}`, (idempotencyKey) =>
+        stripe.checkout.sessions.expire(sessionId, {}, { idempotencyKey }),
       );
       return { status: 'expired', paymentStatus: s.payment_status };
     } catch (err) {
@@ -189,7 +212,9 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall 
     async openCheckout(input: OpenCheckoutInput, expiresAt: Date): Promise<CheckoutSession> {
       let session: Stripe.Checkout.Session;
       try {
-        session = await createSession(input, expiresAt);
+        session = await keyed('checkout.sessions.create', sessionKey(input), (key) =>
+          createSession(input, expiresAt, key),
+        );
       } catch (err) {
         throw failure(err, 'opening the Checkout Session');
       }
@@ -217,7 +242,9 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall 
      * same key again returns that session (Stripe keeps a key's answer for 24 hours; one it never saw
      * opens now), and it is expired. A request Stripe refuses (its refusal replayed) opened nothing:
      * null. `complete`: paid in between (nobody was given its URL); the purchase never recorded the
-     * session, so that payment is refunded as a stray one.
+     * session, so that payment is refunded as a stray one. A 5xx Stripe keeps for the key tells
+     * nothing more, ever: null too. Whatever that request, or an attempt under its own key
+     * (`<key>-r<n>`) whose answer was lost, opened was given to nobody and lapses at its expiry.
      */
     async closeUnansweredCheckout(
       input: OpenCheckoutInput,
@@ -225,8 +252,9 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall 
     ): Promise<(SessionState & { sessionId: string }) | null> {
       let session: Stripe.Checkout.Session;
       try {
-        session = await createSession(input, expiresAt);
+        session = await call('checkout.sessions.create', () => createSession(input, expiresAt, sessionKey(input)));
       } catch (err) {
+        if (keySpent(err)) return null;
         const refusal = failure(err, 'finding the Checkout Session an attempt may have opened');
         if (refusal instanceof ApplicationFailure && refusal.type === 'StripeRejected') return null;
         throw refusal;
@@ -258,7 +286,7 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall 
       const again = input.replaces ? `-after-${input.replaces}` : '';
       const key = `refund-${input.step}-${subject}${again}${input.attempt ? `-${input.attempt}` : ''}`;
       try {
-        const refund = await call('refunds.create', () =>
+        const refund = await keyed('refunds.create', key, (idempotencyKey) =>
           stripe.refunds.create(
             {
               payment_intent: input.paymentIntentId,
@@ -270,7 +298,7 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall 
                 reason: input.reason.slice(0, 450),
               },
             },
-            { idempotencyKey: key },
+            { idempotencyKey },
           ),
         );
         return refundState(refund);

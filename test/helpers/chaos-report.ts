@@ -18,7 +18,7 @@ export interface Outcome {
     object_id: string;
     deliveries: { state: string; attempts: { at: string; status: number | null }[] }[];
   }[];
-  faults: { status: number; hits: number; seen: number }[];
+  faults: { status: number; hits: number; seen: number; saved: boolean }[];
   /** Workflow executions by status name (RUNNING, COMPLETED, FAILED, …). */
   executions: Record<string, number>;
   running: string[];
@@ -207,7 +207,7 @@ export function countLines(
     `abandoned ${abandoned.length} -> ${tallyOf(abandoned)}; pays the emulator refused (session closed) ${sum(winners, (b) => b.refusedPays)}`,
     `purchases by status ${byStatus}; sold ${o.sold} of ${tally.stock}; paid sessions ${o.paidSessions.length}; refunds ${sum([...o.refundsByPi.values()], (n) => n)}`,
     `chaos: ${tally.chaos.map((c) => `${c.what} at ${(c.at / 1000).toFixed(1)} s (${(c.tookMs / 1000).toFixed(1)} s)`).join('; ')}`,
-    `Stripe faults served ${faultHits} of ${calls} calls (${((100 * faultHits) / Math.max(1, calls)).toFixed(1)} %): ${o.faults.map((f) => `${f.status} x${f.hits}`).join(', ')}`,
+    `Stripe faults served ${faultHits} of ${calls} calls (${((100 * faultHits) / Math.max(1, calls)).toFixed(1)} %): ${o.faults.map((f) => `${f.status}${f.saved ? ' kept' : ''} x${f.hits}`).join(', ')}`,
     `webhooks: ${o.events.length} events, ${deliveries.length} deliveries (3 per event, shuffled), ${sum(deliveries, (d) => d.attempts.length)} attempts, ${count(deliveries, (d) => d.state === 'failed')} given up, ${count(deliveries, (d) => d.state !== 'delivered' && d.state !== 'failed')} unfinished`,
     `workflow executions ${JSON.stringify(o.executions)}`,
     `checkouts answered after their hold had lapsed ${count(winners, (b) => b.answeredAt! >= b.holdEnd!)}; paid in time but not confirmed ${lostInTime.length} (${count(lostInTime, duringOutage)} with an outage between the payment and the lapse) -> ${tallyOf(lostInTime)}`,

@@ -106,13 +106,21 @@ test('a chaos run loses no payment: 300 buyers for 60 units through worker kills
         body: body === undefined ? undefined : JSON.stringify(body),
       }).then((r): Promise<unknown> => r.json());
     await control('POST', '/_emulator/webhooks', { duplicate: 3, shuffle: true });
-    // One Stripe call in five fails: 500 (10 %), 503 and 429 (5 % each of all calls).
-    for (const [status, rate] of [
-      [500, 0.1],
-      [503, 0.05 / 0.9],
-      [429, 0.05 / 0.85],
+    // One Stripe call in five fails, 5 % of all calls each: a 500 Stripe keeps under the call's key
+    // and replays to every retry with it (saved), a 500 it does not keep, 503 and 429.
+    for (const [status, rate, saved] of [
+      [500, 0.05, true],
+      [500, 0.05 / 0.95, false],
+      [503, 0.05 / 0.9, false],
+      [429, 0.05 / 0.85, false],
     ] as const) {
-      await control('POST', '/_emulator/faults', { path: '/v1', status, rate, seed: seed + status });
+      await control('POST', '/_emulator/faults', {
+        path: '/v1',
+        status,
+        rate,
+        saved,
+        seed: seed + status + Number(saved),
+      });
     }
 
     const master = seededRandom(seed);

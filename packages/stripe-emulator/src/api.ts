@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BodyTooLargeError, readText } from './body';
 import {
   StripeApiError,
+  endpointFault,
   faultError,
   internalError,
   invalidApiKey,
@@ -38,6 +39,8 @@ export interface ApiState {
   apiKey: string;
   params: Params;
   idempotencyKey: string | null;
+  /** The status of a `saved` fault this call meets: its endpoint fails, and the failure is kept under its key. */
+  savedFault: number | null;
 }
 
 type ApiContext = Koa.ParameterizedContext<ApiState>;
@@ -95,6 +98,7 @@ function stripeEnvelope(deps: ApiDeps): ApiMiddleware {
     const requestId = newId.request();
     ctx.state.requestId = requestId;
     ctx.state.idempotencyKey = null;
+    ctx.state.savedFault = null;
     ctx.set('Request-Id', requestId);
     ctx.set('Stripe-Version', ctx.get('Stripe-Version') || deps.apiVersion);
     ctx.set('Cache-Control', 'no-cache, no-store');
@@ -144,9 +148,18 @@ function injectFaults(deps: ApiDeps): ApiMiddleware {
           (fault.afterServing ? ', after serving' : ''),
       );
       if (fault.latencyMs > 0) await sleep(fault.latencyMs, undefined, { signal: deps.signal });
+      if (fault.saved) {
+        // Past the idempotency layer: the endpoint itself fails (see idempotency()).
+        ctx.state.savedFault = fault.status ?? 500;
+        await next();
+        return;
+      }
       if (fault.afterServing) {
         await next();
-        // The work is done and stored under its key; only the answer is lost.
+        // The work is done and stored under its key; only the answer is lost. What arrives instead is
+        // a failure of the way there, not a replay Stripe kept (a retry gets the stored answer).
+        ctx.remove('Idempotent-Replayed');
+        ctx.remove('Original-Request');
         throw faultError(fault.status ?? 500);
       }
       if (fault.status !== null) throw faultError(fault.status);
@@ -156,14 +169,19 @@ function injectFaults(deps: ApiDeps): ApiMiddleware {
 }
 
 /**
- * Replays the stored first answer of an `Idempotency-Key` (status and body, with
- * `Idempotent-Replayed: true`); a key reused with other parameters is an `idempotency_error`.
+ * Replays the stored first answer of an `Idempotency-Key` (status, body and headers, with
+ * `Idempotent-Replayed: true`); a key reused with other parameters is an `idempotency_error`. A 5xx
+ * is kept only when the endpoint itself failed (a `saved` fault), as Stripe keeps it.
  */
 function idempotency(deps: ApiDeps): ApiMiddleware {
   return async (ctx, next) => {
+    const endpoint = (): Promise<void> => {
+      if (ctx.state.savedFault !== null) throw endpointFault(ctx.state.savedFault);
+      return next();
+    };
     const key = ctx.get('Idempotency-Key');
     if (ctx.method !== 'POST' || !key) {
-      await next();
+      await endpoint();
       return;
     }
     if (key.length > 255) {
@@ -181,22 +199,30 @@ function idempotency(deps: ApiDeps): ApiMiddleware {
       ctx.status = outcome.response.status;
       ctx.type = 'application/json';
       ctx.body = outcome.response.body;
+      for (const [name, value] of Object.entries(outcome.response.headers ?? {})) ctx.set(name, value);
       ctx.set('Idempotent-Replayed', 'true');
       ctx.set('Original-Request', outcome.response.requestId);
       return;
     }
     ctx.state.idempotencyKey = key;
+    let headers: Record<string, string> | undefined;
     try {
-      await next();
+      await endpoint();
     } catch (error) {
       if (!(error instanceof StripeApiError) || !error.replayable) {
         outcome.abandon();
         throw error;
       }
       respondError(ctx, error, deps.log);
+      if (Object.keys(error.headers).length) headers = error.headers;
     }
-    if (typeof ctx.body === 'string' && ctx.status < 500) {
-      outcome.save({ status: ctx.status, body: ctx.body, requestId: ctx.state.requestId });
+    if (typeof ctx.body === 'string' && (ctx.status < 500 || ctx.state.savedFault !== null)) {
+      outcome.save({
+        status: ctx.status,
+        body: ctx.body,
+        requestId: ctx.state.requestId,
+        ...(headers ? { headers } : {}),
+      });
     } else {
       outcome.abandon();
     }

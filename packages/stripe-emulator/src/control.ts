@@ -96,6 +96,15 @@ export function controlRoutes(deps: ControlDeps): Router {
     if (seed !== undefined) spec.seed = seed;
     const afterServing = optionalBoolean(body, 'afterServing');
     if (afterServing !== undefined) spec.afterServing = afterServing;
+    const saved = optionalBoolean(body, 'saved');
+    if (saved !== undefined) spec.saved = saved;
+    if (saved && (afterServing || (spec.status ?? 500) < 500)) {
+      throw new Problem(
+        400,
+        'invalid_fault',
+        'saved is a 5xx the endpoint answered (Stripe keeps it under the key): not with afterServing or a status below 500.',
+      );
+    }
     ctx.status = 201;
     ctx.body = faults.add(spec);
   });

@@ -189,6 +189,17 @@ export function faultError(status: number): StripeApiError {
   );
 }
 
+/**
+ * A 5xx the endpoint answered after it began: Stripe keeps it under the Idempotency-Key and replays it,
+ * and tells clients not to retry it (`Stripe-Should-Retry: false`): the same key gets the same answer.
+ */
+export function endpointFault(status: number): StripeApiError {
+  const fault = faultError(status);
+  const kept = new StripeApiError(fault.status, fault.type, fault.message, fault.details, true);
+  kept.headers = { 'Stripe-Should-Retry': 'false' };
+  return kept;
+}
+
 export function internalError(): StripeApiError {
   return faultError(500);
 }

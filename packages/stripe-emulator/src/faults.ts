@@ -19,6 +19,11 @@ export interface FaultSpec {
    * did the work and the answer was lost on the way, so a retry with the same key gets the real one.
    */
   afterServing?: boolean;
+  /**
+   * The endpoint began and failed (a 5xx): Stripe keeps that answer under the call's Idempotency-Key
+   * and replays it, with `Stripe-Should-Retry: false`, to every retry with the same key for 24 hours.
+   */
+  saved?: boolean;
 }
 
 export interface Fault {
@@ -35,6 +40,7 @@ export interface Fault {
   /** Matching calls it was drawn for (hits included). */
   seen: number;
   afterServing: boolean;
+  saved: boolean;
 }
 
 type Armed = Fault & { matcher: (path: string) => boolean; draw: () => number };
@@ -60,6 +66,7 @@ export class FaultInjector {
       hits: 0,
       seen: 0,
       afterServing: spec.afterServing ?? false,
+      saved: spec.saved ?? false,
       matcher: pathMatcher(spec.path),
       draw: spec.seed === undefined ? Math.random : seededRandom(spec.seed),
     };
@@ -95,8 +102,8 @@ export class FaultInjector {
 }
 
 function describe(fault: Fault): Fault {
-  const { id, path, method, status, latencyMs, rate, remaining, hits, seen, afterServing } = fault;
-  return { id, path, method, status, latencyMs, rate, remaining, hits, seen, afterServing };
+  const { id, path, method, status, latencyMs, rate, remaining, hits, seen, afterServing, saved } = fault;
+  return { id, path, method, status, latencyMs, rate, remaining, hits, seen, afterServing, saved };
 }
 
 /** mulberry32: a small, fast PRNG, enough to make a fault's draws repeatable. */

@@ -4,6 +4,8 @@ export interface StoredResponse {
   status: number;
   body: string;
   requestId: string;
+  /** Headers replayed with it (a kept 5xx's `Stripe-Should-Retry`). */
+  headers?: Record<string, string>;
 }
 
 interface Entry {

@@ -93,12 +93,20 @@ test('latency past the client timeout surfaces as a connection error', async (t)
 
 test('a fault after serving does the work and loses the answer: the retry with the same key gets the real one', async (t) => {
   const { stripe, control } = await startHarness(t);
-  await control('POST', '/_emulator/faults', { path: '/v1/checkout/sessions', afterServing: true, status: 503 });
-  // One request sent twice, as a retry does: built once, so `expires_at` cannot move to the next second.
-  const params = sessionParams();
-  await t.throwsAsync(stripe.checkout.sessions.create(params, { idempotencyKey: 'open-p_10' }), {
-    instanceOf: Stripe.errors.StripeAPIError,
+  await control('POST', '/_emulator/faults', {
+    path: '/v1/checkout/sessions',
+    afterServing: true,
+    status: 503,
+    count: 2,
   });
+  // One request sent three times, as retries do: built once, so `expires_at` cannot move to the next second.
+  const params = sessionParams();
+  for (let i = 0; i < 2; i += 1) {
+    const lost = await t.throwsAsync(stripe.checkout.sessions.create(params, { idempotencyKey: 'open-p_10' }), {
+      instanceOf: Stripe.errors.StripeAPIError,
+    });
+    t.is(lost?.headers?.['idempotent-replayed'], undefined, 'a lost answer is no replay Stripe kept');
+  }
   const session = await stripe.checkout.sessions.create(params, { idempotencyKey: 'open-p_10' });
   t.is(session.lastResponse.headers['idempotent-replayed'], 'true', 'the first call opened it');
   const { data } = await stripe.checkout.sessions.list({ limit: 10 });
@@ -106,6 +114,38 @@ test('a fault after serving does the work and loses the answer: the retry with t
     data.map((s) => s.id),
     [session.id],
   );
+});
+
+test('a saved fault is a 500 Stripe keeps under the key: the same key replays it, a new key is served', async (t) => {
+  const { stripe, control } = await startHarness(t);
+  const armed = await control<{ saved: boolean }>('POST', '/_emulator/faults', {
+    path: '/v1/checkout/sessions',
+    method: 'POST',
+    saved: true,
+  });
+  t.true(armed.body.saved);
+  const params = sessionParams();
+  for (const replayed of [undefined, 'true']) {
+    const error = await t.throwsAsync(stripe.checkout.sessions.create(params, { idempotencyKey: 'open-p_11' }), {
+      instanceOf: Stripe.errors.StripeAPIError,
+    });
+    t.is(error?.statusCode, 500);
+    t.is(error?.headers?.['stripe-should-retry'], 'false', 'Stripe tells the client not to retry it');
+    t.is(error?.headers?.['idempotent-replayed'], replayed);
+  }
+  t.deepEqual((await stripe.checkout.sessions.list({ limit: 10 })).data, [], 'the failed endpoint opened nothing');
+  const session = await stripe.checkout.sessions.create(params, { idempotencyKey: 'open-p_11-2' });
+  t.is(session.status, 'open');
+});
+
+test('a saved fault is a 5xx of the endpoint: with afterServing or a 4xx it is refused', async (t) => {
+  const { control } = await startHarness(t);
+  for (const extra of [{ afterServing: true }, { status: 429 }]) {
+    const res = await control<{ code: string }>('POST', '/_emulator/faults', { path: '/v1', saved: true, ...extra });
+    t.is(res.status, 400);
+    t.is(res.body.code, 'invalid_fault');
+  }
+  t.deepEqual((await control<{ data: unknown[] }>('GET', '/_emulator/faults')).body.data, []);
 });
 
 test('clearing faults disarms them', async (t) => {

@@ -23,6 +23,9 @@ const logger = { log: silent, trace: silent, debug: silent, info: silent, warn: 
 const activityEnv = (attempt = 1) => new MockActivityEnvironment({ attempt }, { logger });
 const stripeError = (statusCode: number, code = 'x', message = `status ${statusCode}`) =>
   Object.assign(new Error(message), { statusCode, code });
+/** A 5xx Stripe keeps under the key, as its replay reads (stripe-node's error carries the headers). */
+const keptError = () =>
+  Object.assign(stripeError(500), { headers: { 'idempotent-replayed': 'true', 'stripe-should-retry': 'false' } });
 
 /** A stripe-node stand-in: each method records its call and answers with `answers[method]`. */
 function fakeStripe(answers: Record<string, (...args: unknown[]) => unknown>) {
@@ -259,4 +262,50 @@ test('the card of a payment is its latest charge’s fingerprint, and a refund�
   });
   const bare = steps({ 'paymentIntents.retrieve': () => ({ latest_charge: 'ch_1' }) });
   t.is(await bare.steps.cardOfPayment('pi_1'), null, 'a charge not expanded names no card');
+});
+
+test('a 5xx Stripe replays for a key is sent once more under the attempt’s own key; the close step stops there', async (t) => {
+  // Each step: its first call meets the replayed 500, the second (under <key>-r3) is served.
+  const replayedOnce = (answer: unknown) => {
+    let n = 0;
+    return () => (n++ === 0 ? Promise.reject(keptError()) : answer);
+  };
+  const {
+    steps: s,
+    calls,
+    counted,
+  } = steps({
+    'sessions.create': replayedOnce(openSession),
+    'sessions.expire': replayedOnce({ payment_status: 'unpaid' }),
+    'refunds.create': replayedOnce({ id: 're_1', status: 'succeeded' }),
+  });
+  await activityEnv(3).run(async () => {
+    t.like(await s.openCheckout(input, expiresAt), { sessionId: 'cs_1' });
+    t.like(await s.expireCheckout('pur_1', 'cs_1'), { status: 'expired' });
+    t.like(await s.refundPayment({ purchaseId: 'pur_1', paymentIntentId: 'pi_1', reason: 'r', step: 'support' }), {
+      refundId: 're_1',
+    });
+  });
+  const keys = calls.map((c) => (c.args.at(-1) as { idempotencyKey: string }).idempotencyKey);
+  t.deepEqual(keys, [
+    'checkout-pur_1',
+    'checkout-pur_1-r3',
+    'expire-pur_1',
+    'expire-pur_1-r3',
+    'refund-support-pur_1',
+    'refund-support-pur_1-r3',
+  ]);
+  t.deepEqual(
+    counted.map(([, outcome]) => outcome),
+    ['failed', 'ok', 'failed', 'ok', 'failed', 'ok'],
+  );
+  // A fresh 500 (not a replay) is retried by Temporal under the same key.
+  const fresh = steps({ 'sessions.create': () => Promise.reject(stripeError(500)) });
+  await t.throwsAsync(fresh.steps.openCheckout(input, expiresAt), { message: /Stripe answered 500/ });
+  t.is(fresh.calls.length, 1);
+  // Closing what an attempt may have opened: a kept 500 will never say what it did, and a new key
+  // would only open a session: nothing to close.
+  const kept = steps({ 'sessions.create': () => Promise.reject(keptError()) });
+  t.is(await kept.steps.closeUnansweredCheckout(input, expiresAt), null);
+  t.is(kept.calls.length, 1);
 });
