@@ -12,6 +12,12 @@ function fieldOf(e: ErrorObject): string {
   return base || 'body';
 }
 
+/** Ajv's message, and for a value outside a list the values it may take (Ajv says only "one of the allowed values"). */
+function messageOf(e: ErrorObject): string {
+  if (e.keyword === 'enum') return `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}`;
+  return e.message ?? 'is invalid';
+}
+
 export interface ValidatorOptions<T> {
   /**
    * Top-level free-text fields that are sanitised instead of refused: control characters become
@@ -34,7 +40,7 @@ export function validator<T>(schema: JSONSchemaType<T>, opts: ValidatorOptions<T
     if (faults.length > 0) throw invalid(faults);
     const value = body === undefined || body === null ? {} : structuredClone(body);
     if (!check(value)) {
-      throw invalid((check.errors ?? []).map((e) => ({ field: fieldOf(e), message: e.message ?? 'is invalid' })));
+      throw invalid((check.errors ?? []).map((e) => ({ field: fieldOf(e), message: messageOf(e) })));
     }
     const fields = value as Record<string, unknown>;
     for (const name of sanitise) {

@@ -87,10 +87,14 @@ test("a rule's own term (acceptedPaymentMethods) is taken on create, checked by 
   t.deepEqual(rows[0].rule_terms, { acceptedPaymentMethods: ['card', 'sepa_debit'] });
   const none = await create({ priceCents: 100 });
   t.false('acceptedPaymentMethods' in (await sys.stock(none.sku)));
-  for (const bad of [[], ['Card!'], 'card', ['card', 'card']]) {
+  // A type Stripe does not have (Apple Pay is a card payment) would have every live session refused.
+  for (const bad of [[], ['Card!'], 'card', ['card', 'card'], ['card', 'apple_pay']]) {
     const refused = await create({ priceCents: 100, acceptedPaymentMethods: bad });
     t.is(refused.res.status, 400, JSON.stringify(bad));
     t.regex(refused.res.body.errors[0].field, /^acceptedPaymentMethods/);
     t.is((await sys.api('GET', `/v1/products/${refused.sku}`)).status, 404);
   }
+  const wallet = await create({ priceCents: 100, acceptedPaymentMethods: ['apple_pay'] });
+  t.like(wallet.res.body.errors[0], { field: 'acceptedPaymentMethods.0' });
+  t.regex(wallet.res.body.errors[0].message, /^must be one of acss_debit, .*\bcard\b.*\bsepa_debit\b/);
 });
