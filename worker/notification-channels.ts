@@ -27,11 +27,12 @@ export function signDelivery(secret: string, id: string, timestamp: number, body
 }
 
 /**
- * A webhook answer that retrying will not change: any 4xx but 408 (Request Timeout) and 429 (Too
- * Many Requests), which say "later". 5xx, 408, 429 and network errors are retried.
+ * A webhook answer that retrying will not change: a redirect (3xx: a signed delivery goes only to
+ * NOTIFY_WEBHOOK_URL, never on to another address) and any 4xx but 408 (Request Timeout) and 429
+ * (Too Many Requests), which say "later". 5xx, 408, 429 and network errors are retried.
  */
 export const isPermanentHttpStatus = (status: number): boolean =>
-  status >= 400 && status < 500 && status !== 408 && status !== 429;
+  (status >= 300 && status < 400) || (status >= 400 && status < 500 && status !== 408 && status !== 429);
 
 /**
  * An SMTP reply that retrying will not change (RFC 5321: 5yz is a permanent negative completion,
@@ -68,12 +69,17 @@ function webhookChannel(cfg: NonNullable<NotifyConfig['webhook']>, timeoutMs: nu
         },
         body,
         signal: AbortSignal.timeout(timeoutMs),
-        redirect: 'error',
+        // A redirect is answered as it came (not followed, not a network error): see isPermanentHttpStatus.
+        redirect: 'manual',
       });
       // Drain the answer so the connection is reused; only the status matters.
       await res.arrayBuffer().catch(() => undefined);
       if (res.ok) return 'delivered';
-      const why = `the webhook answered ${res.status}`;
+      const location = res.headers.get('location');
+      const why =
+        res.status >= 300 && res.status < 400
+          ? `the webhook answered ${res.status}, a redirect${location ? ` to ${location}` : ''}: deliveries are not redirected, set NOTIFY_WEBHOOK_URL to the address it names`
+          : `the webhook answered ${res.status}`;
       throw isPermanentHttpStatus(res.status) ? new PermanentFailure(why) : new Error(why);
     },
   };
