@@ -142,10 +142,12 @@ export function launch(env: NodeJS.ProcessEnv): Launched {
 export async function stopAll(t: ExecutionContext, service: Launched, ports: Ports): Promise<void> {
   const postgres = service.postgresPort();
   const code = await service.stop();
-  // The launcher's own lines about how it stopped (a part that exited first, a stop that failed),
-  // wherever they fell among its children's, then the tail of everything.
+  // The lines about how it stopped (a part that exited first or failed, a stop that failed, the
+  // signal each part was stopped by), wherever they fell in its output, then the tail of everything.
   const output = service.output();
-  const why = output.split('\n').filter((l) => /exited|failed|did not stop|stopping/.test(l));
+  const why = output
+    .split('\n')
+    .filter((l) => /exited|failed|did not stop|stopping|FATAL|ERROR|Error\b|SIGTERM|SIGINT/.test(l));
   t.is(code, 0, `${why.join('\n')}\n…\n${output.slice(-3000)}`);
   for (const port of [
     ports.api,
