@@ -2,7 +2,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Clien
 import type { SignalDefinition } from '@temporalio/common';
 import type { Db } from '../store/db';
 import { findHold } from '../store/holds';
-import { getPurchase, type PurchaseRecord } from '../store/purchases';
+import { appendAudit, getPurchase, type PurchaseRecord } from '../store/purchases';
 import { searchAttributes } from './purchases';
 import {
   isDisputeOpen,
@@ -83,16 +83,26 @@ export async function requestSupportRefund(
         workflowId,
         taskQueue: deps.taskQueue,
         args: [input],
-        workflowIdConflictPolicy: 'USE_EXISTING',
+        // The server alone decides atomically whether this request starts the saga: one that finds
+        // it running joins it, and is recorded here (the saga records only the request it started with).
+        workflowIdConflictPolicy: 'FAIL',
         workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
         typedSearchAttributes: searchAttributes(record, record.status),
       });
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      // Already ran to completion: its outcome is in the record.
-      const now = await getPurchase(deps.db, input.purchaseId);
-      if (now?.refund) return accepted(now.refund);
-      throw err;
+      if ((await handle.describe()).status.name === 'RUNNING') {
+        await appendAudit(deps.db, input.purchaseId, input.actor, 'refund_request_joined', {
+          reason: input.reason,
+          restock: input.restock,
+          ...(input.note ? { note: input.note } : {}),
+        });
+      } else {
+        // Already ran to completion: its outcome is in the record.
+        const now = await getPurchase(deps.db, input.purchaseId);
+        if (now?.refund) return accepted(now.refund);
+        throw err;
+      }
     }
   }
   // The outcome, or the first word of it on the record: Stripe took the refund, or refused it.

@@ -215,10 +215,13 @@ test('support refunds a confirmed order once, and with restock the unit is on sa
   const { rows } = await sys.db.query('SELECT action FROM audit_log WHERE purchase_id = $1 ORDER BY id', [
     res.body.purchaseId,
   ]);
+  // The second of the two at once joined the first's saga (recorded when it came), or came after it.
+  const actions = rows.map((r) => r.action);
   t.deepEqual(
-    rows.map((r) => r.action),
+    actions.filter((a) => a !== 'refund_request_joined'),
     ['refund_requested', 'refunded'],
   );
+  t.true(actions.filter((a) => a === 'refund_request_joined').length <= 1);
   const unpaid = await sys.buy(sku, 'pete');
   const refuse = await sys.api(
     'POST',

@@ -87,6 +87,45 @@ test.serial(
   },
 );
 
+test.serial(
+  'a support refund asked while another is being made joins it, and the audit trail has its own words',
+  async (t) => {
+    const { sku, purchaseId } = await confirmedPurchase('nora');
+    // Stripe slow to answer the refund: the first request's saga is still making it when the second comes.
+    await sys.emulatorCall('POST', '/_emulator/faults', { method: 'POST', path: '/v1/refunds', latencyMs: 3000 });
+    try {
+      const first = supportRefund(purchaseId, true);
+      const saga = sys.temporal.workflow.getHandle(`refund-${purchaseId}`);
+      for (let i = 0; i < 100; i++) {
+        if ((await saga.describe().catch(() => null))?.status.name === 'RUNNING') break;
+        await sleep(50);
+      }
+      const second = await sys.api(
+        'POST',
+        `/v1/support/purchases/${purchaseId}/refund`,
+        { reason: 'asked twice', restock: false, note: 'second agent' },
+        auth,
+      );
+      t.is(second.status, 202, JSON.stringify(second.body));
+      t.is((await first).status, 202);
+    } finally {
+      await sys.emulatorCall('DELETE', '/_emulator/faults');
+    }
+    await sys.waitForPurchase(purchaseId, (r) => r.status === 'refunded' && r.refund_status === 'succeeded');
+    const { rows } = await sys.db.query('SELECT action, detail FROM audit_log WHERE purchase_id = $1 ORDER BY id', [
+      purchaseId,
+    ]);
+    // The joined request is written when it comes, maybe before the saga wrote the one it started with.
+    t.deepEqual(rows.map((r) => r.action).sort(), ['refund_request_joined', 'refund_requested', 'refunded']);
+    const detailOf = (action: string) => rows.find((r) => r.action === action)?.detail as unknown;
+    t.deepEqual(detailOf('refund_request_joined'), { reason: 'asked twice', restock: false, note: 'second agent' });
+    t.like(detailOf('refund_requested'), { reason: 'wrong colour', restock: true });
+    for (let i = 0; (await sys.stock(sku)).available !== 1 && i < 100; i++) await sleep(100);
+    t.like(await sys.stock(sku), { available: 1, sold: 0 }, 'the saga that ran restocked, as its request asked');
+    await assertInvariants(t, sys.db, sku);
+  },
+);
+
 test.serial('a late refund that fails after Stripe took it moves the purchase to needs_attention', async (t) => {
   await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'pending' });
   const sku = await sys.createProduct({ holdSeconds: 2, stock: 1 });
