@@ -4,7 +4,7 @@ import { purchaseStateQuery } from '../../../workflows/definitions';
 import type { PurchaseInput } from '../../../vocabulary';
 import type { FastTemporal } from './temporal';
 import type { Case } from './world';
-import { sleep, until } from './wait';
+import { sleep, until, UNTIL_MS } from './wait';
 
 export { gate, idle, sleep, until } from './wait';
 
@@ -27,7 +27,8 @@ export function sessionOpen(c: Case): Promise<void> {
 
 /** Once the saga itself knows its session (it read the session step's answer), not only the record. */
 export async function sagaKnowsSession(saga: Saga): Promise<void> {
-  const deadline = Date.now() + 15_000;
+  // As long as until() waits (wait.ts): a stall of the machine must not be taken for a wrong saga.
+  const deadline = Date.now() + UNTIL_MS;
   while (!(await saga.query(purchaseStateQuery)).sessionId) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${saga.workflowId} to know its session`);
     await sleep(20);

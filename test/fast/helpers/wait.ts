@@ -2,8 +2,11 @@
 // 40 s by default: a condition met returns at once, and in one run every file stalled for 12 s at the
 // same moment (no process printed anything), which a 15 s bound turned into three failures.
 
+/** How long the fast tier's waits last before they fail. */
+export const UNTIL_MS = 40_000;
+
 /** Polls `check` until it returns something truthy (returned), or fails after `ms` naming `what`. */
-export async function until<T>(check: () => T | null | undefined | false, what: string, ms = 40_000): Promise<T> {
+export async function until<T>(check: () => T | null | undefined | false, what: string, ms = UNTIL_MS): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = check();

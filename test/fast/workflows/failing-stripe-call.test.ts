@@ -58,7 +58,7 @@ test('an operator’s cancel stuck on a failing expire ends when support settles
 
 test('a close at the lapse stuck on a failing expire ends once Stripe says the session expired', async (t) => {
   const c = temporal().world.open(expireFails500);
-  c.holdMs = 1_500;
+  c.holdMs = 3_000;
   const saga = await startPurchase(temporal(), c);
   await called(c, 'expireCheckout', 2);
   await saga.signal(paymentEventSignal, c.event('checkout.session.expired'));
@@ -74,7 +74,7 @@ test('support’s settlement of a failing expire settles that step only: a payme
     releaseHold: () => landed.passed().then(() => ({ released: true, status: 'expired' as const })),
     retakeForLatePayment: () => ({ outcome: 'sold_out', oversold: false }),
   });
-  c.holdMs = 1_500;
+  c.holdMs = 3_000;
   const saga = await startPurchase(temporal(), c);
   await called(c, 'expireCheckout', 2);
   await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'expired with the Stripe CLI' });
@@ -96,7 +96,7 @@ test('support’s settlement of a refused expire settles that step only: a payme
     releaseHold: () => landed.passed().then(() => ({ released: true, status: 'expired' as const })),
     retakeForLatePayment: () => ({ outcome: 'sold_out', oversold: false }),
   });
-  c.holdMs = 1_500;
+  c.holdMs = 3_000;
   const saga = await startPurchase(temporal(), c);
   await until(() => c.record?.status === 'needs_attention', 'the refusal shown to support');
   await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'expired in the Dashboard' });

@@ -128,6 +128,8 @@ test('a payment after the saga closed that the purchase rules refuse is refunded
   const { world } = temporal();
   const c = world.open({
     judgePayment: () => ({ rule: 'per-address', kind: 'refunded_address_limit', reason: 'limit per address' }),
+    // What the failed event says, so a saga that reads the refund first (its event late) learns the same.
+    getRefund: (_c, refundId) => ({ refundId, status: 'failed' }),
   });
   c.record = recorded(c, 'expired');
   const saga = await startPurchase(temporal(), c, { followUp: true, terms: { ...TERMS, maxPerAddress: 1 } });

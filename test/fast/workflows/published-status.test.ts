@@ -45,7 +45,7 @@ test('a sale that ends its run is left unpublished; one followed by the address 
 test('a lapsed hold ends unpublished; a session that could not open publishes failed', async (t) => {
   const { world } = temporal();
   const lapsed = world.open();
-  lapsed.holdMs = 1_500;
+  lapsed.holdMs = 3_000;
   const refused = world.open({
     openCheckout: () => {
       throw refusal('Stripe answered 400: invalid currency');

@@ -141,7 +141,8 @@ test('a payment Stripe timed after the hold ended, on a hold still ours, is a la
 test('an event of another session is ignored; one that arrives before the session opened is kept', async (t) => {
   const { world } = temporal();
   const c = world.open();
-  c.holdMs = 2_500;
+  // The other session's event must reach the saga before its hold lapses (see the declines' test).
+  c.holdMs = 4_000;
   const saga = await startPurchase(temporal(), c);
   await sagaKnowsSession(saga);
   await saga.signal(
@@ -192,7 +193,7 @@ test('declines until the hold lapses end in payment_failed; a lapse with none in
   const lapsed = world.open();
   // The decline must reach the saga before its hold lapses: the saga's start, its session and the
   // signal all take their time on a loaded machine, so the hold leaves them a few seconds.
-  declined.holdMs = lapsed.holdMs = 4_000;
+  declined.holdMs = lapsed.holdMs = 6_000;
   const [a, b] = await Promise.all([startPurchase(temporal(), declined), startPurchase(temporal(), lapsed)]);
   await sessionOpen(declined);
   await a.signal(paymentEventSignal, declined.event('payment_intent.payment_failed', { sessionId: undefined }));

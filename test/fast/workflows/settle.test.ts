@@ -78,7 +78,7 @@ test('a buyer who completed the session as the saga expired it still gets the un
     expireCheckout: (c) => ({ status: 'complete', paymentStatus: 'paid', paymentIntentId: c.paymentIntentId }),
   });
   const delayed = world.open({ expireCheckout: () => ({ status: 'complete', paymentStatus: 'unpaid' }) });
-  paid.holdMs = delayed.holdMs = 1_500;
+  paid.holdMs = delayed.holdMs = 3_000;
   const [a, b] = await Promise.all([startPurchase(temporal(), paid), startPurchase(temporal(), delayed)]);
   t.like(await a.result(), { status: 'confirmed', reason: 'paid in time', paymentIntentId: paid.paymentIntentId });
   await called(delayed, 'extendHold');
@@ -93,7 +93,7 @@ async function expireRefusedAtLapse() {
       throw refusal('Stripe answered 400: try later');
     },
   });
-  c.holdMs = 1_500;
+  c.holdMs = 3_000;
   const saga = await startPurchase(temporal(), c);
   await until(() => c.record?.status === 'needs_attention', 'needs_attention');
   return { c, saga };
@@ -143,7 +143,7 @@ test('a delayed payment that starts as the hold lapses is waited for; one that n
   const releaseHold = () => landed.passed().then(() => ({ released: true, status: 'expired' as const }));
   const settles = world.open({ releaseHold });
   const never = world.open({ releaseHold });
-  settles.holdMs = never.holdMs = 1_500;
+  settles.holdMs = never.holdMs = 3_000;
   const [a, b] = await Promise.all([startPurchase(temporal(), settles), startPurchase(temporal(), never)]);
   await Promise.all([called(settles, 'releaseHold'), called(never, 'releaseHold')]);
   await a.signal(paymentEventSignal, settles.event('checkout.session.completed', pending));
@@ -163,7 +163,7 @@ test('a delayed payment that fails after the hold lapsed changes nothing', async
   const c = world.open({
     releaseHold: () => landed.passed().then(() => ({ released: true, status: 'expired' as const })),
   });
-  c.holdMs = 1_500;
+  c.holdMs = 3_000;
   const saga = await startPurchase(temporal(), c);
   await called(c, 'releaseHold');
   await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
