@@ -20,7 +20,7 @@ import { runOpsCli } from '../helpers/attention';
 import { sessionIdOfCheckoutUrl } from '@flash-sale/stripe-emulator';
 
 /** Long enough to outlast the stop; short enough that it lapses soon after the restart. */
-const SHORT_HOLD_SECONDS = 15;
+const SHORT_HOLD_SECONDS = 25;
 
 interface Opened {
   purchaseId: string;

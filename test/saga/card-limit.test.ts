@@ -63,7 +63,7 @@ test('two purchases paid with the same card where maxPerCard is 1: one confirmed
 });
 
 test('a payment after its hold lapsed, from a buyer who bought another unit meanwhile where maxPerBuyer is 1: refunded with the reason, not re-taken', async (t) => {
-  const sku = await sys.createProduct({ stock: 5, holdSeconds: 2, maxPerBuyer: 1 });
+  const sku = await sys.createProduct({ stock: 5, holdSeconds: 4, maxPerBuyer: 1 });
   const buyer = 'limit-lia';
   // Purchase A lapses and its saga closes: its unit is back on sale and the buyer may buy again.
   const a = await lapsedPurchase(sku, buyer);
@@ -84,7 +84,7 @@ test('a payment after its hold lapsed, from a buyer who bought another unit mean
 });
 
 test('two lapsed purchases of one buyer paid late at the same moment where maxPerBuyer is 1: one re-taken, one refunded', async (t) => {
-  const sku = await sys.createProduct({ stock: 5, holdSeconds: 2, maxPerBuyer: 1 });
+  const sku = await sys.createProduct({ stock: 5, holdSeconds: 4, maxPerBuyer: 1 });
   const buyer = 'limit-max';
   const lapsed = [await lapsedPurchase(sku, buyer), await lapsedPurchase(sku, buyer)];
   const sessions = await Promise.all(lapsed.map((id) => sessionOf(sys.db, id)));

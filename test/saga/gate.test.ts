@@ -88,7 +88,7 @@ test.serial(
   'holds that lapse during a crowd let exactly that many more through, and final turns true only when nothing is held',
   async (t) => {
     // Long enough for the first crowd and the retryAt reads below to be over before a hold lapses.
-    const sku = await sys.createProduct({ stock: 4, holdSeconds: 5 });
+    const sku = await sys.createProduct({ stock: 4, holdSeconds: 8 });
     const first = await crowd(sku, 40, 20, 'l1');
     t.is((await winnersOf(sys, first)).length, 4, JSON.stringify(byStatus(first)));
     const refused = first.filter((a) => a.status === 409);

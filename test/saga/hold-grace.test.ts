@@ -23,7 +23,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * Long enough to pay and stop the worker before the lapse on a loaded machine: both must be done
  * before the hold ends (the payment a second before, see `payInTimeReportLate`).
  */
-const HOLD_SECONDS = 6;
+const HOLD_SECONDS = 10;
 
 /**
  * Buys the only unit, then pays for it in time with the webhook held, and stops the saga before its

@@ -163,7 +163,8 @@ test('an event on the purchase own session with another amount, currency or mode
 
 /** A lapsed purchase whose unit another buyer then bought: its payment can only be refunded. */
 async function lateWithStockGone(buyer: string) {
-  const sku = await sys.createProduct({ holdSeconds: 2, stock: 1 });
+  // Long enough for the session to open within it on a loaded machine.
+  const sku = await sys.createProduct({ holdSeconds: 4, stock: 1 });
   const late = await buyAwaiting(sku, buyer);
   await sys.waitForPurchase(late.purchaseId, (r) => r.status === 'expired', 20_000);
   await sellTo(sys, sku, `${buyer}-winner`);
@@ -220,10 +221,13 @@ async function expireCalls(): Promise<number> {
     .reduce((n, f) => n + f.hits, 0);
 }
 
-/** Makes every expire call on this session fail with `status` until the faults are cleared. */
-async function expireFails(sessionId: string, status: number) {
+/**
+ * Makes every expire call fail with `status` until the faults are cleared: armed before the buy, so
+ * the saga's first expire at a short hold's lapse cannot come before it.
+ */
+async function expireFails(status: number) {
   await sys.emulatorCall('POST', '/_emulator/faults', {
-    path: `/v1/checkout/sessions/${sessionId}/expire`,
+    path: '/v1/checkout/sessions/*/expire',
     method: 'POST',
     status,
     count: 10_000,
@@ -233,10 +237,11 @@ async function expireFails(sessionId: string, status: number) {
 test.serial(
   'with expire failing for good after the lapse, a payment is late_confirmed within 10 s while the unit is free',
   async (t) => {
-    const sku = await sys.createProduct({ holdSeconds: 2, stock: 1 });
-    const { purchaseId, sessionId } = await buyAwaiting(sku, 'jan');
-    await expireFails(sessionId, 500);
+    // Long enough for the session to open within it on a loaded machine.
+    const sku = await sys.createProduct({ holdSeconds: 4, stock: 1 });
+    await expireFails(500);
     try {
+      const { purchaseId, sessionId } = await buyAwaiting(sku, 'jan');
       // The hold lapsed and the saga tried to expire the session (refused); it keeps retrying.
       await until('an expire of the lapsed session', async () => ((await expireCalls()) > 0 ? true : undefined));
       t.is((await sys.purchase(purchaseId)).body.status, 'awaiting_payment');
@@ -257,10 +262,11 @@ test.serial(
   'with expire refused (404) after the lapse and the unit sold to another, the payment is refunded within 10 s',
   async (t) => {
     // No grace: the unit of a saga that could not close its session is on sale again at the lapse.
-    const sku = await sys.createProduct({ holdSeconds: 2, holdGraceSeconds: 0, stock: 1 });
-    const first = await buyAwaiting(sku, 'kim');
-    await expireFails(first.sessionId, 404);
+    const sku = await sys.createProduct({ holdSeconds: 4, holdGraceSeconds: 0, stock: 1 });
+    await expireFails(404);
+    let first: Awaited<ReturnType<typeof buyAwaiting>> | undefined;
     try {
+      first = await buyAwaiting(sku, 'kim');
       const flagged = await sys.waitForPurchase(first.purchaseId, (r) => r.status === 'needs_attention', 15_000);
       t.regex(flagged.reason, /expiring the Checkout Session: Stripe answered 404/);
       // The lapsed unit is back on sale (expiry is checked on read) and the next buyer takes it.
@@ -284,7 +290,7 @@ test.serial(
   'a payment made while the hold ran is a sale even when the saga only sees it after the lapse',
   async (t) => {
     // Long enough to stop the worker and pay a second before the lapse on a loaded machine.
-    const sku = await sys.createProduct({ holdSeconds: 6, stock: 1 });
+    const sku = await sys.createProduct({ holdSeconds: 10, stock: 1 });
     const { purchaseId, sessionId, holdExpiresAt } = await buyAwaiting(sku, 'lou');
     await sys.stopWorker();
     try {

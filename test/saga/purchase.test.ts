@@ -142,7 +142,7 @@ test('a declined card keeps the hold, and the buyer may pay on the same session'
 
 test('a declined card ends payment_failed once the hold lapses, with the unit back and the session closed', async (t) => {
   // Long enough for the decline's webhook to reach the saga before the hold lapses on a loaded machine.
-  const sku = await product({ holdSeconds: 6 });
+  const sku = await product({ holdSeconds: 10 });
   const res = await sys.buy(sku, 'ivan');
   const sessionId = await sessionOf(sys.db, res.body.purchaseId);
   await sys.pay(sessionId, 'declined');
@@ -237,7 +237,7 @@ test('support refunds a confirmed order once, and with restock the unit is on sa
 test('a delayed payment completed in time keeps the unit held past the hold, then confirms', async (t) => {
   // Long enough for the completion's webhook to reach the saga before the hold lapses on a loaded machine.
   // No grace: a hold that was not extended would be another buyer's the moment it lapsed.
-  const sku = await product({ holdSeconds: 8, stock: 1, holdGraceSeconds: 0 });
+  const sku = await product({ holdSeconds: 12, stock: 1, holdGraceSeconds: 0 });
   const res = await sys.buy(sku, 'quinn');
   const sessionId = await sessionOf(sys.db, res.body.purchaseId);
   await sys.pay(sessionId, 'async_pending');

@@ -128,7 +128,7 @@ test.serial(
 
 test.serial('a late refund that fails after Stripe took it moves the purchase to needs_attention', async (t) => {
   await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'pending' });
-  const sku = await sys.createProduct({ holdSeconds: 2, stock: 1 });
+  const sku = await sys.createProduct({ holdSeconds: 4, stock: 1 });
   const late = await sys.buy(sku, 'ned');
   await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'expired', 20_000);
   await sellTo(sys, sku, 'ned-winner');

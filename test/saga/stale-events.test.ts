@@ -94,7 +94,8 @@ async function runsOf(sys: System, purchaseId: string): Promise<Array<{ runId: s
 test('a payment the saga confirmed from Stripe’s answer starts no follow-up run when its webhook comes', async (t) => {
   const sys = await startSystem();
   try {
-    const sku = await sys.createProduct({ stock: 1, holdSeconds: 2 });
+    // Long enough to pay before the lapse on a loaded machine.
+    const sku = await sys.createProduct({ stock: 1, holdSeconds: 5 });
     const bought = await sys.buy(sku, 'confirmed-by-the-expire');
     t.is(bought.status, 201);
     const { purchaseId } = bought.body;
@@ -119,7 +120,7 @@ test('a payment the saga confirmed from Stripe’s answer starts no follow-up ru
 test('a lapsed saga is not woken by the expiry it asked Stripe for', async (t) => {
   const sys = await startSystem();
   try {
-    const sku = await sys.createProduct({ stock: 1, holdSeconds: 2 });
+    const sku = await sys.createProduct({ stock: 1, holdSeconds: 4 });
     const bought = await sys.buy(sku, 'lapses-unpaid');
     t.is(bought.status, 201);
     const { purchaseId } = bought.body;

@@ -132,7 +132,7 @@ test.serial(
     t.teardown(() => sys.close());
     await sys.startWorker({ stripeRequestsPerSecond: 2 });
     // A late payment that must be refunded: its hold lapsed, and the one unit went to someone else.
-    const scarce = await sys.createProduct({ stock: 1, holdSeconds: 2, holdGraceSeconds: 0 });
+    const scarce = await sys.createProduct({ stock: 1, holdSeconds: 4, holdGraceSeconds: 0 });
     const late = await sys.buy(scarce, 'late-buyer');
     t.is(late.status, 201, JSON.stringify(late.body));
     await sys.waitForPurchase(late.body.purchaseId, (r) => r.status === 'expired', 30_000);
