@@ -17,7 +17,7 @@ import { createPurchaseWorker, workerPostgresConnections } from './create-worker
 import { createWorkerMetrics, installRuntime, serveTelemetry } from './telemetry';
 import { stripeTaskQueue } from '../vocabulary';
 import { notificationMetrics } from './notification-metrics';
-import { configuredChannels } from './notification-channels';
+import { configuredChannels, webhookSecretWarning } from './notification-channels';
 import { createNotifier, startHandOver } from './notifier';
 import { createNotificationActivities } from '../activities/notifications';
 
@@ -59,6 +59,8 @@ async function main(): Promise<void> {
   });
   const metrics = createWorkerMetrics();
   const channels = configuredChannels(notify, (line) => log.info(line));
+  const secretWarning = webhookSecretWarning(notify);
+  if (secretWarning) log.warn(secretWarning);
   const notifier = createNotifier(
     client,
     config.taskQueue,

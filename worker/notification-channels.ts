@@ -27,6 +27,21 @@ export function signDelivery(secret: string, id: string, timestamp: number, body
 }
 
 /**
+ * What to tell the operator at start when the webhook's secret is not in the Standard Webhooks form
+ * (`whsec_<base64 key>`): it signs with the secret's UTF-8 bytes, where the standard's libraries
+ * base64-decode any secret they are given, so a receiver using one must be given the `whsec_` form
+ * of the same key (the same signatures).
+ */
+export function webhookSecretWarning(config: NotifyConfig): string | undefined {
+  if (!config.webhook || config.webhook.secret.startsWith('whsec_')) return undefined;
+  return (
+    'NOTIFY_WEBHOOK_SECRET has no whsec_ prefix: deliveries are signed with its UTF-8 bytes, and a receiver ' +
+    'verifying with a Standard Webhooks library needs it as whsec_ followed by their base64 (printf %s "$NOTIFY_WEBHOOK_SECRET" | base64), ' +
+    'which signs the same; setting that form here changes nothing for receivers'
+  );
+}
+
+/**
  * A webhook answer that retrying will not change: a redirect (3xx: a signed delivery goes only to
  * NOTIFY_WEBHOOK_URL, never on to another address) and any 4xx but 408 (Request Timeout) and 429
  * (Too Many Requests), which say "later". 5xx, 408, 429 and network errors are retried.

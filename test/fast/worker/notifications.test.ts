@@ -3,7 +3,13 @@ import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { PermanentFailure } from '../../../activities/notifications';
 import { loadNotifyConfig } from '../../../config/notify';
-import { configuredChannels, isPermanentHttpStatus, isPermanentSmtpCode } from '../../../worker/notification-channels';
+import {
+  configuredChannels,
+  isPermanentHttpStatus,
+  isPermanentSmtpCode,
+  signDelivery,
+  webhookSecretWarning,
+} from '../../../worker/notification-channels';
 
 // Buyer notifications' configuration and which refusals are for good. (The workflow's branches:
 // test/fast/workflows/notification.test.ts; deliveries for real: test/worker/notification-*.test.ts.)
@@ -79,4 +85,17 @@ test('a webhook that answers with a redirect is not followed: the delivery is de
   t.true(err instanceof PermanentFailure, String(err));
   t.regex(err.message, /answered 301, a redirect to https:\/\/merchant\.test\/new-hook/);
   t.deepEqual(hits, ['/hook'], 'sent once, to the configured address only');
+});
+
+test('a webhook secret without whsec_ is named at start, with the whsec_ form that signs the same', (t) => {
+  const plain = 'a-plain-secret-of-thirty-two-bytes-or-more';
+  const config = (secret: string) =>
+    loadNotifyConfig({ NOTIFY_WEBHOOK_URL: 'https://merchant.test/hook', NOTIFY_WEBHOOK_SECRET: secret });
+  t.regex(webhookSecretWarning(config(plain)) ?? '', /no whsec_ prefix.*base64/);
+  t.false((webhookSecretWarning(config(plain)) ?? '').includes(plain), 'the secret itself is not logged');
+  const standard = `whsec_${Buffer.from(plain).toString('base64')}`;
+  t.is(webhookSecretWarning(config(standard)), undefined);
+  t.is(webhookSecretWarning(loadNotifyConfig({})), undefined);
+  // What the warning promises: the whsec_ form of the same bytes signs the same.
+  t.is(signDelivery(standard, 'ntf_1', 1, '{}'), signDelivery(plain, 'ntf_1', 1, '{}'));
 });
