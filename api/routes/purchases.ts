@@ -13,6 +13,17 @@ import { receiptOf, receiptView } from '../receipt';
 
 /** How long a cancel waits for the saga to give the hold back before answering with what it knows. */
 const CANCEL_TIMEOUT_MS = 5_000;
+/** How long a cancel the saga answered with money on its way waits for the purchase to end (paid, or released). */
+const CANCEL_SETTLE_MS = 2_000;
+
+/** The purchase once it has ended, or as it is at `until`. */
+async function endedBy(deps: ApiDeps, id: string, until: number): Promise<PurchaseState> {
+  for (;;) {
+    const record = (await getPurchase(deps.db, id))!;
+    if (isFinal(record.status) || Date.now() >= until) return record;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 /**
  * Purchase routes. POST admits the request (store), then starts the purchase saga and waits until
@@ -52,7 +63,12 @@ export function purchaseRoutes(deps: ApiDeps): Router {
     };
   });
 
-  /** The buyer gives up: the saga releases the hold and expires the session (a cancel update). 409 once paid. */
+  /**
+   * The buyer gives up: the saga releases the hold and expires the session (a cancel update), 200
+   * once it has. 409 once paid, or once money is on its way (the saga answers the cancel without
+   * releasing: a payment that arrived first wins). 503 when the saga did not answer in time (asking
+   * again is safe: the cancel stands).
+   */
   router.post('/v1/purchases/:id/cancel', async (ctx) => {
     const id = ctx.params.id;
     const record = await visiblePurchase(deps, id, { support: false, buyerId: await buyerOf(ctx, deps.buyers) });
@@ -64,7 +80,18 @@ export function purchaseRoutes(deps: ApiDeps): Router {
     let now: PurchaseState;
     try {
       now = await deadline(CANCEL_TIMEOUT_MS, 'cancelling the purchase', cancelPurchase(sagas, id));
+      // Answered without a release: money is on its way. Paid, it becomes a sale in a moment; a
+      // delayed payment that failed gives the unit back; one still settling keeps it.
+      if (!isFinal(now.status)) now = await endedBy(deps, id, Date.now() + CANCEL_SETTLE_MS);
+      if (!isFinal(now.status) && !isPaid(now.status)) {
+        throw new Problem(
+          409,
+          'not-cancellable',
+          `a payment of purchase ${id} is on its way (${now.status}): it is no longer cancellable`,
+        );
+      }
     } catch (err) {
+      if (err instanceof Problem && err.status === 409) throw err;
       // The saga closed a moment ago (paid, say), or is slow to settle: answer from its record.
       if (!(err instanceof WorkflowNotFoundError) && !(err instanceof Problem)) {
         const closed = (await getPurchase(deps.db, id))!;
@@ -74,6 +101,8 @@ export function purchaseRoutes(deps: ApiDeps): Router {
         }
       }
       now = (await getPurchase(deps.db, id))!;
+      // The saga is slow to answer: the cancel stands, and asking again answers once it is done.
+      if (!isFinal(now.status) && !isPaid(now.status)) throw unavailable('the cancel is under way; ask again');
     }
     if (isPaid(now.status)) throw new Problem(409, 'not-cancellable', `purchase ${id} was paid`);
     ctx.body = purchaseView(now);

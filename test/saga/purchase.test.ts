@@ -174,6 +174,23 @@ test('a paid purchase cannot be cancelled', async (t) => {
   t.is(cancel.body.type, 'not-cancellable');
 });
 
+test('a cancel while a delayed payment settles is refused, and the payment still becomes the sale', async (t) => {
+  const sku = await product({ stock: 1 });
+  const res = await sys.buy(sku, 'kai');
+  const sessionId = await sessionOf(sys.db, res.body.purchaseId);
+  await sys.pay(sessionId, 'async_pending');
+  await sys.waitForPurchase(res.body.purchaseId, (r) => /delayed payment is settling/.test(r.reason ?? ''));
+  const cancel = await sys.api('POST', `/v1/purchases/${res.body.purchaseId}/cancel`, undefined, await asBuyer('kai'));
+  t.is(cancel.status, 409, JSON.stringify(cancel.body));
+  t.is(cancel.body.type, 'not-cancellable');
+  t.regex(cancel.body.detail, /payment .* is on its way/);
+  t.like(await sys.stock(sku), { available: 0, held: 1 }, 'the unit stays the payer’s');
+  await sys.pay(sessionId, 'async_succeeded');
+  await sys.waitForPurchase(res.body.purchaseId, (r) => r.status === 'confirmed');
+  t.like(await sys.stock(sku), { available: 0, held: 0, sold: 1 });
+  await assertInvariants(t, sys.db, sku);
+});
+
 test('sold out, an existing hold and the per-buyer limit are clear answers', async (t) => {
   const sku = await product({ stock: 1, maxPerBuyer: 1 });
   const limit = await sys.buy(sku, 'ned', { quantity: 2 });
