@@ -4,7 +4,13 @@ import { checkForBots } from './bot-check';
 import type { Admission } from '../store/admission';
 import { takeCheckoutSlot } from '../store/checkout-line';
 import { getPurchase, purchaseIdFor, type PurchaseRecord } from '../store/purchases';
-import { isFinal, type PurchaseInput, type PurchaseRequest, type PurchaseState } from '../vocabulary';
+import {
+  contractRefundStatus,
+  isFinal,
+  type PurchaseInput,
+  type PurchaseRequest,
+  type PurchaseState,
+} from '../vocabulary';
 import { checkoutQueueView, DEFAULT_CHECKOUTS_PER_SECOND, type CheckoutQueueView } from './checkout-pace';
 import type { ApiDeps } from './deps';
 import { invalid, Problem } from './problem';
@@ -76,9 +82,22 @@ export function purchaseView(p: PurchaseState & { settlingSince?: string }, queu
     ...(p.reason ? { reason: p.reason } : {}),
     // A delayed payment (a bank debit) settling: nothing more to pay, the outcome comes in days.
     ...(p.status === 'awaiting_payment' && p.settlingSince ? { settlingSince: p.settlingSince } : {}),
-    ...(p.refund ? { refund: { status: p.refund.status, reason: p.refund.reason } } : {}),
+    ...(p.refund ? { refund: refundView(p.refund) } : {}),
     ...(p.dispute ? { dispute: { status: p.dispute.status, reason: p.dispute.reason } } : {}),
     ...(p.oversold ? { oversold: true } : {}),
+  };
+}
+
+/** A refund as the HTTP contract has it: its status one of three, and `settledByHand` when support settled it. */
+export function refundView(r: { status: string; reason: string }): {
+  status: 'pending' | 'succeeded' | 'failed';
+  reason: string;
+  settledByHand?: true;
+} {
+  return {
+    status: contractRefundStatus(r.status),
+    reason: r.reason,
+    ...(r.status === 'settled' ? { settledByHand: true } : {}),
   };
 }
 

@@ -141,6 +141,17 @@ export interface PurchaseInput extends PurchaseRequest {
  */
 export type RefundStatus = 'pending' | 'succeeded' | 'failed' | 'canceled' | 'requires_action' | 'settled';
 
+/**
+ * A refund's status as the HTTP contract has it (`pending`, `succeeded` or `failed`): settled by hand
+ * is the money back (`succeeded`, the view says `settledByHand`), Stripe's `canceled` is a refund that
+ * will not be made (`failed`), and `requires_action` is not settled yet (`pending`).
+ */
+export function contractRefundStatus(status: string): 'pending' | 'succeeded' | 'failed' {
+  if (status === 'succeeded' || status === 'settled') return 'succeeded';
+  if (status === 'failed' || status === 'canceled') return 'failed';
+  return 'pending';
+}
+
 export interface RefundSummary {
   status: string;
   reason: string;

@@ -6,7 +6,7 @@ import { requestSupportRefund } from '../../client/refunds';
 import { findPurchases, type PurchaseLookup } from '../../store/purchases';
 import { invalid } from '../problem';
 import { validator } from '../validate';
-import { purchaseView } from '../purchase-flow';
+import { purchaseView, refundView } from '../purchase-flow';
 
 // The reason (the buyer's message, sent word for word) and the note (support's own, kept in the audit
 // trail) are free text pasted by a person (line breaks, tabs): they are sanitised, not refused.
@@ -80,7 +80,7 @@ export function supportRoutes(deps: ApiDeps): Router {
     ctx.status = 202;
     ctx.body = {
       purchaseId: answer.purchaseId,
-      refund: answer.refund,
+      refund: refundView(answer.refund),
       ...(answer.restocked !== undefined ? { restocked: answer.restocked } : {}),
     };
   });

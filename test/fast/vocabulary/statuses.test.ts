@@ -2,6 +2,7 @@ import { fc, testProp } from '@fast-check/ava';
 import test from 'ava';
 import {
   canMove,
+  contractRefundStatus,
   HOLDING_STATUSES,
   isFinal,
   isPaid,
@@ -57,4 +58,9 @@ test('a final status is left only for a late sale, a refund or support’s atten
   for (const from of PURCHASE_STATUSES.filter(isFinal)) {
     for (const to of PURCHASE_TRANSITIONS[from]) t.true(afterMoney.has(to), `${from} → ${to}`);
   }
+});
+
+test('a refund status reads as one of the contract’s three: settled by hand is succeeded, canceled failed, the rest pending', (t) => {
+  const statuses = ['pending', 'succeeded', 'failed', 'canceled', 'requires_action', 'settled'] as const;
+  t.deepEqual(statuses.map(contractRefundStatus), ['pending', 'succeeded', 'failed', 'failed', 'pending', 'succeeded']);
 });
