@@ -76,7 +76,7 @@ function viewOf(product: Product, a: Availability, room: RoomSnapshot['room'] | 
     buckets: product.buckets,
     oversellAllowance: product.oversellAllowance,
     ...(product.opensAt ? { opensAt: product.opensAt.toISOString() } : {}),
-    // null without a room (the field is always there); its state is the room's own, live.
+    // Left out without a room (the contract's `waitingRoom?`); its state is the room's own, live.
     ...(room
       ? {
           waitingRoom: {
@@ -87,7 +87,7 @@ function viewOf(product: Product, a: Availability, room: RoomSnapshot['room'] | 
             sessionSeconds: room.sessionSeconds,
           },
         }
-      : { waitingRoom: null }),
+      : {}),
     hasUnits: product.hasUnits,
   };
 }

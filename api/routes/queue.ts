@@ -13,7 +13,8 @@ const roomPatch = validator<RoomPatch>({
   type: 'object',
   additionalProperties: false,
   properties: {
-    state: { type: 'string', enum: ['open', 'paused', 'closed'], nullable: true },
+    // Null, as left out: unchanged (Ajv wants null among the values of a nullable enum).
+    state: { type: 'string', enum: ['open', 'paused', 'closed', null], nullable: true },
     admitPerSecond: { type: 'number', exclusiveMinimum: 0, maximum: 100_000, nullable: true },
     maxActive: { type: 'integer', minimum: 1, maximum: 10_000_000, nullable: true },
   },

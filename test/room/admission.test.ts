@@ -173,6 +173,13 @@ test.serial('the operator reads and changes a room live, and /metrics shows it',
   const bad = await sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: 'ajar' }, AS_ADMIN);
   t.is(bad.status, 400);
   t.is(bad.body.errors[0].field, 'state');
+  // A null state or maxActive is left as it is (as the document says), not refused.
+  const nulls = await sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: null, maxActive: null }, AS_ADMIN);
+  t.is(nulls.status, 200, JSON.stringify(nulls.body));
+  t.like(nulls.body, { state: 'paused', maxActive: 3, admitPerSecond: 20 });
+  // A product without a room has no waitingRoom field (the contract's `waitingRoom?`).
+  const plain = await sys.createProduct({ stock: 1 });
+  t.false('waitingRoom' in (await sys.api('GET', `/v1/products/${plain}`)).body);
 
   await sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: 'open' }, AS_ADMIN);
   const until = Date.now() + 10_000;
