@@ -55,6 +55,9 @@ export interface StripeStepDeps {
   onStripeCall?: (endpoint: StripeEndpoint, outcome: StripeOutcome) => void;
 }
 
+/** The most keys after the first a keyed step tries (each one spent by a 5xx Stripe keeps). */
+export const KEY_CHAIN_MAX = 8;
+
 /** Backoff of a call Stripe refused with 429: full jitter over 1 s, 2 s, 4 s … up to 20 s. */
 const RATE_LIMIT_BACKOFF = { baseMs: 1_000, capMs: 20_000, floorMs: 250 };
 
@@ -144,18 +147,19 @@ export function stripeCaller(onStripeCall?: StripeStepDeps['onStripeCall']) {
   };
   const failure = (err: unknown, what: string) => classifyStripeError(err, what, currentAttempt());
   /**
-   * A keyed request: under `key`, and when Stripe replays a 5xx it keeps for that key (a first attempt
-   * failed inside Stripe), once more under this activity attempt's own key `<key>-r<attempt>`. The
-   * steps that use it are safe to send twice: a session nobody was given the URL of is never paid and
-   * lapses at its expiry, a second expire finds the session expired, and a second full refund is
-   * refused as already refunded.
+   * A keyed request, along its purchase's one chain of keys: `key`, then `<key>-r1`, `<key>-r2`, …
+   * It moves to the next key only when Stripe replays a 5xx it keeps for this one (that key can never
+   * succeed); an answer lost, a 409 or a fresh 5xx stay on their key, so the next attempt walks the
+   * same chain and meets that request's own answer again (the session the buyer may already have
+   * been given, the refund already made). Every attempt and the close step find the same object.
    */
   const keyed = async <T>(endpoint: StripeEndpoint, key: string, fn: (key: string) => Promise<T>): Promise<T> => {
-    try {
-      return await call(endpoint, () => fn(key));
-    } catch (err) {
-      if (!keySpent(err)) throw err;
-      return call(endpoint, () => fn(`${key}-r${currentAttempt()}`));
+    for (let n = 0; ; n++) {
+      try {
+        return await call(endpoint, () => fn(n === 0 ? key : `${key}-r${n}`));
+      } catch (err) {
+        if (!keySpent(err) || n >= KEY_CHAIN_MAX) throw err;
+      }
     }
   };
   const guarded = async <T>(endpoint: StripeEndpoint, what: string, fn: () => Promise<T>): Promise<T> => {
@@ -169,7 +173,7 @@ export function stripeCaller(onStripeCall?: StripeStepDeps['onStripeCall']) {
 }
 
 export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall }: StripeStepDeps) {
-  const { call, failure, guarded, keyed } = stripeCaller(onStripeCall);
+  const { failure, guarded, keyed } = stripeCaller(onStripeCall);
 
   const readSession = async (sessionId: string): Promise<SessionState> => {
     const s = await guarded('checkout.sessions.retrieve', 'reading the Checkout Session', () =>
@@ -242,9 +246,8 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall 
      * same key again returns that session (Stripe keeps a key's answer for 24 hours; one it never saw
      * opens now), and it is expired. A request Stripe refuses (its refusal replayed) opened nothing:
      * null. `complete`: paid in between (nobody was given its URL); the purchase never recorded the
-     * session, so that payment is refunded as a stray one. A 5xx Stripe keeps for the key tells
-     * nothing more, ever: null too. Whatever that request, or an attempt under its own key
-     * (`<key>-r<n>`) whose answer was lost, opened was given to nobody and lapses at its expiry.
+     * session, so that payment is refunded as a stray one. It walks the same chain of keys as the
+     * attempts (past each key spent by a 5xx Stripe keeps), so it finds the last attempt's session.
      */
     async closeUnansweredCheckout(
       input: OpenCheckoutInput,
@@ -252,9 +255,10 @@ export function createStripeSteps({ stripe, successUrl, cancelUrl, onStripeCall 
     ): Promise<(SessionState & { sessionId: string }) | null> {
       let session: Stripe.Checkout.Session;
       try {
-        session = await call('checkout.sessions.create', () => createSession(input, expiresAt, sessionKey(input)));
+        session = await keyed('checkout.sessions.create', sessionKey(input), (key) =>
+          createSession(input, expiresAt, key),
+        );
       } catch (err) {
-        if (keySpent(err)) return null;
         const refusal = failure(err, 'finding the Checkout Session an attempt may have opened');
         if (refusal instanceof ApplicationFailure && refusal.type === 'StripeRejected') return null;
         throw refusal;

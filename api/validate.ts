@@ -14,7 +14,11 @@ function fieldOf(e: ErrorObject): string {
 
 /** Ajv's message, and for a value outside a list the values it may take (Ajv says only "one of the allowed values"). */
 function messageOf(e: ErrorObject): string {
-  if (e.keyword === 'enum') return `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}`;
+  if (e.keyword === 'enum') {
+    // A nullable list names null among its values: null is taken as left out, so it is not offered.
+    const values = (e.params.allowedValues as unknown[]).filter((v) => v !== null);
+    return `must be one of ${values.map((v) => JSON.stringify(v).replace(/^"|"$/g, '')).join(', ')}`;
+  }
   return e.message ?? 'is invalid';
 }
 

@@ -1,5 +1,4 @@
 import { Router } from '@koa/router';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { cancelPurchase } from '../../client/purchases';
 import { getPurchase } from '../../store/purchases';
 import { isFinal, isPaid, type PurchaseState } from '../../vocabulary';
@@ -93,16 +92,13 @@ export function purchaseRoutes(deps: ApiDeps): Router {
     } catch (err) {
       if (err instanceof Problem && err.status === 409) throw err;
       // The saga closed a moment ago (paid, say), or is slow to settle: answer from its record.
-      if (!(err instanceof WorkflowNotFoundError) && !(err instanceof Problem)) {
-        const closed = (await getPurchase(deps.db, id))!;
-        if (!isFinal(closed.status)) {
-          requestLog(ctx).error({ err }, `cancel ${id}: could not reach its workflow`);
-          throw unavailable('could not reach the purchase; try again');
-        }
-      }
       now = (await getPurchase(deps.db, id))!;
-      // The saga is slow to answer: the cancel stands, and asking again answers once it is done.
-      if (!isFinal(now.status) && !isPaid(now.status)) throw unavailable('the cancel is under way; ask again');
+      if (!isFinal(now.status)) {
+        // The deadline passed (a Problem): the cancel stands, and asking again answers once it is done.
+        if (err instanceof Problem) throw unavailable('the cancel is under way; ask again');
+        requestLog(ctx).error({ err }, `cancel ${id}: could not reach its workflow`);
+        throw unavailable('could not reach the purchase; try again');
+      }
     }
     if (isPaid(now.status)) throw new Problem(409, 'not-cancellable', `purchase ${id} was paid`);
     ctx.body = purchaseView(now);

@@ -8,6 +8,7 @@ import test from 'ava';
 import { parseDocument } from 'yaml';
 import type Koa from 'koa';
 import { createApp } from '../../api/app';
+import { CHECKOUT_METHOD_TYPES } from '../../store/rules/accepted-payment-methods';
 import type { ApiDeps } from '../../api/deps';
 import { BadBuyerToken } from '../../config/buyer-tokens';
 import { createLogger } from '../../config/log';
@@ -171,6 +172,19 @@ test('the document is valid OpenAPI 3.1', async (t) => {
   t.true(result.valid);
   t.is(validator.version, '3.1');
   t.regex(doc.openapi, /^3\.1\.\d+$/);
+});
+
+test('the document lists the payment method types POST /v1/products takes, every one', (t) => {
+  const lists: unknown[] = [];
+  JSON.stringify(doc, (_key, v: unknown) => {
+    if (v && typeof v === 'object' && Array.isArray((v as { enum?: unknown[] }).enum)) {
+      const values = (v as { enum: unknown[] }).enum;
+      if (values.includes('sepa_debit')) lists.push(values);
+    }
+    return v;
+  });
+  t.true(lists.length > 0);
+  for (const list of lists) t.deepEqual(list, [...CHECKOUT_METHOD_TYPES]);
 });
 
 test('every $ref resolves, every path parameter is declared, operation ids are unique', (t) => {

@@ -51,6 +51,33 @@ test.serial('a session create answered with a 500 Stripe keeps opens on the next
   await assertInvariants(t, sys.db, sku);
 });
 
+test.serial(
+  'after a kept 500, an attempt whose answer was lost is met again by the next: one session, however many attempts',
+  async (t) => {
+    const sku = await sys.createProduct({ stock: 1 });
+    const post = { method: 'POST', path: '/v1/checkout/sessions' };
+    // Oldest first: the first create fails inside Stripe (kept); the next (its key's replay) only
+    // passes a spacer; the one after, under the next key, opens the session and its answer is lost.
+    for (const fault of [
+      { ...post, saved: true, count: 1 },
+      { ...post, latencyMs: 1, count: 1 },
+      { ...post, afterServing: true, status: 500, count: 1 },
+    ]) {
+      const res = await sys.emulatorCall('POST', '/_emulator/faults', fault);
+      if (res.status !== 201) throw new Error(`arming ${JSON.stringify(fault)}: ${JSON.stringify(res.body)}`);
+    }
+    const res = await sys.buy(sku, 'kept-lost');
+    t.is(res.status, 201, JSON.stringify(res.body));
+    t.deepEqual(await faultsLeft(), []);
+    const sessions = (await stripe().checkout.sessions.list({ limit: 100 })).data.filter(
+      (s) => s.client_reference_id === res.body.purchaseId,
+    );
+    t.is(sessions.length, 1, 'the third attempt met the session the second opened');
+    t.is(sessions[0].url, res.body.checkoutUrl);
+    await assertInvariants(t, sys.db, sku);
+  },
+);
+
 test.serial('a cancel whose expire Stripe answered with a kept 500 still closes the session', async (t) => {
   const sku = await sys.createProduct({ stock: 1 });
   const res = await sys.buy(sku, 'kept-cancel');

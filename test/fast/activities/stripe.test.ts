@@ -6,6 +6,7 @@ import type Stripe from 'stripe';
 import {
   classifyStripeError,
   createStripeSteps,
+  KEY_CHAIN_MAX,
   rateLimitDelayMs,
   type OpenCheckoutInput,
 } from '../../../activities/stripe';
@@ -264,21 +265,22 @@ test('the card of a payment is its latest charge’s fingerprint, and a refund�
   t.is(await bare.steps.cardOfPayment('pi_1'), null, 'a charge not expanded names no card');
 });
 
-test('a 5xx Stripe replays for a key is sent once more under the attempt’s own key; the close step stops there', async (t) => {
-  // Each step: its first call meets the replayed 500, the second (under <key>-r3) is served.
-  const replayedOnce = (answer: unknown) => {
+test('a 5xx Stripe replays for a key moves the step along its chain of keys, the same for every attempt and the close', async (t) => {
+  // Each step: the first key and `-r1` are spent (their kept 500s replayed), `-r2` is served.
+  const spentTwice = (answer: unknown) => {
     let n = 0;
-    return () => (n++ === 0 ? Promise.reject(keptError()) : answer);
+    return () => (n++ < 2 ? Promise.reject(keptError()) : answer);
   };
   const {
     steps: s,
     calls,
     counted,
   } = steps({
-    'sessions.create': replayedOnce(openSession),
-    'sessions.expire': replayedOnce({ payment_status: 'unpaid' }),
-    'refunds.create': replayedOnce({ id: 're_1', status: 'succeeded' }),
+    'sessions.create': spentTwice(openSession),
+    'sessions.expire': spentTwice({ payment_status: 'unpaid' }),
+    'refunds.create': spentTwice({ id: 're_1', status: 'succeeded' }),
   });
+  // The attempt number does not name the key: a later attempt walks the same chain.
   await activityEnv(3).run(async () => {
     t.like(await s.openCheckout(input, expiresAt), { sessionId: 'cs_1' });
     t.like(await s.expireCheckout('pur_1', 'cs_1'), { status: 'expired' });
@@ -289,23 +291,42 @@ test('a 5xx Stripe replays for a key is sent once more under the attempt’s own
   const keys = calls.map((c) => (c.args.at(-1) as { idempotencyKey: string }).idempotencyKey);
   t.deepEqual(keys, [
     'checkout-pur_1',
-    'checkout-pur_1-r3',
+    'checkout-pur_1-r1',
+    'checkout-pur_1-r2',
     'expire-pur_1',
-    'expire-pur_1-r3',
+    'expire-pur_1-r1',
+    'expire-pur_1-r2',
     'refund-support-pur_1',
-    'refund-support-pur_1-r3',
+    'refund-support-pur_1-r1',
+    'refund-support-pur_1-r2',
   ]);
   t.deepEqual(
     counted.map(([, outcome]) => outcome),
-    ['failed', 'ok', 'failed', 'ok', 'failed', 'ok'],
+    ['failed', 'failed', 'ok', 'failed', 'failed', 'ok', 'failed', 'failed', 'ok'],
   );
-  // A fresh 500 (not a replay) is retried by Temporal under the same key.
+  // A fresh 500 (not a replay) stays on its key: Temporal retries the attempt, which meets its answer.
   const fresh = steps({ 'sessions.create': () => Promise.reject(stripeError(500)) });
   await t.throwsAsync(fresh.steps.openCheckout(input, expiresAt), { message: /Stripe answered 500/ });
   t.is(fresh.calls.length, 1);
-  // Closing what an attempt may have opened: a kept 500 will never say what it did, and a new key
-  // would only open a session: nothing to close.
-  const kept = steps({ 'sessions.create': () => Promise.reject(keptError()) });
-  t.is(await kept.steps.closeUnansweredCheckout(input, expiresAt), null);
-  t.is(kept.calls.length, 1);
+  // Closing what an attempt may have opened walks the same chain: past the spent key, the session
+  // the attempt under `-r1` opened, which it expires.
+  let n = 0;
+  const close = steps({
+    'sessions.create': () => (n++ === 0 ? Promise.reject(keptError()) : { ...openSession, status: 'open' }),
+    'sessions.expire': () => ({ payment_status: 'unpaid' }),
+  });
+  t.like(await close.steps.closeUnansweredCheckout(input, expiresAt), { sessionId: 'cs_1', status: 'expired' });
+  t.deepEqual(
+    close.calls
+      .filter((c) => c.method === 'sessions.create')
+      .map((c) => (c.args[1] as { idempotencyKey: string }).idempotencyKey),
+    ['checkout-pur_1', 'checkout-pur_1-r1'],
+  );
+  // A chain spent to its end fails the step (Temporal retries it, and it fails for good in time).
+  const spent = steps({ 'refunds.create': () => Promise.reject(keptError()) });
+  await t.throwsAsync(
+    spent.steps.refundPayment({ purchaseId: 'pur_1', paymentIntentId: 'pi_1', reason: 'r', step: 'late' }),
+    { message: /Stripe answered 500/ },
+  );
+  t.is(spent.calls.length, KEY_CHAIN_MAX + 1);
 });
