@@ -107,7 +107,7 @@ function statusOf(err: unknown): number | undefined {
  * a 500 included, for 24 hours (`Idempotent-Replayed: true` on the replay, `Stripe-Should-Retry:
  * false`), so the same key can never succeed again.
  */
-export function keySpent(err: unknown): boolean {
+function keySpent(err: unknown): boolean {
   const status = statusOf(err);
   const headers = (err as { headers?: Record<string, string | undefined> })?.headers ?? {};
   return Boolean(status && status >= 500) && headers['idempotent-replayed'] === 'true';

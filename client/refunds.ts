@@ -10,6 +10,7 @@ import {
   purchaseWorkflowId,
   refundWorkflowId,
   strayPaymentWorkflowId,
+  supportRequestDetail,
   type RefundEvent,
   type RefundSummary,
   type StrayPaymentInput,
@@ -92,11 +93,7 @@ export async function requestSupportRefund(
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       if ((await handle.describe()).status.name === 'RUNNING') {
-        await appendAudit(deps.db, input.purchaseId, input.actor, 'refund_request_joined', {
-          reason: input.reason,
-          restock: input.restock,
-          ...(input.note ? { note: input.note } : {}),
-        });
+        await appendAudit(deps.db, input.purchaseId, input.actor, 'refund_request_joined', supportRequestDetail(input));
       } else {
         // Already ran to completion: its outcome is in the record.
         const now = await getPurchase(deps.db, input.purchaseId);

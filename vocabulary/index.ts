@@ -225,6 +225,11 @@ export interface SupportRefundInput {
   note?: string;
 }
 
+/** What the audit trail keeps of a support refund request: the request the saga started with, or one that joined it. */
+export function supportRequestDetail(input: SupportRefundInput): Record<string, unknown> {
+  return { reason: input.reason, restock: input.restock, ...(input.note ? { note: input.note } : {}) };
+}
+
 /** A refund that failed after its saga ended, made again (or settled by hand) on support's word. */
 export interface RefundAgainInput {
   purchaseId: string;

@@ -1,5 +1,11 @@
 import { patched, upsertSearchAttributes } from '@temporalio/workflow';
-import { isRefundable, type PurchaseStatus, type SupportRefundInput, type SupportRefundResult } from '../vocabulary';
+import {
+  isRefundable,
+  supportRequestDetail,
+  type PurchaseStatus,
+  type SupportRefundInput,
+  type SupportRefundResult,
+} from '../vocabulary';
 import { SupportDesk } from './attended';
 import { PurchaseStatusKey } from './definitions';
 import { acts, stripeActs } from './proxies';
@@ -27,11 +33,7 @@ export async function supportRefundWorkflow(input: SupportRefundInput): Promise<
     };
   }
   const paymentIntentId = record.paymentIntentId;
-  await acts.appendAudit(input.purchaseId, input.actor, 'refund_requested', {
-    reason: input.reason,
-    restock: input.restock,
-    ...(input.note ? { note: input.note } : {}),
-  });
+  await acts.appendAudit(input.purchaseId, input.actor, 'refund_requested', supportRequestDetail(input));
   const onRecord = (news: RefundNews) => recordSupportRefund(input, news);
   const ended = await refundToTheEnd({
     desk,
