@@ -95,10 +95,10 @@ export async function requestSupportRefund(
       if ((await handle.describe()).status.name === 'RUNNING') {
         await appendAudit(deps.db, input.purchaseId, input.actor, 'refund_request_joined', supportRequestDetail(input));
       } else {
-        // Already ran to completion: its outcome is in the record.
+        // Already ran to completion: its refund is in the record; an outcome without one (it found
+        // nothing to refund) is its result, read below.
         const now = await getPurchase(deps.db, input.purchaseId);
         if (now?.refund) return accepted(now.refund);
-        throw err;
       }
     }
   }

@@ -126,6 +126,32 @@ test.serial(
   },
 );
 
+test.serial(
+  'a support refund whose saga already ended finding nothing to refund is answered 409 again, not a 500',
+  async (t) => {
+    const { sku, purchaseId, paymentIntentId } = await confirmedPurchase('nils');
+    // The record as a race can leave it: confirmed to the API, with no payment for the saga to refund
+    // (its saga ends not_refundable, and no refund is ever written).
+    await sys.db.query('UPDATE purchases SET payment_intent_id = NULL WHERE purchase_id = $1', [purchaseId]);
+    try {
+      const first = await supportRefund(purchaseId, false);
+      t.is(first.status, 409, JSON.stringify(first.body));
+      t.is((await sys.temporal.workflow.getHandle(`refund-${purchaseId}`).describe()).status.name, 'COMPLETED');
+      // Its workflow id is taken by a run that completed: the start is refused, and the answer is that run's.
+      const again = await supportRefund(purchaseId, false);
+      t.is(again.status, 409, JSON.stringify(again.body));
+      t.like(again.body, { type: first.body.type, detail: first.body.detail });
+    } finally {
+      await sys.db.query('UPDATE purchases SET payment_intent_id = $2 WHERE purchase_id = $1', [
+        purchaseId,
+        paymentIntentId,
+      ]);
+    }
+    t.like(await sys.stock(sku), { sold: 1 });
+    await assertInvariants(t, sys.db, sku);
+  },
+);
+
 test.serial('a late refund that fails after Stripe took it moves the purchase to needs_attention', async (t) => {
   await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'pending' });
   const sku = await sys.createProduct({ holdSeconds: 4, stock: 1 });
