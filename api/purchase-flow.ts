@@ -2,6 +2,7 @@ import { beginPurchase, startPurchase, type SagaClient } from '../client/purchas
 import type { Logger } from '../config/log';
 import { checkForBots } from './bot-check';
 import type { Admission } from '../store/admission';
+import type { SoldOutOutlook } from '../store/gate';
 import { takeCheckoutSlot } from '../store/checkout-line';
 import { getPurchase, purchaseIdFor, type PurchaseRecord } from '../store/purchases';
 import {
@@ -120,17 +121,8 @@ function admissionProblem(a: Exclude<Admission, { outcome: 'new' | 'known' }>, n
         { 'Retry-After': String(wait) },
       );
     }
-    case 'sold_out': {
-      if (a.final || !a.retryAt) return new Problem(409, 'sold-out', a.detail, { final: true });
-      const wait = Math.max(1, Math.ceil((a.retryAt.getTime() - now) / 1000));
-      return new Problem(
-        409,
-        'sold-out',
-        a.detail,
-        { final: false, retryAt: a.retryAt.toISOString() },
-        { 'Retry-After': String(wait) },
-      );
-    }
+    case 'sold_out':
+      return soldOut(a.detail, a, now);
     case 'refused':
       return a.reason === 'product_not_found'
         ? new Problem(404, 'product-not-found', a.detail)
@@ -144,8 +136,33 @@ function admissionProblem(a: Exclude<Admission, { outcome: 'new' | 'known' }>, n
   }
 }
 
-/** A saga's answer as HTTP: the refusal its hold step met, a failure final for this key, or the purchase. */
-function sagaAnswer(state: PurchaseState, created: boolean, now: number): PlacedPurchase {
+/**
+ * 409 sold-out: `final` when nothing can come back, else `retryAt` (and `Retry-After`) when a unit
+ * may; with no outlook, in a second.
+ */
+function soldOut(detail: string, outlook: SoldOutOutlook | null, now: number, extra: Record<string, unknown> = {}) {
+  if (outlook?.final) return new Problem(409, 'sold-out', detail, { ...extra, final: true });
+  const retryAt = outlook?.retryAt ?? new Date(now + 1000);
+  const wait = Math.max(1, Math.ceil((retryAt.getTime() - now) / 1000));
+  return new Problem(
+    409,
+    'sold-out',
+    detail,
+    { ...extra, final: false, retryAt: retryAt.toISOString() },
+    { 'Retry-After': String(wait) },
+  );
+}
+
+/**
+ * A saga's answer as HTTP: the refusal its hold step met (one for want of a unit with `outlook`, what
+ * the buyer may expect), a failure final for this key, or the purchase.
+ */
+function sagaAnswer(
+  state: PurchaseState,
+  created: boolean,
+  now: number,
+  outlook: SoldOutOutlook | null = null,
+): PlacedPurchase {
   const extra = { purchaseId: state.purchaseId, ...(state.heldBy ? { heldBy: state.heldBy } : {}) };
   if (state.status === 'rejected') {
     switch (state.rejection) {
@@ -159,20 +176,19 @@ function sagaAnswer(state: PurchaseState, created: boolean, now: number): Placed
           extra,
         );
       case 'unit_unavailable':
-        throw new Problem(409, 'sold-out', `that unit of ${state.sku} is taken`, extra);
+        throw soldOut(`that unit of ${state.sku} is taken`, outlook, now, extra);
       case 'product_not_found':
         throw new Problem(404, 'product-not-found', `no product with SKU ${state.sku}`, extra);
-      default: {
+      default:
         // The hold step found nothing free: units may still be held by others and come back.
-        const retryAt = new Date(now + 1000).toISOString();
-        throw new Problem(
-          409,
-          'sold-out',
-          `${state.sku} is sold out`,
-          { ...extra, final: false, retryAt },
-          { 'Retry-After': '1' },
+        throw soldOut(
+          outlook?.final
+            ? `${state.sku} is sold out`
+            : `${state.sku} is sold out for now: units are held and may come back`,
+          outlook,
+          now,
+          extra,
         );
-      }
     }
   }
   if (state.status === 'failed' && !state.checkoutUrl) {
@@ -365,7 +381,11 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
     }
     if (created) countRefusal(deps, state);
   }
-  return sagaAnswer(state, created, deps.clock.now());
+  // Refused for want of a unit: whether one may come back, and when, is read now.
+  const refusal = state.status === 'rejected' ? (state.rejection ?? 'sold_out') : undefined;
+  const wanting = refusal === 'sold_out' || refusal === 'unit_unavailable';
+  const outlook = wanting ? await deps.admissions.outlook(req) : null;
+  return sagaAnswer(state, created, deps.clock.now(), outlook);
 }
 
 /**

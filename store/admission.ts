@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { ProductTerms, PurchaseRequest } from '../vocabulary';
 import type { Clock } from './clock';
 import type { Db } from './db';
-import type { Gate, Permit } from './gate';
+import { IN_FLIGHT_RETRY_MS, type Gate, type Permit, type SoldOutOutlook } from './gate';
 import { getProduct, termsOf } from './products';
 import { Batcher } from './batcher';
 import { perPurchaseLimit } from './rules';
@@ -206,6 +206,25 @@ export class Admissions {
       () => false,
     );
     if (written) this.givenBack.set(ticketId, true);
+  }
+
+  /**
+   * What a buyer whose saga's hold step refused `req` for want of a unit may expect (409 sold-out's
+   * `final` and `retryAt`): for a distinct unit, whether it is sold (or no such unit) or held, and until
+   * when; else the gate's view, read again. Null when there is no such product.
+   */
+  async outlook(req: Pick<PurchaseRequest, 'sku' | 'quantity' | 'unitId'>): Promise<SoldOutOutlook | null> {
+    if (!req.unitId) return this.gate.outlook(req.sku, req.quantity);
+    const { rows } = await this.db.query<{ status: string; expires_at: Date | null }>(
+      `SELECT u.status, h.expires_at FROM units u
+         LEFT JOIN holds h ON h.purchase_id = u.purchase_id AND h.status = 'active'
+        WHERE u.sku = $1 AND u.unit_id = $2`,
+      [req.sku, req.unitId],
+    );
+    const unit = rows[0];
+    if (!unit || unit.status === 'sold') return { final: true };
+    const soon = this.clock.now() + IN_FLIGHT_RETRY_MS;
+    return { final: false, retryAt: new Date(Math.max(unit.expires_at?.getTime() ?? 0, soon)) };
   }
 
   /** Stock changed (a restock, a refund put back on sale): read it again before the next answer. */

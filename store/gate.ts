@@ -8,7 +8,7 @@ const DEFAULT_RESYNC_MS = 5_000;
 /** A view older than this is read again before it refuses anyone. */
 const MAX_REFUSAL_AGE_MS = 30_000;
 /** When units are only in flight (not held), a refused buyer may try again this soon. */
-const IN_FLIGHT_RETRY_MS = 1_000;
+export const IN_FLIGHT_RETRY_MS = 1_000;
 /**
  * A permit whose hold step has not shown up in a view after this long is dropped: its saga did not
  * run (a start that failed after all, a worker down). Until then the gate under-admits; if the saga
@@ -44,13 +44,17 @@ export interface Permit {
   delay(ms: number): void;
 }
 
+/** What a buyer refused for want of a unit may expect. `final`: nothing is held or in flight, nothing can come back. */
+export interface SoldOutOutlook {
+  final: boolean;
+  /** When a unit may be free again (not final). */
+  retryAt?: Date;
+}
+
 export type GateAnswer =
   | { outcome: 'permit'; permit: Permit }
-  /**
-   * Nothing to be had now. `final`: nothing is held or in flight, so nothing can come back.
-   * `viewReadAt`: when the read this answer comes from had returned (Date.now()).
-   */
-  | { outcome: 'sold_out'; final: boolean; retryAt?: Date; viewReadAt: number }
+  /** Nothing to be had now. `viewReadAt`: when the read this answer comes from had returned (Date.now()). */
+  | ({ outcome: 'sold_out'; viewReadAt: number } & SoldOutOutlook)
   | { outcome: 'unknown_product' };
 
 interface InFlight {
@@ -157,12 +161,27 @@ export class Gate {
       };
       return { outcome: 'permit', permit };
     }
+    return { outcome: 'sold_out', viewReadAt: s.readAt, ...this.outlookOf(s, view, units) };
+  }
+
+  /**
+   * What a buyer of `units` whose saga's hold step found too few free may expect, from a view read
+   * now (the gate's was read before it gave that saga its permit); null when there is no such product.
+   */
+  async outlook(sku: string, units: number): Promise<SoldOutOutlook | null> {
+    const known = this.skus.has(sku);
+    const s = await this.state(sku);
+    if (known) await this.refresh(sku);
+    return s.view ? this.outlookOf(s, s.view, units) : null;
+  }
+
+  private outlookOf(s: SkuState, view: StockView, units: number): SoldOutOutlook {
     const inFlight = [...s.inFlight].some((f) => f.settledAt === undefined);
-    const viewReadAt = s.readAt;
-    if (view.held === 0 && !inFlight) return { outcome: 'sold_out', final: true, viewReadAt };
+    const short = this.free(s) < units;
+    if (short && view.held === 0 && !inFlight) return { final: true };
     const retryAt =
-      view.held > 0 && view.nextLapseAt ? view.nextLapseAt : new Date(this.clock.now() + IN_FLIGHT_RETRY_MS);
-    return { outcome: 'sold_out', final: false, retryAt, viewReadAt };
+      short && view.held > 0 && view.nextLapseAt ? view.nextLapseAt : new Date(this.clock.now() + IN_FLIGHT_RETRY_MS);
+    return { final: false, retryAt };
   }
 
   /** The current view of every SKU this process has seen (for metrics). */

@@ -194,6 +194,39 @@ test.serial(
 );
 
 test.serial(
+  'a buyer whose saga finds the last unit gone behind the gate is told sold out for good when nothing is held',
+  async (t) => {
+    const sku = await sys.createProduct({ stock: 1, holdSeconds: 600, maxPerBuyer: 2 });
+    // The gate has seen the unit free (two are asked for: none is taken).
+    t.like((await sys.api('GET', `/v1/products/${sku}`)).body, { available: 1 });
+    t.like((await sys.buy(sku, 'behind-0', { quantity: 2 })).body, { type: 'sold-out', final: true });
+    // The unit leaves behind its back (a stock change whose notification is lost): its view still
+    // has it, the saga's hold step finds none.
+    const tx = await sys.db.connect();
+    try {
+      await tx.query('BEGIN');
+      await tx.query('SET LOCAL session_replication_role = replica');
+      await tx.query('UPDATE products SET total = total - 1 WHERE sku = $1', [sku]);
+      await tx.query('UPDATE stock_buckets SET available = available - 1 WHERE sku = $1 AND bucket = 0', [sku]);
+      await tx.query(
+        `INSERT INTO stock_movements (sku, kind, total_delta, available_delta) VALUES ($1, 'restock', -1, -1)`,
+        [sku],
+      );
+      await tx.query('COMMIT');
+    } finally {
+      tx.release();
+    }
+    // Nothing is held and nothing is in flight: nothing can come back, whichever of the gate (once it
+    // read the change) or the saga refuses.
+    const res = await sys.buy(sku, 'behind-1');
+    t.is(res.status, 409, JSON.stringify(res.body));
+    t.like(res.body, { type: 'sold-out', final: true });
+    t.is(res.headers.get('retry-after'), null);
+    await assertInvariants(t, sys.db, sku);
+  },
+);
+
+test.serial(
   'Prefer: respond-async answers 202 with the purchase and its Location, and the checkout URL shows on GET',
   async (t) => {
     const sku = await sys.createProduct({ stock: 1 });

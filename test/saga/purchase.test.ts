@@ -292,7 +292,7 @@ test('a retry with the same key is answered from its purchase even after the SKU
   t.like(again.body, { purchaseId: first.body.purchaseId, status: 'confirmed' });
 });
 
-test('a seat bought by id is answered the same on a retry with the same key', async (t) => {
+test('a seat bought by id is answered the same on a retry with the same key; a taken seat is sold out for now, then for good', async (t) => {
   const sku = await product({ stock: 3, units: ['A1', 'A2', 'A3'] });
   const key = `seat-${sku}`;
   const first = await sys.buy(sku, 'vera', { unitId: 'A2' }, key);
@@ -300,8 +300,18 @@ test('a seat bought by id is answered the same on a retry with the same key', as
   const again = await sys.buy(sku, 'vera', { unitId: 'A2' }, key);
   t.is(again.status, 200);
   t.is(again.body.purchaseId, first.body.purchaseId);
+  // Held by another buyer: it may come back when that hold ends, and the refusal says when.
   const taken = await sys.buy(sku, 'walt', { unitId: 'A2' });
   t.is(taken.status, 409);
+  t.like(taken.body, { type: 'sold-out', final: false, retryAt: first.body.holdExpiresAt });
+  t.true(Number(taken.headers.get('retry-after')) >= 1, String(taken.headers.get('retry-after')));
+  // Sold: nothing can bring it back.
+  await sys.pay(await sessionOf(sys.db, first.body.purchaseId), 'succeeded');
+  await sys.waitForPurchase(first.body.purchaseId, (r) => r.status === 'confirmed');
+  const sold = await sys.buy(sku, 'wren', { unitId: 'A2' });
+  t.is(sold.status, 409);
+  t.like(sold.body, { type: 'sold-out', final: true });
+  t.is(sold.headers.get('retry-after'), null);
   await assertInvariants(t, sys.db, sku);
 });
 
