@@ -10,7 +10,7 @@ import type { NotificationsArgs } from './notifications-args';
 /** The most a list prints (the alert says how many there are; requeue them with --all). */
 const LIST_LIMIT = 500;
 
-/** Exit 0 done (list: also when none is dead), 1 retry found no dead delivery among those named. */
+/** Exit 0 done (list and retry --all: also when none is dead), 1 a retry by id found no dead delivery among those named. */
 export async function runNotifications(db: Db, args: NotificationsArgs): Promise<number> {
   if (args.action === 'list') {
     const dead = await listDeadDeliveries(db, { channel: args.channel, limit: LIST_LIMIT });
@@ -37,6 +37,10 @@ export async function runNotifications(db: Db, args: NotificationsArgs): Promise
   const missing = (args.ids ?? []).filter((id) => !requeued.some((r) => r.id === id));
   for (const id of missing)
     console.error(`support: ntf_${id}: no dead delivery${args.channel ? ` on ${args.channel}` : ''}`);
+  if (requeued.length === 0 && !args.ids) {
+    console.log(`no dead notifications to requeue${args.channel ? ` on ${args.channel}` : ''}`);
+    return 0;
+  }
   if (requeued.length === 0) {
     console.error('support: nothing requeued');
     return 1;

@@ -82,15 +82,19 @@ test('a 4xx from the merchant (not 408 or 429) is dead after one attempt, and th
     [410, 200],
   );
 
-  // Nothing dead any more: retry says so with exit 1 (bad input is a usage error of the parser,
+  // Nothing dead any more: a retry of one by id says so with exit 1 (bad input is a usage error of the parser,
   // exit 2 before the database is opened: test/fast/ops/support-args.test.ts).
-  const [again, listedAgain] = await Promise.all([
+  // With --all, nothing dead is nothing to do (a scheduled job's empty run): exit 0.
+  const [again, listedAgain, all] = await Promise.all([
     runOpsCli('support', ['notifications', 'retry', `ntf_${id}`], env),
     runOpsCli('support', ['notifications', 'list'], env),
+    runOpsCli('support', ['notifications', 'retry', '--all'], env),
   ]);
   t.is(again.code, 1);
   t.regex(again.stderr, new RegExp(`ntf_${id}: no dead delivery`));
   t.regex(listedAgain.stdout, /no dead notifications/);
+  t.is(all.code, 0, all.stderr);
+  t.regex(all.stdout, /no dead notifications to requeue/);
 });
 
 test('a 500 is retried until NOTIFY_MAX_ATTEMPTS, then dead; 408 and 429 are retried too', async (t) => {
