@@ -14,14 +14,21 @@ const DEFAULT_TICK_MS = 100;
 const DEFAULT_RETRY_MS = 500;
 /** A step that runs longer than this is cancelled: the lock's session must not stall the room. */
 const STATEMENT_TIMEOUT_MS = 5_000;
+/**
+ * Postgres ends the lock's session once it has been idle this long, in a transaction or not: the
+ * admitter sends a statement every tick (100 ms), so only a session whose process is gone or cut off
+ * goes quiet, and ending it frees the lock (and a room row it locked) for another process within
+ * seconds instead of when TCP gives up on it (hours).
+ */
+const SESSION_IDLE_MS = 10_000;
 
 export interface AdmitterOptions {
   tickMs?: number;
   retryMs?: number;
   /**
-   * The Stripe budget's pace (STRIPE_MAX_REQUESTS_PER_SECOND): a room without its own
-   * `admitPerSecond` admits at it, and never more than the checkouts already waiting leave room for.
-   * Default 20, a sandbox key's budget.
+   * The session budget's pace (STRIPE_MAX_SESSIONS_PER_SECOND, never above the request budget): a
+   * room without its own `admitPerSecond` admits at it, and never more than the checkouts already
+   * waiting leave room for. Default 20, the session budget's default.
    */
   checkoutsPerSecond?: number;
   log?: (line: string) => void;
@@ -95,12 +102,22 @@ export class Admitter {
 
   private async campaign(): Promise<void> {
     if (!this.client) {
-      const client = new pg.Client({ connectionString: this.databaseUrl, statement_timeout: STATEMENT_TIMEOUT_MS });
+      // Guarded as the pools are (config/clients.ts): nothing it sends waits for an answer unbounded.
+      const client = new pg.Client({
+        connectionString: this.databaseUrl,
+        keepAlive: true,
+        connectionTimeoutMillis: STATEMENT_TIMEOUT_MS,
+        statement_timeout: STATEMENT_TIMEOUT_MS,
+        query_timeout: STATEMENT_TIMEOUT_MS + 1_000,
+        idle_in_transaction_session_timeout: SESSION_IDLE_MS,
+      });
       client.on('error', (err) => {
         this.log(`room admitter: connection lost (${err.message})`);
         if (this.client === client) this.drop();
       });
       await client.connect();
+      // idle_session_timeout is Postgres 14's: an older server keeps only the one in a transaction.
+      await client.query(`SET idle_session_timeout = ${SESSION_IDLE_MS}`).catch(() => {});
       this.client = client;
     }
     const { rows } = await this.client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [ADMITTER_LOCK]);
@@ -223,13 +240,16 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
                                 AND NOT (${REFUSED_BEFORE_HOLD_SQL} AND t.admission_expires_at > now())) END`,
     [sku, FINAL_STATUSES],
   );
-  // Inside: every admitted buyer counts against maxActive. Against the units, a buyer whose turn was
-  // given back and who has not bought again does not: told nothing was free, they may have left, and
-  // a unit that comes back goes to the next in line too (whoever of the two buys first takes it).
+  // Inside: every admitted buyer counts against maxActive. Against the units, a buyer with a purchase
+  // counts for its quantity (the units its hold takes), one who has not bought yet for one, and one
+  // whose turn was given back and who has not bought again for none: told nothing was free, they may
+  // have left, and a unit that comes back goes to the next in line too (whoever buys first takes it).
   const { rows } = await client.query<{ inside: number; contending: number }>(
     `SELECT count(*)::int AS inside,
-            count(*) FILTER (WHERE purchase_id IS NOT NULL OR given_back_at IS NULL)::int AS contending
-       FROM room_tickets WHERE sku = $1 AND admitted_at IS NOT NULL AND left_at IS NULL`,
+            coalesce(sum(coalesce(p.quantity, 1)) FILTER (WHERE t.purchase_id IS NOT NULL OR t.given_back_at IS NULL), 0)::int
+              AS contending
+       FROM room_tickets t LEFT JOIN purchases p ON p.purchase_id = t.purchase_id
+      WHERE t.sku = $1 AND t.admitted_at IS NOT NULL AND t.left_at IS NULL`,
     [sku],
   );
   const { inside, contending } = rows[0];

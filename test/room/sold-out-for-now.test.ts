@@ -48,6 +48,31 @@ test.serial(
   },
 );
 
+test.serial(
+  'a buyer inside holding two units counts for both: nobody is let in to be told sold out, the line is told so',
+  async (t) => {
+    const sku = await sys.createProduct({
+      stock: 2,
+      maxPerBuyer: 2,
+      waitingRoom: { admitPerSecond: 50, maxActive: 10 },
+    });
+    const ann = await pollUntil((await join(sku, 'ann3')).body.ticket as string, (b) => b.state === 'admitted');
+    const both = await sys.api(
+      'POST',
+      '/v1/purchases',
+      { sku, quantity: 2 },
+      { 'idempotency-key': randomUUID(), 'admission-token': ann.admissionToken, ...(await asBuyer('ann3')) },
+    );
+    t.is(both.status, 201, JSON.stringify(both.body));
+    const cat = (await join(sku, 'cat3')).body.ticket as string;
+    const told = await pollUntil(cat, (b) => b.soldOutForNow !== undefined || b.state !== 'waiting');
+    t.like(told, { state: 'waiting', position: 0, soldOutForNow: { unitsMayComeBack: 2, withinReach: true } });
+    // Steps of the admitter later, still nobody let in to a unit held.
+    await new Promise((r) => setTimeout(r, 500));
+    t.like((await sys.api('GET', `/v1/queue/${cat}`)).body, { state: 'waiting' });
+  },
+);
+
 test.serial('a room with units free says nothing of the kind', async (t) => {
   const sku = await sys.createProduct({ stock: 5, waitingRoom: { admitPerSecond: 50, maxActive: 1 } });
   const first = (await join(sku, 'fay')).body.ticket as string;

@@ -1,0 +1,38 @@
+import test from 'ava';
+import { Admitter } from '../../store/admitter';
+import { createOwnDatabase } from '../helpers/own-database';
+import { until } from '../helpers/poll';
+import { freezableRelay } from '../helpers/relay';
+
+// The waiting room's admitter is whichever API process holds a Postgres advisory lock on a session of
+// its own. When that process is cut off from Postgres (its host gone, a network that drops
+// everything), Postgres must end the session and free the lock for another process: until it does,
+// no room admits anybody.
+
+test('an admitter cut off from Postgres loses the lock within seconds, and another process takes over', async (t) => {
+  const url = new URL(await createOwnDatabase());
+  const relay = await freezableRelay(`${url.hostname}:${url.port}`);
+  const cutOffUrl = new URL(url);
+  cutOffUrl.port = relay.address.slice(relay.address.lastIndexOf(':') + 1);
+  const lines: string[] = [];
+  const first = new Admitter(cutOffUrl.toString(), { tickMs: 100, retryMs: 200, log: (l) => lines.push(l) });
+  const second = new Admitter(url.toString(), { tickMs: 100, retryMs: 200 });
+  try {
+    first.start();
+    await until('the first admitter to take the lock', async () => first.isLeader() || undefined, 20_000, 50);
+    second.start();
+    await new Promise((r) => setTimeout(r, 1_000));
+    t.false(second.isLeader(), 'one admitter at a time');
+
+    // Cut off: no byte moves either way, and its TCP connection stays open (nothing resets it).
+    relay.freeze();
+    const cutAt = Date.now();
+    await until('the second admitter to take the lock', async () => second.isLeader() || undefined, 40_000, 100);
+    t.log(`the lock changed hands ${Date.now() - cutAt} ms after the cut`);
+    t.false(first.isLeader(), `the first admitter gave up its place: ${lines.join('; ')}`);
+  } finally {
+    relay.thaw();
+    await Promise.all([first.close(), second.close()]);
+    await relay.close();
+  }
+});
