@@ -1,6 +1,6 @@
 import { deliverRefundNews, tellOrRefundAgain } from '../client/refunds';
 import { recordDispute } from '../store/disputes';
-import { findPurchaseByPaymentIntent, recordRefundNews } from '../store/payments';
+import { failStrayRefundLate, findPurchaseByPaymentIntent, recordRefundNews } from '../store/payments';
 import { appendAudit, getPurchase, recordPurchase, type PurchaseRecord } from '../store/purchases';
 import { DISPUTE_ACTOR, isRefundable } from '../vocabulary';
 import type { ApiDeps } from './deps';
@@ -16,11 +16,28 @@ const OUTSIDE = 'refunded outside the service (Stripe Dashboard)';
 export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'recorded' | 'ignored'> {
   if (news.kind === 'refund' && news.step === 'stray') {
     // The refund of a stray payment: its own saga follows it; the purchase it named is not touched.
-    await deliverRefundNews(
+    const told = await deliverRefundNews(
       deps.temporal,
       { step: 'stray', purchaseId: news.purchaseId ?? '', sessionId: news.sessionId },
       news,
     );
+    if (!told && news.status === 'failed' && news.sessionId) {
+      // The saga that made it has ended: the payer's money is back with us, in front of support.
+      const reason = news.failureReason ?? 'no reason given';
+      if (
+        await failStrayRefundLate(
+          deps.db,
+          news.sessionId,
+          news.refundId,
+          `the refund failed after its saga ended: ${reason}`,
+        )
+      ) {
+        deps.logger.warn(
+          { sessionId: news.sessionId, refundId: news.refundId },
+          "a stray payment's refund failed after its saga ended",
+        );
+      }
+    }
     return 'recorded';
   }
   const purchase = await purchaseOf(deps, news);

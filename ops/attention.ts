@@ -1,9 +1,15 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { tellOrRefundAgain, tellStraySupportAction } from '../client/refunds';
 import type { Db } from '../store/db';
-import { getStrayPayment, listStrayPayments, type StrayPayment } from '../store/payments';
+import { getStrayPayment, listStrayPayments, updateStrayPayment, type StrayPayment } from '../store/payments';
 import { appendAudit, getPurchase, listNeedingAttention, type PurchaseRecord } from '../store/purchases';
-import { purchaseWorkflowId, refundWorkflowId, strayPaymentWorkflowId, type SupportAction } from '../vocabulary';
+import {
+  purchaseWorkflowId,
+  refundWorkflowId,
+  settledByHand,
+  strayPaymentWorkflowId,
+  type SupportAction,
+} from '../vocabulary';
 import { MIN_FAILING_ATTEMPTS } from './stuck-sagas';
 import { whyItWaits } from './stuck-records';
 import { describeActivity, toPendingActivity } from './temporal-describe';
@@ -134,8 +140,13 @@ export async function actOnStray(deps: AttentionDeps, sessionId: string, verb: S
   }
   const workflowId = strayPaymentWorkflowId(sessionId);
   if (!(await tellStraySupportAction(deps.temporal, sessionId, toAction(verb, deps.actor)))) {
+    // Its saga has ended (its refund failed after it did): settled by hand is written here; no refund
+    // of the payment is made again from here.
+    if (verb.action === 'settled') return settleEndedStray(deps, stray, verb.note);
     return fail(
-      `its saga ${workflowId} is not running: nothing waits to hear it. The record says: ${stray.detail ?? stray.why}`,
+      `its saga ${workflowId} has ended: no refund of this payment is made again from here. The record says: ` +
+        `${stray.detail ?? stray.why}. Refund payment ${stray.paymentIntentId ?? '(unknown)'} in the Stripe Dashboard, ` +
+        `then: npm run support -- settle-stray ${sessionId} --note "what was done"`,
     );
   }
   await appendAudit(
@@ -159,6 +170,18 @@ export async function actOnStray(deps: AttentionDeps, sessionId: string, verb: S
   // `detail` keeps the last refusal once the refund went through: it says something only when settled by hand.
   const what = now.status === 'settled_by_hand' ? ` (${now.detail})` : now.refundId ? ` (refund ${now.refundId})` : '';
   console.log(`stray payment ${sessionId}: ${now.status}${what}`);
+  return 0;
+}
+
+/** A stray payment whose saga has ended, settled by hand: written here, with the audit row. */
+async function settleEndedStray(deps: AttentionDeps, stray: StrayPayment, note: string): Promise<number> {
+  const detail = settledByHand({ actor: deps.actor, note });
+  await updateStrayPayment(deps.db, stray.sessionId, { status: 'settled_by_hand', detail });
+  await appendAudit(deps.db, stray.claimedPurchase, deps.actor, 'stray_settled_by_hand', {
+    sessionId: stray.sessionId,
+    note,
+  });
+  console.log(`stray payment ${stray.sessionId}: settled_by_hand (${detail})`);
   return 0;
 }
 

@@ -111,6 +111,20 @@ export async function updateStrayPayment(
   );
 }
 
+/**
+ * A stray payment's refund that failed after its saga ended (a refund goes pending, then succeeded,
+ * and a failure may follow): the row goes back to `needs_attention` with why, when that refund is
+ * the row's own and the row says `refunded` (not one settled by hand). True when it was written.
+ */
+export async function failStrayRefundLate(db: Db, sessionId: string, refundId: string, detail: string) {
+  const { rowCount } = await db.query(
+    `UPDATE stray_payments SET status = 'needs_attention', detail = $3, updated_at = now()
+      WHERE session_id = $1 AND refund_id = $2 AND status = 'refunded'`,
+    [sessionId, refundId, detail],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
 /** A purchase whose own Checkout Session this is, or whose payment one of these PaymentIntents is. */
 export interface RecordedOwner {
   purchaseId: string;

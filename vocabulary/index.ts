@@ -192,6 +192,11 @@ export function isDisputeOpen(status: string): boolean {
  */
 export const DISPUTE_ACTOR = 'stripe-dispute';
 
+/** What the record says of a refund settled by hand: who settled it, and their note (a lost dispute's says itself). */
+export function settledByHand(by: { actor: string; note: string }): string {
+  return by.actor === DISPUTE_ACTOR ? by.note : `settled by hand by ${by.actor}: ${by.note}`;
+}
+
 /** The saga's view of a purchase: what the `purchaseState` query returns and the record stores. */
 export interface PurchaseState {
   purchaseId: string;

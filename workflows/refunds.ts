@@ -1,6 +1,6 @@
 import { condition } from '@temporalio/workflow';
 import type { RefundState } from '../activities/stripe';
-import { DISPUTE_ACTOR, type RefundSummary } from '../vocabulary';
+import { settledByHand, type RefundSummary } from '../vocabulary';
 import { attended, refundSettled, refusalOf, type SupportDesk } from './attended';
 import { DURATIONS } from './durations';
 import { stripeActs } from './proxies';
@@ -32,11 +32,6 @@ export interface RefundPlan {
 
 export type RefundEnd =
   { outcome: 'succeeded'; refund: RefundState } | { outcome: 'by_hand'; note: string; actor: string };
-
-/** What the record says of a refund settled by hand: who settled it, and their note (a lost dispute's says itself). */
-export function settledByHand(by: { actor: string; note: string }): string {
-  return by.actor === DISPUTE_ACTOR ? by.note : `settled by hand by ${by.actor}: ${by.note}`;
-}
 
 /** The refund on the record once it ended: Stripe's refund, or, settled by hand, who did it and how. */
 export function endedRefund(reason: string, ended: RefundEnd): RefundSummary {

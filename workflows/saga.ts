@@ -3,6 +3,7 @@ import {
   canMove,
   foreignEventReason,
   paidBy,
+  settledByHand,
   type PaymentEvent,
   type PurchaseInput,
   type PurchaseState,
@@ -13,7 +14,7 @@ import { attended, SupportDesk, type Attended } from './attended';
 import { HoldExpiresAtKey, PurchaseStatusKey } from './definitions';
 import { PaymentFold, type Payment } from './payment-fold';
 import { acts, stripeActs } from './proxies';
-import { refundToTheEnd, settledByHand, type RefundNews } from './refunds';
+import { refundToTheEnd, type RefundNews } from './refunds';
 import { limitsBefore12, PAYMENT_RULES_PATCH } from './rules-before-1-2';
 import { paymentRulesApply } from '../vocabulary/rules';
 import { DURATIONS } from './durations';

@@ -1,8 +1,8 @@
 import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
-import { STRAY_REFUND_REFUSED, type StrayPaymentInput, type StrayPaymentResult } from '../vocabulary';
+import { settledByHand, STRAY_REFUND_REFUSED, type StrayPaymentInput, type StrayPaymentResult } from '../vocabulary';
 import { attended, SupportDesk } from './attended';
 import { acts, stripeActs } from './proxies';
-import { refundToTheEnd, settledByHand, type RefundEnd, type RefundNews } from './refunds';
+import { refundToTheEnd, type RefundEnd, type RefundNews } from './refunds';
 
 /**
  * Money that arrived on a Checkout Session that named one of our purchases but was not opened by it
