@@ -73,7 +73,7 @@ export interface ApiDeps {
    * the saga's own expire (EXPIRE_ANSWER_GRACE_MS); default 30 s (api/stripe-events.ts).
    */
   expireAnswerGraceMs?: number;
-  /** The pace Checkout Sessions open at: the Stripe budget (STRIPE_MAX_REQUESTS_PER_SECOND); default 20 (api/checkout-pace.ts). */
+  /** The pace Checkout Sessions open at: the session budget (STRIPE_MAX_SESSIONS_PER_SECOND); default 20 (api/checkout-pace.ts). */
   checkoutsPerSecond?: number;
   /** Where POST /v1/purchases waits for the session once the hold is taken (the purchase record). */
   checkouts: CheckoutWatch;

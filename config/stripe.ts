@@ -11,8 +11,9 @@ export interface StripeConfig {
   stripeApiUrl?: string;
   /**
    * The deployment's Stripe budget, requests a second for every process together
-   * (STRIPE_MAX_REQUESTS_PER_SECOND): the Stripe task queue's rate limit, and the pace new checkouts
-   * are let in at. Default 80 % of Stripe's limit for the key's mode (live 100/s, sandbox 25/s).
+   * (STRIPE_MAX_REQUESTS_PER_SECOND): the Stripe task queue's rate limit, for every Stripe call
+   * (sessions, expiries, refunds), and the ceiling of the session budget. Default 80 % of Stripe's
+   * limit for the key's mode (live 100/s, sandbox 25/s).
    */
   stripeMaxRequestsPerSecond: number;
   /**

@@ -2,7 +2,7 @@
 // apart from the CLI's clients so the fast tier tests them.
 import { parseCommandLine, UsageError } from './cli-args';
 
-export const USAGE = `usage: npm run reconcile [-- --sku <sku>] [--json]
+export const USAGE = `usage: npm run reconcile -- [--sku <sku>] [--json]
 
 Recomputes every SKU's stock (or one SKU's) from the movement ledger and prints each difference.
 

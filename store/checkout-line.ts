@@ -1,12 +1,13 @@
 import { Batcher } from './batcher';
 import type { Db, Queryable } from './db';
 
-// The line for Checkout Sessions. New sessions are let in at the Stripe budget's pace
-// (STRIPE_MAX_REQUESTS_PER_SECOND), shared by every API process through one row (`checkout_pace`,
+// The line for Checkout Sessions. New sessions are let in at the session budget's pace
+// (STRIPE_MAX_SESSIONS_PER_SECOND), shared by every API process through one row (`checkout_pace`,
 // migration 016). Each new purchase takes the next slot, one budget interval after the last; a
 // purchase whose slot is later than now starts its saga at that slot, so a crowd's holds are taken at
 // the pace their sessions can open (and a hold is not spent waiting for Stripe). The Stripe task
-// queue's rate limit is the budget's hard edge; this only keeps the line in front of it short.
+// queue's rate limit (STRIPE_MAX_REQUESTS_PER_SECOND) is the hard edge; this only keeps the line in
+// front of it short.
 //
 // A purchase in the line is already its buyer's hold on the SKU (it has no hold row yet): nobody
 // holds two places for one SKU (store/open-purchase.ts), and only purchases that can still become
