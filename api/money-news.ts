@@ -1,4 +1,5 @@
 import { deliverRefundNews, tellOrRefundAgain } from '../client/refunds';
+import { withTx, type Tx } from '../store/db';
 import { recordDispute } from '../store/disputes';
 import { failStrayRefundLate, findPurchaseByPaymentIntent, recordRefundNews } from '../store/payments';
 import { appendAudit, getPurchase, recordPurchase, type PurchaseRecord } from '../store/purchases';
@@ -89,17 +90,22 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
       return 'recorded';
     case 'dispute': {
       const { disputeId, status, reason, dueBy } = news;
-      const recorded = await recordDispute(deps.db, purchaseId, {
-        disputeId,
-        status,
-        reason,
-        ...(dueBy ? { dueBy } : {}),
+      // The status, its audit row and what a closing calls for, in one transaction: a word to a saga
+      // that fails (Temporal unreachable) rolls the status back, and Stripe's retry of the event acts.
+      // The row stays locked meanwhile, so two deliveries at once act once.
+      await withTx(deps.db, async (tx) => {
+        const recorded = await recordDispute(tx, purchaseId, {
+          disputeId,
+          status,
+          reason,
+          ...(dueBy ? { dueBy } : {}),
+        });
+        if (!recorded) return;
+        await appendAudit(tx, purchaseId, 'stripe', 'dispute', { disputeId, status });
+        // Once per closing: Stripe sends a won dispute's news twice (closed, funds reinstated).
+        if (recorded.moved && status === 'lost') await settleRefundByLostDispute(deps, tx, purchase, disputeId);
+        if (recorded.moved && status === 'won') await retryRefundAfterWonDispute(deps, tx, purchase, disputeId);
       });
-      if (!recorded) return 'recorded';
-      await appendAudit(deps.db, purchaseId, 'stripe', 'dispute', { disputeId, status });
-      // Once per closing: Stripe sends a won dispute's news twice (closed, funds reinstated).
-      if (recorded.moved && status === 'lost') await settleRefundByLostDispute(deps, purchase, disputeId);
-      if (recorded.moved && status === 'won') await retryRefundAfterWonDispute(deps, purchase, disputeId);
       return 'recorded';
     }
   }
@@ -111,7 +117,12 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
  * trying one Stripe will never make (a refund that failed after its saga ended gets a run that records
  * it). The purchase ends `refunded`, `refund.status: settled`, the reason naming the dispute.
  */
-async function settleRefundByLostDispute(deps: ApiDeps, purchase: PurchaseRecord, disputeId: string): Promise<void> {
+async function settleRefundByLostDispute(
+  deps: ApiDeps,
+  tx: Tx,
+  purchase: PurchaseRecord,
+  disputeId: string,
+): Promise<void> {
   // Only a refund: whatever else a saga may wait for (a session's expire) a chargeback does not settle.
   if (!owesRefund(purchase)) return;
   const note = `settled by the dispute ${disputeId}, lost: the money went back to the buyer through the chargeback`;
@@ -120,7 +131,7 @@ async function settleRefundByLostDispute(deps: ApiDeps, purchase: PurchaseRecord
     actor: DISPUTE_ACTOR,
     note,
   });
-  await appendAudit(deps.db, purchase.purchaseId, 'stripe', 'refund_settled_by_dispute', { disputeId, told });
+  await appendAudit(tx, purchase.purchaseId, 'stripe', 'refund_settled_by_dispute', { disputeId, told });
 }
 
 /**
@@ -129,13 +140,18 @@ async function settleRefundByLostDispute(deps: ApiDeps, purchase: PurchaseRecord
  * next backoff (up to an hour) or support's retry. A refund that failed after its saga ended gets a run
  * that makes it again.
  */
-async function retryRefundAfterWonDispute(deps: ApiDeps, purchase: PurchaseRecord, disputeId: string): Promise<void> {
+async function retryRefundAfterWonDispute(
+  deps: ApiDeps,
+  tx: Tx,
+  purchase: PurchaseRecord,
+  disputeId: string,
+): Promise<void> {
   if (purchase.status !== 'needs_attention' || !owesRefund(purchase)) return;
   const told = await tellOrRefundAgain({ temporal: deps.temporal, taskQueue: deps.taskQueue }, purchase, {
     action: 'retry',
     actor: DISPUTE_ACTOR,
   });
-  await appendAudit(deps.db, purchase.purchaseId, 'stripe', 'refund_retried_after_dispute', { disputeId, told });
+  await appendAudit(tx, purchase.purchaseId, 'stripe', 'refund_retried_after_dispute', { disputeId, told });
 }
 
 /** A refund was asked for and has not gone through (pending, refused or failed). */

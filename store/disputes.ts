@@ -4,7 +4,7 @@ import {
   OPEN_DISPUTE_STATUSES,
   type DisputeSummary,
 } from '../vocabulary';
-import type { Db } from './db';
+import type { Db, Queryable } from './db';
 
 // Disputes (chargebacks) on the purchases' payments, as Stripe's `charge.dispute.*` events report
 // them: one per purchase (Stripe allows one per charge), on the purchase's row. Read by support
@@ -18,7 +18,7 @@ import type { Db } from './db';
  * (a new dispute, or a new status of this one: Stripe sends two events as a dispute is won).
  */
 export async function recordDispute(
-  db: Db,
+  db: Queryable,
   purchaseId: string,
   dispute: DisputeSummary,
 ): Promise<{ moved: boolean } | null> {

@@ -7,7 +7,7 @@ import {
   PurchaseStatus,
   Rejection,
 } from '../vocabulary';
-import type { Db, Tx } from './db';
+import type { Db, Queryable, Tx } from './db';
 
 /** The durable record of a purchase (table `purchases`). */
 export interface PurchaseRecord extends PurchaseState {
@@ -199,7 +199,7 @@ export async function listOversoldOrders(db: Db, sku: string): Promise<string[]>
 }
 
 export async function appendAudit(
-  db: Db,
+  db: Queryable,
   purchaseId: string,
   actor: string,
   action: string,

@@ -1,6 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { createStripe } from '../../config/clients';
 import { refundWorkflowId } from '../../vocabulary';
+import { supportActionSignal } from '../../workflows/definitions';
 import { confirmedPurchase, runOpsCli } from '../helpers/attention';
 import { assertInvariants, movements } from '../helpers/db';
 import { until } from '../helpers/poll';
@@ -190,5 +191,47 @@ test('a refund Stripe refused for an open dispute is made when the dispute is wo
   t.like(rows[0], { actor: 'stripe', detail: { disputeId, told: [refundWorkflowId(purchaseId)] } });
   t.is(await refundsAtStripe(own, pi), 1, 'one refund at Stripe');
   await metricReads(own, 'flashsale_purchases{status="needs_attention"}', 0);
+  await assertInvariants(t, own.db, sku);
+});
+
+test('a lost dispute whose word to the refund saga fails at first is acted on when Stripe sends the event again', async (t) => {
+  const own = await ownSystem(t);
+  const { sku, purchaseId, disputeId } = await refundRefusedForDispute(t, own, 'dispute-lost-retried');
+  // The API's word to the saga fails once (Temporal unreachable for a moment): the webhook answers
+  // 5xx, and the emulator sends the event again, as Stripe does.
+  const workflow = own.temporal.workflow;
+  const getHandle = workflow.getHandle.bind(workflow);
+  let failures = 1;
+  workflow.getHandle = ((...args: Parameters<typeof getHandle>) => {
+    const handle = getHandle(...args);
+    const signal = handle.signal.bind(handle);
+    handle.signal = (async (def: { name: string }, ...rest: unknown[]) => {
+      if (def.name === supportActionSignal.name && failures > 0) {
+        failures--;
+        throw new Error('Temporal is unreachable (the test)');
+      }
+      return (signal as (d: unknown, ...r: unknown[]) => Promise<void>)(def, ...rest);
+    }) as typeof handle.signal;
+    return handle;
+  }) as typeof workflow.getHandle;
+  t.teardown(() => {
+    workflow.getHandle = getHandle;
+  });
+
+  const lost = await own.emulatorCall('POST', `/_emulator/disputes/${disputeId}/close`, { outcome: 'lost' });
+  t.is(lost.status, 200, JSON.stringify(lost.body));
+  const settled = await own.waitForPurchase(purchaseId, (p) => p.status === 'refunded', 30_000);
+  t.like(settled, { dispute_status: 'lost', refund_status: 'settled' });
+  t.is(failures, 0, 'the first word failed');
+  const { rows } = await own.db.query(
+    `SELECT action, detail->>'status' AS status FROM audit_log
+      WHERE purchase_id = $1 AND action IN ('dispute', 'refund_settled_by_dispute') ORDER BY id`,
+    [purchaseId],
+  );
+  // The failed delivery left nothing behind: one 'dispute' row for the closing, then one settlement.
+  t.deepEqual(
+    rows.filter((r) => r.status === 'lost' || r.action === 'refund_settled_by_dispute').map((r) => r.action),
+    ['dispute', 'refund_settled_by_dispute'],
+  );
   await assertInvariants(t, own.db, sku);
 });
