@@ -371,8 +371,11 @@ export class PurchaseSaga {
     return this.state.sessionId !== undefined && (!terms || (terms.shippingCountries?.length ?? 0) > 0);
   }
 
-  /** A delayed payment was completed in time: keep the unit until it settles (or fails, or never does). */
-  async holdUntilSettled(): Promise<void> {
+  /**
+   * A delayed payment was completed in time: keep the unit until it settles (or fails, or never does).
+   * `released`: it failed or never settled, and the unit went back.
+   */
+  async holdUntilSettled(): Promise<'confirmed' | 'released'> {
     const until = await acts.extendHold(this.input.purchaseId, DURATIONS.asyncSettleMs / 1000);
     await this.setStatus('awaiting_payment', {
       reason: 'a delayed payment is settling; the unit stays held',
@@ -390,10 +393,14 @@ export class PurchaseSaga {
         if (read.value.paymentIntentId) this.state.paymentIntentId = read.value.paymentIntentId;
       }
     }
-    if (this.payment === 'paid') return this.confirmPaid();
+    if (this.payment === 'paid') {
+      await this.confirmPaid();
+      return 'confirmed';
+    }
     await this.endReleased('release', 'payment_failed', {
       reason: settled ? 'the delayed payment failed' : 'the delayed payment never settled',
     });
+    return 'released';
   }
 
   /** A session read from Stripe still carries this order's amount and currency (or says nothing of them). */

@@ -118,6 +118,8 @@ async function recordAll(sys: System): Promise<Set<RecordedPath>> {
   await record('delayed-payment-succeeded', asyncPaid.id, 'confirmed');
   const asyncFailed = await buy(sku, 'replay-async-failed');
   await sys.pay(asyncFailed.session, 'async_pending');
+  // Settling (the unit held for it) before it fails: the path through the wait for it, every time.
+  await sys.waitForPurchase(asyncFailed.id, (r) => /settling/.test(r.reason ?? ''));
   await sys.pay(asyncFailed.session, 'async_failed');
   await record('delayed-payment-failed', asyncFailed.id, 'payment_failed');
   // Completed in time, settled after the hold's end: the unit was kept for it.

@@ -136,6 +136,25 @@ test('a payment that lands while a failed delayed payment gives its unit back is
   t.deepEqual(c.names('retakeForLatePayment'), ['retakeForLatePayment']);
 });
 
+test('a success that lands while a delayed payment that failed gives its unit back is settled: a unit is taken again', async (t) => {
+  const { world } = temporal();
+  // The unit goes back only once the success is in the saga's history.
+  const landed = gate(t);
+  const c = world.open({
+    releaseHold: () => landed.passed().then(() => ({ released: true, status: 'released' as const })),
+  });
+  const saga = await startPurchase(temporal(), c);
+  await sessionOpen(c);
+  await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
+  await called(c, 'extendHold');
+  await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_failed'));
+  await called(c, 'releaseHold');
+  await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_succeeded'));
+  landed.open();
+  t.like(await saga.result(), { status: 'confirmed' });
+  t.deepEqual(c.names('retakeForLatePayment'), ['retakeForLatePayment']);
+});
+
 test('a delayed payment that starts as the hold lapses is waited for; one that never settles leaves it expired', async (t) => {
   const { world } = temporal();
   // The units go back only once both payments are in their sagas' histories.
