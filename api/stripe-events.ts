@@ -205,7 +205,7 @@ export const EXPIRE_ANSWER_GRACE_MS = Number(variable('EXPIRE_ANSWER_GRACE_MS').
  */
 export function whyTheSagaNeedNotHear(
   e: Pick<PaymentEvent, 'type' | 'paymentStatus' | 'sessionId'>,
-  purchase: Pick<PurchaseState, 'status' | 'sessionId' | 'holdExpiresAt'>,
+  purchase: Pick<PurchaseState, 'status' | 'sessionId' | 'holdExpiresAt' | 'refund'>,
   now: number,
   graceMs = EXPIRE_ANSWER_GRACE_MS,
 ): string | null {
@@ -213,7 +213,10 @@ export function whyTheSagaNeedNotHear(
   const { status } = purchase;
   if (!money && isFinal(status) && (bringsNoPayment(e.type) || isPaid(status)))
     return 'the purchase is closed and the event brings no money';
-  if (money && isPaid(status) && e.sessionId !== undefined && e.sessionId === purchase.sessionId)
+  // Settled: a sale, or a refund of this payment on the record (one that failed and waits for support
+  // in needs_attention too: the payment resent must not become a sale of a unit given back).
+  const settled = isPaid(status) || purchase.refund !== undefined;
+  if (money && settled && e.sessionId !== undefined && e.sessionId === purchase.sessionId)
     return "the session's payment is already settled";
   const holding = (HOLDING_STATUSES as readonly string[]).includes(status);
   const lapsedAt = purchase.holdExpiresAt === undefined ? undefined : Date.parse(purchase.holdExpiresAt);

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { assertInvariants } from '../helpers/db';
+import { supportRefundFailedAfterSagaEnded } from '../helpers/attention';
 import { until } from '../helpers/poll';
 import { sessionOf, startSystem, type System } from '../helpers/system';
 import { postEvent, stripeEvent } from '../helpers/webhooks';
@@ -137,5 +138,31 @@ test('an event id is one event: other content under a known id is refused, a red
   t.is(again.status, 200);
   t.like(again.body, { received: true, duplicate: true });
   t.is((await rowOf(real.event.id as string)).other_bodies, 0);
+  await assertInvariants(t, sys.db, sku);
+});
+
+test('a payment event of a purchase whose refund failed after it was restocked changes nothing: no sale of a unit given back', async (t) => {
+  // Support refunded the sale and put its unit back on sale; days later the refund failed.
+  const { sku, purchaseId } = await supportRefundFailedAfterSagaEnded(sys, 'resent-after-restock', true);
+  const sessionId = await sessionOf(sys.db, purchaseId);
+  const completed = await until('the session’s completed event', async () => {
+    const { body } = await sys.emulatorCall('GET', '/_emulator/events?type=checkout.session.completed');
+    return (body.data as { object_id: string; event: Record<string, unknown> }[]).find(
+      (e) => e.object_id === sessionId,
+    );
+  });
+  const before = await sys.temporal.workflow.getHandle(`purchase-${purchaseId}`).describe();
+  // The same payment news again (another event of that session, or one first ignored and resent).
+  const res = await postEvent(sys, { ...completed.event, id: `evt_again_${purchaseId}`, pending_webhooks: 0 });
+  t.is(res.status, 200, JSON.stringify(res.body));
+  const { rows } = await sys.db.query('SELECT status, why FROM webhook_events WHERE event_id = $1', [
+    `evt_again_${purchaseId}`,
+  ]);
+  t.like(rows[0], { status: 'ignored', why: "the session's payment is already settled" });
+  await new Promise((r) => setTimeout(r, 1_000));
+  t.like((await sys.purchase(purchaseId)).body, { status: 'needs_attention', refund: { status: 'failed' } });
+  const after = await sys.temporal.workflow.getHandle(`purchase-${purchaseId}`).describe();
+  t.is(after.runId, before.runId, 'no follow-up run');
+  t.like(await sys.stock(sku), { sold: 0 });
   await assertInvariants(t, sys.db, sku);
 });

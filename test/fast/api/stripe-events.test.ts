@@ -25,6 +25,12 @@ test('money for a settled payment of the same session stays at the webhook; anyw
     'needs_attention',
   ] as const)
     t.is(whyTheSagaNeedNotHear(paid, of(status), now), null, status);
+  // A refund of this payment on the record (one that failed waits for support): settled, not a sale again.
+  const refund = { status: 'failed', reason: 'wrong size' } as const;
+  t.is(
+    whyTheSagaNeedNotHear(paid, { ...of('needs_attention'), refund }, now),
+    "the session's payment is already settled",
+  );
   // Another session's money is never taken for this one's (the foreign check refuses it first).
   t.is(whyTheSagaNeedNotHear({ ...paid, sessionId: 'cs_2' }, of('confirmed'), now), null);
   t.is(whyTheSagaNeedNotHear({ ...paid, sessionId: undefined }, of('confirmed'), now), null);
