@@ -15,7 +15,7 @@ const STALL_GRACE_SECONDS = 10;
 
 export interface WaitEstimate {
   estimatedWaitSeconds: number;
-  /** Nobody is let in until a buyer inside finishes: as many sessions run as the room takes (`maxActive`), or the line has stalled. */
+  /** Nobody is let in until a buyer inside finishes: as many buyers are inside as the room takes (`maxActive`), or the line has stalled. */
   roomFull: boolean;
 }
 
@@ -73,9 +73,11 @@ function roomFigures(s: RoomSnapshot, now: number, fallbackRate: number): RoomFi
 export function estimateWait(s: RoomSnapshot, ahead: number, now: number, fallbackRate: number): WaitEstimate {
   const { rate, stall, live } = roomFigures(s, now, fallbackRate);
   const open = s.room.state === 'open';
-  // Full: as many sessions run as the room takes, or an open room lets nobody in past its grace (its
-  // buyers still pay after their sessions, or hold every unit).
-  const roomFull = live >= s.room.maxActive || (open && ahead > 0 && stall > STALL_GRACE_SECONDS);
+  // Full: as many buyers inside as the room takes (the admitter's count; before its first step, the
+  // sessions running), or an open room lets nobody in past its grace (its buyers still pay after
+  // their sessions, or hold every unit).
+  const inside = s.room.inside ?? live;
+  const roomFull = inside >= s.room.maxActive || (open && ahead > 0 && stall > STALL_GRACE_SECONDS);
   const stalled = roomFull || !open;
   return { estimatedWaitSeconds: Math.ceil((ahead + 1) / rate + (stalled ? stall : 0)), roomFull };
 }

@@ -270,8 +270,8 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
     // Sold out for good: the room closes, and every waiting ticket reads sold_out at its next poll.
     await client.query(
       `UPDATE rooms SET sold_out = true, state = 'closed', credit = 0, credit_at = now(),
-                        units_may_return = NULL, next_return_at = NULL WHERE sku = $1`,
-      [sku],
+                        units_may_return = NULL, next_return_at = NULL, inside = $2 WHERE sku = $1`,
+      [sku, inside],
     );
     return;
   }
@@ -281,8 +281,8 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
   const outlook = [forNow ? obtainable : null, forNow ? (stock?.nextLapseAt ?? null) : null];
   if (r.state !== 'open' || r.sold_out) {
     await client.query(
-      'UPDATE rooms SET credit = 0, credit_at = now(), units_may_return = $2, next_return_at = $3 WHERE sku = $1',
-      [sku, ...outlook],
+      'UPDATE rooms SET credit = 0, credit_at = now(), units_may_return = $2, next_return_at = $3, inside = $4 WHERE sku = $1',
+      [sku, ...outlook, inside],
     );
     return;
   }
@@ -316,9 +316,10 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
     );
   }
   await client.query(
-    `UPDATE rooms SET serving = serving + $2, credit = $3, credit_at = now(), units_may_return = $4, next_return_at = $5
+    `UPDATE rooms SET serving = serving + $2, credit = $3, credit_at = now(), units_may_return = $4, next_return_at = $5,
+                      inside = $6
       WHERE sku = $1`,
-    [sku, k, credit - k, ...outlook],
+    [sku, k, credit - k, ...outlook, inside + k],
   );
 }
 

@@ -52,6 +52,8 @@ export interface RoomRow {
   unitsMayReturn?: number | null;
   /** While sold out for now: when the next of those units may come back (a hold's end, or its grace's). */
   nextReturnAt?: Date | null;
+  /** Admitted buyers inside (not yet left), as the admitter's last step counted them; null before it stepped. */
+  inside?: number | null;
 }
 
 /** One step of the serving counter: places first..last were admitted at `admittedAt`, their sessions end at `expiresAt`. */
@@ -93,6 +95,7 @@ interface RoomDbRow {
   serving: string;
   units_may_return: number | null;
   next_return_at: Date | null;
+  inside: number | null;
 }
 
 // bigint counters come back as strings; a room never holds 2^53 tickets.
@@ -110,6 +113,7 @@ const toRoom = (r: RoomDbRow): RoomRow => ({
   serving: Number(r.serving),
   unitsMayReturn: r.units_may_return,
   nextReturnAt: r.next_return_at,
+  inside: r.inside,
 });
 
 /** Creates the room of a new product, in the product's transaction. A room without opensAt has no pre-queue. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { createRoomTokens } from '../../config/room-tokens';
 import { assertInvariants } from '../helpers/db';
+import { until } from '../helpers/poll';
 import { ADMIN_TOKEN, asBuyer, ROOM_TOKEN_SECRET, sessionOf, startSystem, type System } from '../helpers/system';
 import { roomBuyers } from '../helpers/room';
 import { alterSignature } from '../helpers/tamper';
@@ -341,5 +342,28 @@ test.serial(
     const admitted = await pollUntil(head.body.ticket, (b) => b.state === 'admitted');
     t.is(admitted.nextPollSeconds, undefined, 'an admitted buyer buys; nothing to ask again');
     t.is((await poll(head.body.ticket)).headers.get('retry-after'), null);
+  },
+);
+
+test.serial(
+  'buyers who bought have left: the line is not told the room is full while their sessions would still run',
+  async (t) => {
+    const sku = await sys.createProduct({ stock: 5, waitingRoom: { admitPerSecond: 50, maxActive: 2 } });
+    for (const buyer of ['full-ann', 'full-ben']) {
+      const bought = await admitAndBuy(sku, buyer);
+      t.is(bought.status, 201, JSON.stringify(bought.body));
+      await sys.pay(await sessionOf(sys.db, bought.body.purchaseId), 'succeeded');
+      await sys.waitForPurchase(bought.body.purchaseId, (p) => p.status === 'confirmed');
+    }
+    // Their sessions (300 s) still run, but both bought and left: nobody is inside. Paused, so the next
+    // buyer waits, and the poll says why (paused), not that the room is full.
+    t.is((await sys.api('PATCH', `/v1/products/${sku}/waiting-room`, { state: 'paused' }, AS_ADMIN)).status, 200);
+    await until('both buyers counted out', async () => {
+      const room = await sys.api('GET', `/v1/products/${sku}/waiting-room`, undefined, AS_ADMIN);
+      return room.body.active === 0 || undefined;
+    });
+    const cat = (await join(sku, 'full-cat')).body.ticket as string;
+    const waiting = await pollUntil(cat, (b) => b.state === 'waiting' && b.roomFull === false, 5_000);
+    t.like(waiting, { roomState: 'paused', roomFull: false });
   },
 );

@@ -43,6 +43,15 @@ test('in a full room the estimate grows with every second nobody is let in, and 
   t.true(muchLater.estimatedWaitSeconds > 12 * 60, `13 minutes on: ${muchLater.estimatedWaitSeconds} s`);
 });
 
+test('buyers who bought and left are not inside: full only while the admitter counts maxActive buyers inside', (t) => {
+  // Both sessions still run (the steps), but the admitter's last step found nobody inside.
+  const left: RoomSnapshot = { ...full, room: { ...room, inside: 0 } };
+  t.false(estimateWait(left, 1, T0 + 5_000, 20).roomFull);
+  t.true(estimateWait({ ...full, room: { ...room, inside: 2 } }, 1, T0 + 5_000, 20).roomFull);
+  // Before the admitter's first count: the sessions running.
+  t.true(estimateWait({ ...full, room: { ...room, inside: null } }, 1, T0 + 5_000, 20).roomFull);
+});
+
 test('a paused room stalls too, and its estimate grows though the room is not full', (t) => {
   const paused: RoomSnapshot = { ...full, room: { ...room, state: 'paused', maxActive: 10 } };
   const a = estimateWait(paused, 1, T0 + 60_000, 20);
