@@ -4,6 +4,7 @@ import { notificationTaskQueue } from '../../../vocabulary';
 import { notificationWorkflow } from '../../../workflows';
 import type { Delivery } from '../helpers/notification-world';
 import { useFastTemporal } from '../helpers/temporal';
+import { gate } from '../helpers/wait';
 
 // One delivery of a buyer notification (workflows/notification.ts): the delivery activity's retry
 // policy is the backoff, the attempts cap and the age limit; whatever ends the retries, the delivery
@@ -55,13 +56,18 @@ test('out of attempts: dead with the last failure', async (t) => {
 });
 
 test('too old to retry: an attempt still running when the age limit passes ends the delivery dead', async (t) => {
-  const d = temporal().notifications.open(() => new Promise((r) => setTimeout(r, 2_500)), 'email');
+  // The attempt answers only once the test is over: still running when the 1.5 s age limit passes.
+  const held = gate(t);
+  const d = temporal().notifications.open(() => held.passed().then(() => undefined), 'email');
   t.is(await deliver(d), 'dead');
   t.is(d.dead, 'too old to retry (NOTIFY_MAX_AGE_MS)');
 });
 
 test('out of attempts, the last outlasting its deadline: dead saying so, not "too old"', async (t) => {
-  const d = temporal().notifications.open(() => new Promise((r) => setTimeout(r, 1_000)), 'log');
+  // Each attempt answers only once the test is over: past its 300 ms however late the server's timer
+  // fires (an attempt of 1 s was delivered once, on a loaded machine).
+  const held = gate(t);
+  const d = temporal().notifications.open(() => held.passed().then(() => undefined), 'log');
   t.is(await deliver(d), 'dead');
   t.deepEqual(d.attempts, [1, 2]);
   t.is(d.dead, 'the last attempt outlasted NOTIFY_TIMEOUT_MS (no answer in time)');
