@@ -1,10 +1,12 @@
-import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 import { jwtVerify, SignJWT } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { hmacCryptoKey } from './hs256-key';
 
 // The waiting room's two signed things. A ticket (the buyer's place in line, in the queue URL) is
-// HMAC-signed, so a poll verifies it without a database read; an admission token is a short-lived
+// HMAC-signed, so a poll verifies it without a database read, and its claims are encrypted: the URL
+// (in access logs, browser history, a shared link) does not show the buyer's id, which may be an
+// email address. An admission token is a short-lived
 // JWT bound to the buyer and SKU, which POST /v1/purchases checks the same way. Both keys derive
 // from one secret (ROOM_TOKEN_SECRET, else BUYER_TOKEN_SECRET), each for its own use, so a ticket
 // can never pass for an admission.
@@ -36,6 +38,9 @@ export interface RoomTokens {
 }
 
 const AUDIENCE = 'flash-sale:admission';
+/** The first byte of a sealed ticket's payload (one signed before tickets were sealed starts with `[`). */
+const SEALED = 2;
+const IV_BYTES = 16;
 /** A ticket's MAC, truncated to 128 bits: a forgery needs 2^128 tries. */
 const MAC_BYTES = 16;
 /**
@@ -59,6 +64,26 @@ export function createRoomTokens(secret: string, clock: { now(): number } = { no
   const ticketKey = createSecretKey(createHmac('sha256', secret).update('ticket').digest());
   const admissionKey = hmacCryptoKey(createHmac('sha256', secret).update('admission').digest());
   const mac = (payload: string) => createHmac('sha256', ticketKey).update(payload).digest().subarray(0, MAC_BYTES);
+  // Encrypt-then-MAC: AES-256-CTR under a key of its own, its IV derived from the claims (the same
+  // claims make the same ticket: a buyer who joins again gets the ticket they have).
+  const cipherKey = createHmac('sha256', secret).update('ticket-cipher').digest();
+  const ivKey = createSecretKey(createHmac('sha256', secret).update('ticket-iv').digest());
+  const seal = (claims: string): Buffer => {
+    const iv = createHmac('sha256', ivKey).update(claims).digest().subarray(0, IV_BYTES);
+    const cipher = createCipheriv('aes-256-ctr', cipherKey, iv);
+    return Buffer.concat([Buffer.from([SEALED]), iv, cipher.update(claims, 'utf8'), cipher.final()]);
+  };
+  const open = (bytes: Buffer): unknown[] | null => {
+    // Tickets signed before they were sealed (version 1, their claims in the clear) still read.
+    if (bytes[0] !== SEALED) {
+      const [v, ...claims] = JSON.parse(bytes.toString()) as unknown[];
+      return v === 1 ? claims : null;
+    }
+    const decipher = createDecipheriv('aes-256-ctr', cipherKey, bytes.subarray(1, 1 + IV_BYTES));
+    const text = Buffer.concat([decipher.update(bytes.subarray(1 + IV_BYTES)), decipher.final()]).toString();
+    const claims = JSON.parse(text) as unknown;
+    return Array.isArray(claims) ? (claims as unknown[]) : null;
+  };
   // Only tickets that verified: the same string again is the same claims (the claims are never changed).
   const verified = new LRUCache<string, TicketClaims>({ max: VERIFIED_TICKETS });
   const verify = (ticket: string): TicketClaims | null => {
@@ -68,10 +93,8 @@ export function createRoomTokens(secret: string, clock: { now(): number } = { no
     const want = mac(payload);
     if (given.length !== want.length || !timingSafeEqual(given, want)) return null;
     try {
-      const [v, sku, buyerId, ticketId, place] = JSON.parse(Buffer.from(payload, 'base64url').toString()) as unknown[];
-      if (v !== 1 || typeof sku !== 'string' || typeof buyerId !== 'string' || typeof ticketId !== 'string') {
-        return null;
-      }
+      const [sku, buyerId, ticketId, place] = open(Buffer.from(payload, 'base64url')) ?? [];
+      if (typeof sku !== 'string' || typeof buyerId !== 'string' || typeof ticketId !== 'string') return null;
       return Object.freeze({ sku, buyerId, ticketId, place: typeof place === 'number' ? place : null });
     } catch {
       return null;
@@ -80,7 +103,7 @@ export function createRoomTokens(secret: string, clock: { now(): number } = { no
 
   return {
     signTicket(c) {
-      const payload = Buffer.from(JSON.stringify([1, c.sku, c.buyerId, c.ticketId, c.place])).toString('base64url');
+      const payload = seal(JSON.stringify([c.sku, c.buyerId, c.ticketId, c.place])).toString('base64url');
       return `${payload}.${mac(payload).toString('base64url')}`;
     },
     readTicket(ticket) {

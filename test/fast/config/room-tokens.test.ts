@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import test from 'ava';
 import { createRoomTokens } from '../../../config/room-tokens';
 import { alterSignature } from '../../helpers/tamper';
@@ -37,4 +38,20 @@ test('a pre-queue ticket (no place yet) reads with a null place', (t) => {
   const tokens = createRoomTokens('secret');
   const ticket = tokens.signTicket({ ...claims, place: null });
   t.deepEqual(tokens.readTicket(ticket), { ...claims, place: null });
+});
+
+test('a ticket does not show its buyer: the claims are sealed, and one signed before they were still reads', (t) => {
+  const tokens = createRoomTokens('secret');
+  const email = { ...claims, buyerId: 'ann@example.com' };
+  const ticket = tokens.signTicket(email);
+  const [payload] = ticket.split('.');
+  for (const text of [ticket, Buffer.from(payload, 'base64url').toString('latin1')])
+    t.false(text.includes('ann@example.com') || text.includes('sku-1'), text);
+  t.is(tokens.signTicket(email), ticket, 'the same claims, the same ticket');
+  t.deepEqual(tokens.readTicket(ticket), email);
+  // Version 1 (the claims in the clear), as tickets already in buyers' hands were signed.
+  const mac = createHmac('sha256', createHmac('sha256', 'secret').update('ticket').digest());
+  const old = Buffer.from(JSON.stringify([1, 'sku-1', 'ann', 'tk-1', 42])).toString('base64url');
+  const oldSig = mac.update(old).digest().subarray(0, 16).toString('base64url');
+  t.deepEqual(createRoomTokens('secret').readTicket(`${old}.${oldSig}`), claims);
 });
