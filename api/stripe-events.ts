@@ -138,6 +138,9 @@ export interface DisputeNewsEvent {
 
 export type MoneyNews = RefundNewsEvent | ChargeRefundedEvent | DisputeNewsEvent;
 
+/** 9999-12-31T23:59:59Z in Unix seconds: a later date has no four-digit year. */
+const LAST_SECOND_OF_9999 = 253_402_300_799;
+
 /** refund.*, charge.refunded and charge.dispute.* events, reduced; null for any other type. */
 export function toMoneyNews(event: Stripe.Event): MoneyNews | null {
   const obj = event.data.object as unknown as {
@@ -169,14 +172,16 @@ export function toMoneyNews(event: Stripe.Event): MoneyNews | null {
     return { kind: 'charge_refunded', paymentIntentId: idOf(obj.payment_intent), fully: obj.refunded === true };
   }
   if (event.type.startsWith('charge.dispute.')) {
-    // Unix seconds; anything else (a malformed event) is left out rather than thrown on.
-    const dueAt = new Date(Number(obj.evidence_details?.due_by ?? NaN) * 1000);
+    // Whole Unix seconds up to the year 9999 (what Postgres and an ISO date both take); anything else
+    // (a malformed event) is left out rather than thrown on, or refused by Postgres for ever.
+    const dueBy = Number(obj.evidence_details?.due_by ?? NaN);
+    const dated = Number.isInteger(dueBy) && dueBy >= 0 && dueBy <= LAST_SECOND_OF_9999;
     return {
       kind: 'dispute',
       disputeId: obj.id,
       status: obj.status ?? '',
       reason: obj.reason ?? '',
-      ...(Number.isNaN(dueAt.getTime()) ? {} : { dueBy: dueAt.toISOString() }),
+      ...(dated ? { dueBy: new Date(dueBy * 1000).toISOString() } : {}),
       paymentIntentId: idOf(obj.payment_intent),
     };
   }

@@ -104,7 +104,14 @@ test('a dispute’s news carries its evidence deadline, and a malformed one is l
     dueBy: '2025-12-06T05:46:40.000Z',
     paymentIntentId: 'pi_1',
   });
-  for (const bad of [null, { due_by: null }, { due_by: 1e20 }, { due_by: 'soon' }])
+  for (const bad of [
+    null,
+    { due_by: null },
+    { due_by: 1e20 },
+    { due_by: 'soon' },
+    { due_by: 253_402_300_800 },
+    { due_by: 1.5 },
+  ])
     t.is((toMoneyNews(event(bad)) as { dueBy?: string }).dueBy, undefined, JSON.stringify(bad));
 });
 
