@@ -1,5 +1,8 @@
-import type { Db } from './db';
+import { PG, pgCode, type Db } from './db';
 import { joinRoom, type TicketRecord } from './room';
+
+/** Statements a batch is tried in before it falls back to one statement per join. */
+const BATCH_ATTEMPTS = 3;
 
 interface Waiting {
   buyerId: string;
@@ -57,18 +60,26 @@ export class JoinDesk {
     }
   }
 
-  /** One statement for the batch; on a conflict with another process, one statement per join. */
+  /**
+   * One statement for the batch. A buyer another process placed meanwhile fails it on the primary
+   * key (nothing of it is written): the statement again finds that ticket. Only a batch that keeps
+   * meeting such buyers falls back to one statement per join; any other failure fails the batch (a
+   * statement per join would only pile round trips on a database that already failed one).
+   */
   private async place(sku: string, joins: Waiting[]): Promise<Map<string, TicketRecord>> {
-    try {
-      return await placeBatch(this.db, sku, joins);
-    } catch {
-      const out = new Map<string, TicketRecord>();
-      for (const w of joins) {
-        const t = await joinRoom(this.db, sku, w.buyerId, w.ticketId);
-        if (t) out.set(w.buyerId, t);
+    for (let attempt = 1; attempt <= BATCH_ATTEMPTS; attempt++) {
+      try {
+        return await placeBatch(this.db, sku, joins);
+      } catch (err) {
+        if (pgCode(err) !== PG.uniqueViolation) throw err;
       }
-      return out;
     }
+    const out = new Map<string, TicketRecord>();
+    for (const w of joins) {
+      const t = await joinRoom(this.db, sku, w.buyerId, w.ticketId);
+      if (t) out.set(w.buyerId, t);
+    }
+    return out;
   }
 }
 

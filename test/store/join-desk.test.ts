@@ -3,6 +3,7 @@ import pg from 'pg';
 import { JoinDesk } from '../../store/join-desk';
 import { createProduct } from '../../store/products';
 import { countingPool, tableStats, testDb, uniqueSku } from '../helpers/db';
+import { until } from '../helpers/poll';
 
 // The join desk (issue 35, item 1): a join costs no round trip of its own, a crowd joining again
 // writes nothing, and places still follow arrival order.
@@ -49,4 +50,42 @@ test('100 joins at once, half of them buyers joining again, take at most two sta
   t.true(again.every((j) => j && !j.created));
   t.is(written.rooms?.written ?? 0, 0, 'joining again wrote nothing to the room row');
   t.is(written.room_tickets?.written ?? 0, 0, 'nor any ticket');
+});
+
+test('a batch that meets a buyer another process placed meanwhile is placed again in one statement, not one per join', async (t) => {
+  const sku = uniqueSku('join-race');
+  await createProduct(db, {
+    sku,
+    name: 'Runner',
+    priceCents: 100,
+    currency: 'eur',
+    stock: 10,
+    waitingRoom: { admitPerSecond: 1, maxActive: 1 },
+  });
+  // Another process's join of b7, not yet committed: the batch does not see it, and its insert waits on it.
+  const other = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await other.connect();
+  t.teardown(() => other.end());
+  await other.query('BEGIN');
+  await other.query(`INSERT INTO room_tickets (sku, buyer_id, ticket_id, place) VALUES ($1, 'b7', 'other-7', 1000)`, [
+    sku,
+  ]);
+  const counted = countingPool(db, 'room_tickets');
+  const desk = new JoinDesk(counted.pool);
+  const joins = Promise.all(Array.from({ length: 100 }, (_, i) => desk.join(sku, `b${i}`, `desk-${i}`)));
+  await until('the batch to wait on the other join', async () => {
+    const { rows } = await db.query(
+      `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%room_tickets%' AND query LIKE '%unnest%'`,
+    );
+    return rows.length > 0 || undefined;
+  });
+  await other.query('COMMIT');
+  const placed = await joins;
+  // The first join's batch, then the other 99's, tried twice: b7's insert meets the other's ticket.
+  t.true(counted.count() <= 3, `${counted.count()} statements for 100 joins`);
+  t.like(placed[7], { ticketId: 'other-7', place: 1000, created: false });
+  t.deepEqual(
+    placed.filter((_, i) => i !== 7).map((j) => j!.created),
+    Array.from({ length: 99 }, () => true),
+  );
 });
