@@ -36,6 +36,27 @@ async function crowd(sku: string, n: number, inFlight: number, prefix: string, b
   return answers;
 }
 
+/**
+ * Restocks `sku` by `units` (fewer when negative) with the stock triggers off: the change is in the
+ * ledger and the counters, but no notification tells the gates (as when one is lost).
+ */
+async function restockBehindTheGate(sku: string, units: number): Promise<void> {
+  const tx = await sys.db.connect();
+  try {
+    await tx.query('BEGIN');
+    await tx.query('SET LOCAL session_replication_role = replica');
+    await tx.query('UPDATE products SET total = total + $2 WHERE sku = $1', [sku, units]);
+    await tx.query('UPDATE stock_buckets SET available = available + $2 WHERE sku = $1 AND bucket = 0', [sku, units]);
+    await tx.query(
+      `INSERT INTO stock_movements (sku, kind, total_delta, available_delta) VALUES ($1, 'restock', $2, $2)`,
+      [sku, units],
+    );
+    await tx.query('COMMIT');
+  } finally {
+    tx.release();
+  }
+}
+
 const byStatus = (answers: Answer[]) =>
   answers.reduce<Record<string, number>>((m, a) => ({ ...m, [a.status]: (m[a.status] ?? 0) + 1 }), {});
 
@@ -165,20 +186,7 @@ test.serial(
     t.like((await sys.buy(sku, 'second')).body, { type: 'sold-out', final: true });
 
     // Two units come back behind the gate's back: a restock whose notification is lost (triggers off).
-    const tx = await sys.db.connect();
-    try {
-      await tx.query('BEGIN');
-      await tx.query('SET LOCAL session_replication_role = replica');
-      await tx.query('UPDATE products SET total = total + 2 WHERE sku = $1', [sku]);
-      await tx.query('UPDATE stock_buckets SET available = available + 2 WHERE sku = $1 AND bucket = 0', [sku]);
-      await tx.query(
-        `INSERT INTO stock_movements (sku, kind, total_delta, available_delta) VALUES ($1, 'restock', 2, 2)`,
-        [sku],
-      );
-      await tx.query('COMMIT');
-    } finally {
-      tx.release();
-    }
+    await restockBehindTheGate(sku, 2);
     // Within the resync period (1 s here) the gate reads Postgres again and lets buyers through.
     const deadline = Date.now() + 5000;
     let res = await sys.buy(sku, 'third');
@@ -202,20 +210,7 @@ test.serial(
     t.like((await sys.buy(sku, 'behind-0', { quantity: 2 })).body, { type: 'sold-out', final: true });
     // The unit leaves behind its back (a stock change whose notification is lost): its view still
     // has it, the saga's hold step finds none.
-    const tx = await sys.db.connect();
-    try {
-      await tx.query('BEGIN');
-      await tx.query('SET LOCAL session_replication_role = replica');
-      await tx.query('UPDATE products SET total = total - 1 WHERE sku = $1', [sku]);
-      await tx.query('UPDATE stock_buckets SET available = available - 1 WHERE sku = $1 AND bucket = 0', [sku]);
-      await tx.query(
-        `INSERT INTO stock_movements (sku, kind, total_delta, available_delta) VALUES ($1, 'restock', -1, -1)`,
-        [sku],
-      );
-      await tx.query('COMMIT');
-    } finally {
-      tx.release();
-    }
+    await restockBehindTheGate(sku, -1);
     // Nothing is held and nothing is in flight: nothing can come back, whichever of the gate (once it
     // read the change) or the saga refuses.
     const res = await sys.buy(sku, 'behind-1');
