@@ -89,7 +89,7 @@ async function main(): Promise<void> {
     botCheck: new BotCheck(db, clock, config.botCheck),
     room: new WaitingRoom(
       db,
-      createRoomTokens(config.roomTokenSecret, clock),
+      createRoomTokens(config.roomTokenSecret, clock, { sealed: config.roomTicketsSealed }),
       new RoomCache(db, { clock, refreshMs: config.roomRefreshMs }),
       clock,
       config.stripeMaxSessionsPerSecond,

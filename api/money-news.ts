@@ -92,7 +92,8 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
       const { disputeId, status, reason, dueBy } = news;
       // The status, its audit row and what a closing calls for, in one transaction: a word to a saga
       // that fails (Temporal unreachable) rolls the status back, and Stripe's retry of the event acts.
-      // The row stays locked meanwhile, so two deliveries at once act once.
+      // The row stays locked meanwhile, so two deliveries at once act once (one whose transaction
+      // fails after its word went out sends it again with the retry: a saga takes the word twice as once).
       await withTx(deps.db, async (tx) => {
         const recorded = await recordDispute(tx, purchaseId, {
           disputeId,
@@ -102,9 +103,12 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
         });
         if (!recorded) return;
         await appendAudit(tx, purchaseId, 'stripe', 'dispute', { disputeId, status });
-        // Once per closing: Stripe sends a won dispute's news twice (closed, funds reinstated).
-        if (recorded.moved && status === 'lost') await settleRefundByLostDispute(deps, tx, purchase, disputeId);
-        if (recorded.moved && status === 'won') await retryRefundAfterWonDispute(deps, tx, purchase, disputeId);
+        if (!recorded.moved || (status !== 'lost' && status !== 'won')) return;
+        // Once per closing (Stripe sends a won dispute's news twice: closed, funds reinstated), decided
+        // from the record as it is under the row's lock, not as it was read before.
+        const now = (await getPurchase(tx, purchaseId)) ?? purchase;
+        if (status === 'lost') await settleRefundByLostDispute(deps, tx, now, disputeId);
+        else await retryRefundAfterWonDispute(deps, tx, now, disputeId);
       });
       return 'recorded';
     }

@@ -10,6 +10,8 @@ import { measuredRate, type RoomSnapshot } from '../store/room-cache';
 // or every unit is held). A buyer alone at the front of an idle room is let in within a tick: the
 // idle spell before they joined is no stall.
 
+/** The admitter's count of buyers inside is taken while its last step is this recent (it steps every 100 ms). */
+const INSIDE_FRESH_MS = 5_000;
 /** Past the rate's gap, this long with buyers ahead and nobody let in is a stall, whatever the cause. */
 const STALL_GRACE_SECONDS = 10;
 
@@ -73,10 +75,11 @@ function roomFigures(s: RoomSnapshot, now: number, fallbackRate: number): RoomFi
 export function estimateWait(s: RoomSnapshot, ahead: number, now: number, fallbackRate: number): WaitEstimate {
   const { rate, stall, live } = roomFigures(s, now, fallbackRate);
   const open = s.room.state === 'open';
-  // Full: as many buyers inside as the room takes (the admitter's count; before its first step, the
-  // sessions running), or an open room lets nobody in past its grace (its buyers still pay after
-  // their sessions, or hold every unit).
-  const inside = s.room.inside ?? live;
+  // Full: as many buyers inside as the room takes (the admitter's count; without a recent one, no
+  // admitter stepping it, the sessions running), or an open room lets nobody in past its grace (its
+  // buyers still pay after their sessions, or hold every unit).
+  const counted = s.room.inside != null && now - (s.room.steppedAt?.getTime() ?? 0) < INSIDE_FRESH_MS;
+  const inside = counted ? s.room.inside! : live;
   const roomFull = inside >= s.room.maxActive || (open && ahead > 0 && stall > STALL_GRACE_SECONDS);
   const stalled = roomFull || !open;
   return { estimatedWaitSeconds: Math.ceil((ahead + 1) / rate + (stalled ? stall : 0)), roomFull };

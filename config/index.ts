@@ -76,6 +76,8 @@ export interface ApiConfig extends CommonConfig, StripeConfig, ServiceStart {
   devSignIn: boolean;
   /** Signs waiting-room tickets and admission tokens: ROOM_TOKEN_SECRET, else derived from BUYER_TOKEN_SECRET. */
   roomTokenSecret: string;
+  /** Tickets signed with their claims encrypted (ROOM_TICKETS_SEALED, default 1); both kinds are read. */
+  roomTicketsSealed: boolean;
   /** How often each process reads a room's serving counter again while it is polled. */
   roomRefreshMs: number;
   /** How often the admitter (one process of all) steps every room. */
@@ -222,14 +224,19 @@ function botCheckSecret(r: Reader): string {
   return secret;
 }
 
+/** A switch: `1` on, `0` off, unset its default; anything else is a problem named. */
+function zeroOrOne(r: Reader, name: string, unset: '0' | '1'): boolean {
+  const raw = r.raw(name) ?? unset;
+  if (raw !== '0' && raw !== '1') r.problems.push(`${name} must be 0 or 1, got "${raw}"`);
+  return raw === '1';
+}
+
 /**
  * DEV_SIGN_IN=1: anyone may become any buyer by typing a name, so it is asked for by name (npm start
  * does), and refused where it would be a hole: beside a live key, or without the HS256 secret it signs with.
  */
 function devSignIn(r: Reader, buyers: BuyerTokenConfig): boolean {
-  const raw = r.raw('DEV_SIGN_IN') ?? '0';
-  if (raw !== '0' && raw !== '1') r.problems.push(`DEV_SIGN_IN must be 0 or 1, got "${raw}"`);
-  if (raw !== '1') return false;
+  if (!zeroOrOne(r, 'DEV_SIGN_IN', '0')) return false;
   if (isLiveKey(r.env.STRIPE_SECRET_KEY ?? '')) {
     r.problems.push('DEV_SIGN_IN=1 (anyone signs in as any buyer) cannot run with a live STRIPE_SECRET_KEY');
   }
@@ -259,6 +266,7 @@ export function loadApiConfig(env: Env): ApiConfig {
     gateResyncMs: r.int('GATE_RESYNC_MS'),
     buyerTokens: buyers,
     roomTokenSecret: roomTokenSecret(r, buyers),
+    roomTicketsSealed: zeroOrOne(r, 'ROOM_TICKETS_SEALED', '1'),
     roomRefreshMs: r.int('ROOM_REFRESH_MS'),
     roomAdmitTickMs: r.int('ROOM_ADMIT_TICK_MS'),
     roomMaxPollSeconds: r.int('ROOM_MAX_POLL_SECONDS'),

@@ -41,6 +41,8 @@ const AUDIENCE = 'flash-sale:admission';
 /** The first byte of a sealed ticket's payload (one signed before tickets were sealed starts with `[`). */
 const SEALED = 2;
 const IV_BYTES = 16;
+/** A sealed ticket's claims are padded to a multiple of this many characters. */
+const PAD_TO = 32;
 /** A ticket's MAC, truncated to 128 bits: a forgery needs 2^128 tries. */
 const MAC_BYTES = 16;
 /**
@@ -56,9 +58,15 @@ export function roomSecretFromBuyerSecret(buyerSecret: string): string {
 
 /**
  * `clock`: the API's "now" (Postgres's, store/clock.ts) that an admission's `exp` is checked
- * against: the admitter stamped it by Postgres's clock.
+ * against: the admitter stamped it by Postgres's clock. `sealed` (default true): tickets are signed
+ * with their claims encrypted; false signs them in the clear, as API processes before 1.7 read them.
  */
-export function createRoomTokens(secret: string, clock: { now(): number } = { now: () => Date.now() }): RoomTokens {
+export function createRoomTokens(
+  secret: string,
+  clock: { now(): number } = { now: () => Date.now() },
+  opts: { sealed?: boolean } = {},
+): RoomTokens {
+  const sealed = opts.sealed ?? true;
   // Keys made once: Node 24's createHmac spends about 20 µs telling a raw Buffer from a KeyObject on
   // every call (a poll's ticket is read each time), and jose imports a raw key for every token.
   const ticketKey = createSecretKey(createHmac('sha256', secret).update('ticket').digest());
@@ -68,7 +76,9 @@ export function createRoomTokens(secret: string, clock: { now(): number } = { no
   // claims make the same ticket: a buyer who joins again gets the ticket they have).
   const cipherKey = createHmac('sha256', secret).update('ticket-cipher').digest();
   const ivKey = createSecretKey(createHmac('sha256', secret).update('ticket-iv').digest());
-  const seal = (claims: string): Buffer => {
+  const seal = (json: string): Buffer => {
+    // Padded with spaces to a whole number of blocks, so a ticket's length says little of the buyer's id.
+    const claims = json.padEnd(Math.ceil(json.length / PAD_TO) * PAD_TO);
     const iv = createHmac('sha256', ivKey).update(claims).digest().subarray(0, IV_BYTES);
     const cipher = createCipheriv('aes-256-ctr', cipherKey, iv);
     return Buffer.concat([Buffer.from([SEALED]), iv, cipher.update(claims, 'utf8'), cipher.final()]);
@@ -103,7 +113,9 @@ export function createRoomTokens(secret: string, clock: { now(): number } = { no
 
   return {
     signTicket(c) {
-      const payload = seal(JSON.stringify([c.sku, c.buyerId, c.ticketId, c.place])).toString('base64url');
+      const claims = [c.sku, c.buyerId, c.ticketId, c.place];
+      const bytes = sealed ? seal(JSON.stringify(claims)) : Buffer.from(JSON.stringify([1, ...claims]));
+      const payload = bytes.toString('base64url');
       return `${payload}.${mac(payload).toString('base64url')}`;
     },
     readTicket(ticket) {

@@ -215,8 +215,12 @@ export class Admissions {
    */
   async outlook(req: Pick<PurchaseRequest, 'sku' | 'quantity' | 'unitId'>): Promise<SoldOutOutlook | null> {
     if (!req.unitId) return this.gate.outlook(req.sku, req.quantity);
-    const { rows } = await this.db.query<{ status: string; expires_at: Date | null }>(
-      `SELECT u.status, h.expires_at FROM units u
+    // A lapsed hold is out of reach for its grace too (a payment may still land), as the gate counts it.
+    const { rows } = await this.db.query<{ status: string; back_at: Date | null }>(
+      `SELECT u.status,
+              CASE WHEN h.expires_at > now() THEN h.expires_at
+                   ELSE h.expires_at + make_interval(secs => p.hold_grace_seconds) END AS back_at
+         FROM units u JOIN products p ON p.sku = u.sku
          LEFT JOIN holds h ON h.purchase_id = u.purchase_id AND h.status = 'active'
         WHERE u.sku = $1 AND u.unit_id = $2`,
       [req.sku, req.unitId],
@@ -224,7 +228,7 @@ export class Admissions {
     const unit = rows[0];
     if (!unit || unit.status === 'sold') return { final: true };
     const soon = this.clock.now() + IN_FLIGHT_RETRY_MS;
-    return { final: false, retryAt: new Date(Math.max(unit.expires_at?.getTime() ?? 0, soon)) };
+    return { final: false, retryAt: new Date(Math.max(unit.back_at?.getTime() ?? 0, soon)) };
   }
 
   /** Stock changed (a restock, a refund put back on sale): read it again before the next answer. */

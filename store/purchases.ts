@@ -115,7 +115,7 @@ export async function buyerPurchases(db: Db, buyerId: string, limit: number): Pr
   return rows.map(toRecord);
 }
 
-export async function getPurchase(db: Db, purchaseId: string): Promise<PurchaseRecord | null> {
+export async function getPurchase(db: Queryable, purchaseId: string): Promise<PurchaseRecord | null> {
   const { rows } = await db.query<PurchaseRow>('SELECT * FROM purchases WHERE purchase_id = $1', [purchaseId]);
   return rows[0] ? toRecord(rows[0]) : null;
 }

@@ -54,6 +54,8 @@ export interface RoomRow {
   nextReturnAt?: Date | null;
   /** Admitted buyers inside (not yet left), as the admitter's last step counted them; null before it stepped. */
   inside?: number | null;
+  /** When the admitter last stepped the room (the rate credit's time): how fresh `inside` is. */
+  steppedAt?: Date;
 }
 
 /** One step of the serving counter: places first..last were admitted at `admittedAt`, their sessions end at `expiresAt`. */
@@ -96,6 +98,7 @@ interface RoomDbRow {
   units_may_return: number | null;
   next_return_at: Date | null;
   inside: number | null;
+  credit_at: Date;
 }
 
 // bigint counters come back as strings; a room never holds 2^53 tickets.
@@ -114,6 +117,7 @@ const toRoom = (r: RoomDbRow): RoomRow => ({
   unitsMayReturn: r.units_may_return,
   nextReturnAt: r.next_return_at,
   inside: r.inside,
+  steppedAt: r.credit_at,
 });
 
 /** Creates the room of a new product, in the product's transaction. A room without opensAt has no pre-queue. */

@@ -271,6 +271,14 @@ export const SERVICE_VARIABLES: readonly Variable[] = [
     example: '',
   },
   {
+    name: 'ROOM_TICKETS_SEALED',
+    section: 'service',
+    readBy: ['api'],
+    defaultText: '`1`',
+    doc: "`1` = waiting-room tickets carry their claims (the buyer's id among them) encrypted, so the queue URL does not show them; `0` = in the clear, as before 1.7. Both are always read. Set `0` while an API process older than 1.7 may read a ticket (a rolling upgrade during a drop, or a rollback): it answers a sealed ticket 404",
+    example: '',
+  },
+  {
     name: 'TRUSTED_PROXIES',
     section: 'service',
     readBy: ['api'],

@@ -45,11 +45,13 @@ test('in a full room the estimate grows with every second nobody is let in, and 
 
 test('buyers who bought and left are not inside: full only while the admitter counts maxActive buyers inside', (t) => {
   // Both sessions still run (the steps), but the admitter's last step found nobody inside.
-  const left: RoomSnapshot = { ...full, room: { ...room, inside: 0 } };
+  const stepped = new Date(T0 + 4_900);
+  const left: RoomSnapshot = { ...full, room: { ...room, inside: 0, steppedAt: stepped } };
   t.false(estimateWait(left, 1, T0 + 5_000, 20).roomFull);
-  t.true(estimateWait({ ...full, room: { ...room, inside: 2 } }, 1, T0 + 5_000, 20).roomFull);
-  // Before the admitter's first count: the sessions running.
-  t.true(estimateWait({ ...full, room: { ...room, inside: null } }, 1, T0 + 5_000, 20).roomFull);
+  t.true(estimateWait({ ...full, room: { ...room, inside: 2, steppedAt: stepped } }, 1, T0 + 5_000, 20).roomFull);
+  // Before the admitter's first count, or with no admitter stepping the room lately: the sessions running.
+  t.true(estimateWait({ ...full, room: { ...room, inside: null, steppedAt: stepped } }, 1, T0 + 5_000, 20).roomFull);
+  t.true(estimateWait(left, 0, T0 + 60_000, 20).roomFull, 'a count a minute old');
 });
 
 test('a paused room stalls too, and its estimate grows though the room is not full', (t) => {
