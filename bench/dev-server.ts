@@ -10,7 +10,8 @@ import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { findTemporalCli, serverVersionOf } from '../dev/temporal-cli';
 import { devServerArgs, waitForTemporal } from '../dev/temporal';
-import { freePort, spawnChild } from '../dev/proc';
+import { spawnChild } from '../dev/proc';
+import { freePort } from '../dev/ports';
 import { startsFloor } from './crowd-floor';
 import type { Answer, Phase } from './crowd-report';
 

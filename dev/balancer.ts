@@ -6,7 +6,8 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { describeExit, freePort, runCommand, sleep, spawnChild, type ChildHandle, type Log } from './proc';
+import { describeExit, runCommand, sleep, spawnChild, type ChildHandle, type Log } from './proc';
+import { freePort } from './ports';
 import { CROWD_PATH_PREFIXES, type Lane } from '../api/lanes';
 import { isExecutable, which } from './tools';
 

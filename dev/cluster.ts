@@ -24,7 +24,8 @@ import {
   type NodePart,
 } from './local-system';
 import { startPostgres, type PostgresServer } from './postgres';
-import { freePort, type ChildHandle } from './proc';
+import { type ChildHandle } from './proc';
+import { freePort } from './ports';
 import { startTemporalServer, TEMPORAL_SERVER_VERSION, type RealTemporalServer } from './temporal-server';
 
 export const PROCESS_KINDS = ['api', 'worker', 'temporal', 'postgres', 'emulator', 'balancer'] as const;

@@ -6,7 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, nodeScript, spawnChild, type ChildHandle, type ExitInfo, type Log } from './proc';
+import { nodeScript, spawnChild, type ChildHandle, type ExitInfo, type Log } from './proc';
+import { freePort } from './ports';
 import { startStack } from './stack';
 
 const READY_TIMEOUT_MS = 90_000;

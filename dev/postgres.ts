@@ -3,7 +3,6 @@ import path from 'node:path';
 import pg from 'pg';
 import {
   describeExit,
-  freePort,
   isAlive,
   runCommand,
   seconds,
@@ -14,6 +13,7 @@ import {
   type Log,
   type RunAs,
 } from './proc';
+import { freePort } from './ports';
 import { findPostgresBinaries } from './postgres-binaries';
 
 export interface StartPostgresOptions {

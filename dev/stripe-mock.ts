@@ -1,4 +1,5 @@
-import { describeExit, freePort, sleep, spawnChild, type ChildHandle, type Log } from './proc';
+import { describeExit, sleep, spawnChild, type ChildHandle, type Log } from './proc';
+import { freePort } from './ports';
 import { findOrBuildGoTool } from './tools';
 
 /** Stripe's official mock: stateless, but it validates each request against Stripe's OpenAPI spec. */

@@ -4,7 +4,8 @@ import { Connection } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
-import { describeExit, freePort, runCommand, seconds, sleep, spawnChild, type ChildHandle, type Log } from './proc';
+import { describeExit, runCommand, seconds, sleep, spawnChild, type ChildHandle, type Log } from './proc';
+import { freePort } from './ports';
 import { SEARCH_ATTRIBUTES, waitForTemporal } from './temporal';
 import { isExecutable, toolCacheDir, which } from './tools';
 

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { findTemporalCli, serverVersionOf } from './temporal-cli';
-import { describeExit, freePort, seconds, sleep, spawnChild, throwIfAborted, type ChildHandle, type Log } from './proc';
+import { describeExit, seconds, sleep, spawnChild, throwIfAborted, type ChildHandle, type Log } from './proc';
+import { freePort } from './ports';
 
 export interface StartTemporalOptions {
   /** SQLite file for persistence; without it the server keeps everything in memory. */

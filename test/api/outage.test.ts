@@ -108,10 +108,11 @@ test('a request still waiting after 1 s is answered 503 at once when Postgres is
   }
 });
 
-test('after an outage, a request still waiting at 1.5 s is answered 503 then, though each look at the services takes 400 ms', async (t) => {
+test('after an outage, a request still waiting at 1 s is answered 503 then, though each look at the services takes 400 ms', async (t) => {
   // Temporal answers the probe after a second: each look waits its whole 400 ms and learns nothing.
   // The catch-up cut must not wait for a look: before it did, the second look (at 1.65 s) put the
   // answer past 2 s (2.05 s at the earliest; 2,008 ms in a stack-tier run of test/api/outages.test.ts).
+  // At 1.5 s, with no look first, answers still came after 2.1 s on a loaded machine: the cut is at 1 s.
   const releases: (() => void)[] = [];
   const slow: Koa.Middleware = async (ctx) => {
     await new Promise<void>((r) => releases.push(r));
@@ -125,7 +126,7 @@ test('after an outage, a request still waiting at 1.5 s is answered 503 then, th
     const cut = await app.get();
     t.is(cut.status, 503);
     t.is(cut.body.type, 'unavailable');
-    t.true(cut.ms >= 1_450 && cut.ms < 2_000, `answered after ${cut.ms} ms`);
+    t.true(cut.ms >= 950 && cut.ms < 2_000, `answered after ${cut.ms} ms`);
   } finally {
     for (const release of releases) release();
     await app.close();

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
-import { freePort } from '../../dev/proc';
+import { freePort } from '../../dev/ports';
 import {
   ADMIN_TOKEN,
   BOT_CHECK,

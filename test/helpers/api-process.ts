@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { freePort } from '../../dev/proc';
+import { freePort } from '../../dev/ports';
 import { serviceEnv, startApiProcess, systemSecrets, type NodePart } from '../../dev/local-system';
 import { temporalAddress } from './temporal';
 

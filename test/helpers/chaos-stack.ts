@@ -9,16 +9,8 @@ import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { startEmulator, type Emulator } from '@flash-sale/stripe-emulator';
 import { startPostgres, type PostgresServer } from '../../dev/postgres';
-import {
-  describeExit,
-  freePort,
-  nodeScript,
-  readTail,
-  sleep,
-  spawnChild,
-  type ChildHandle,
-  type Log,
-} from '../../dev/proc';
+import { describeExit, nodeScript, readTail, sleep, spawnChild, type ChildHandle, type Log } from '../../dev/proc';
+import { freePort } from '../../dev/ports';
 import { startTemporal, type TemporalServer } from '../../dev/temporal';
 import { migrate } from '../../store/migrate';
 

@@ -2,8 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { spawn } from 'node:child_process';
-import { reservePort, spawnChild } from '../../../dev/proc';
+import { spawnChild } from '../../../dev/proc';
 
 test('a child with a log file hands its lines over as the file grows, and never waits for its parent to read them', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'proc-follow-'));
@@ -40,29 +39,4 @@ test('a child with a log file hands its lines over as the file grows, and never 
   t.is(lines[0], line(0));
   t.is(lines.at(-1), line(count - 1));
   t.true(child.output().endsWith(line(count - 1)));
-});
-
-test('a port freePort handed to another process is not handed out again while that process lives', async (t) => {
-  // Another process takes a port, as a launcher does before it restarts its servers on the same ports.
-  const proc = path.join(__dirname, '../../../dev/proc');
-  const other = spawn(
-    process.execPath,
-    ['-e', `require(${JSON.stringify(proc)}).freePort().then((p) => console.log(p)); setInterval(() => {}, 1000);`],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const exited = new Promise((r) => other.once('exit', r));
-  try {
-    const port = await new Promise<number>((resolve, reject) => {
-      other.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
-      other.once('exit', (code) => reject(new Error(`the other process exited (${code})`)));
-    });
-    t.true(port >= 10_000 && port < 32_000, String(port));
-    t.false(reservePort(port), 'reserved by a live process');
-    other.kill('SIGKILL');
-    await exited;
-    t.true(reservePort(port), 'free again once that process is gone');
-    t.false(reservePort(port), 'and now this process’s');
-  } finally {
-    other.kill('SIGKILL');
-  }
 });
