@@ -15,10 +15,12 @@ export async function freezableRelay(target: string) {
       sockets.add(s);
       s.on('close', () => sockets.delete(s));
       s.on('error', () => s.destroy());
-      if (frozen) s.pause();
     }
     client.pipe(upstream);
     upstream.pipe(client);
+    // After the pipes, which resume their sources: a connection made while frozen stays frozen (paused
+    // before them, it was let through, and a client cut off could connect again through the relay).
+    if (frozen) for (const s of [client, upstream]) s.pause();
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });

@@ -30,6 +30,9 @@ test('an admitter cut off from Postgres loses the lock within seconds, and anoth
     await until('the second admitter to take the lock', async () => second.isLeader() || undefined, 40_000, 100);
     t.log(`the lock changed hands ${Date.now() - cutAt} ms after the cut`);
     t.false(first.isLeader(), `the first admitter gave up its place: ${lines.join('; ')}`);
+    // Cut off, it cannot take the lock back: its new connections go nowhere either.
+    await new Promise((r) => setTimeout(r, 1_000));
+    t.true(second.isLeader() && !first.isLeader(), 'the second admitter keeps the lock');
   } finally {
     relay.thaw();
     await Promise.all([first.close(), second.close()]);
