@@ -7,6 +7,7 @@ import { isAlive, seconds } from '../../dev/proc';
 import { log, repoRoot, type Interrupts } from './ava';
 import { inTree } from './compile';
 import { LANE_CONCURRENCY, splitLanes, stackTestFiles } from './lanes';
+import { describeProbe, startProbe } from './probe';
 
 // The stack tier: every other test file, against a throwaway stack (its own Postgres, an in-memory
 // Temporal dev server) that this starts before ava and stops after it.
@@ -120,6 +121,7 @@ export async function runStackTier(
     };
     let code = 0;
     const testsStarted = Date.now();
+    const probe = startProbe(stack);
     for (let i = 0; i < lanes.length; i++) {
       // A lane and the ones that run beside it, together; the first code that is not 0 stands.
       const together = [lanes[i]];
@@ -129,6 +131,10 @@ export async function runStackTier(
       if (code !== 0 || interrupts.signal) break;
     }
     if (lanes.length > 1) log(`stack tier: ava ran ${seconds(testsStarted)} in all`);
+    // Every run says how still the stack stood at its worst; a failed one names each stall.
+    const [summary, ...stalls] = describeProbe(await probe.stop());
+    log(`the stack, looked at each second: ${summary}`);
+    if (code !== 0) for (const line of stalls) log(`  ${line}`);
     return interrupts.exitCode(code);
   } finally {
     if (stack) {
