@@ -3,7 +3,7 @@ import { waitingInLine } from './checkout-line';
 import { withTx, type Db, type Queryable, type Tx } from './db';
 import { activeHoldSql } from './hold-types';
 import { getPurchase, purchaseIdFor, toRecord, type PurchaseRecord, type PurchaseRow } from './purchases';
-import { spendAdmissionSql } from './room';
+import { unspentAdmissionSql } from './room';
 
 // Recording a new purchase, and what admission reads before it. One buyer holds one place per SKU:
 // an active hold, or a purchase still waiting in the line for its Checkout Session (it has no hold
@@ -81,12 +81,18 @@ export async function openPurchase(
     // No conflict target: the id is derived from (buyer, key), so its unique index and the one on
     // (buyer_id, idempotency_key) are the same fact, and both must be arbiters (a same key on another
     // SKU takes another lock).
+    // The admission is spent only by the purchase this statement records: a same key recorded by
+    // another request meanwhile (for another SKU: another lock) leaves this SKU's admission unspent.
     const { rows } = admission
       ? await tx.query<PurchaseRow>(
-          `WITH spent AS (${spendAdmissionSql('$8', '$4', '$5', '$1')})
-           INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, unit_id, status)
-           SELECT $1, $2, $3, $4, $5, $6, $7, 'holding' WHERE EXISTS (SELECT 1 FROM spent)
-           ON CONFLICT DO NOTHING RETURNING *`,
+          `WITH opened AS (
+             INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, unit_id, status)
+             SELECT $1, $2, $3, $4, $5, $6, $7, 'holding'
+              WHERE EXISTS (SELECT 1 FROM room_tickets WHERE ${unspentAdmissionSql('$8', '$4', '$5', '$1')})
+             ON CONFLICT DO NOTHING RETURNING *),
+           spent AS (UPDATE room_tickets SET purchase_id = $1
+                       WHERE ${unspentAdmissionSql('$8', '$4', '$5', '$1')} AND EXISTS (SELECT 1 FROM opened))
+           SELECT * FROM opened`,
           [...params, admission.ticketId],
         )
       : await tx.query<PurchaseRow>(

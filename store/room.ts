@@ -296,14 +296,12 @@ export async function giveBackUnspentTurn(db: Db, ticketId: string, sku: string,
 }
 
 /**
- * The statement fragment that spends an admission when a purchase is recorded (store/open-purchase.ts):
- * the ticket must be admitted, inside its session, not yet spent on another purchase. `$n` are the
+ * The condition (on `room_tickets`) that an admission may be spent on a purchase (store/open-purchase.ts):
+ * the ticket is admitted, inside its session, and not yet spent on another purchase. `$n` are the
  * ticket id, SKU, buyer and purchase id parameters.
  */
-export function spendAdmissionSql(ticket: string, sku: string, buyer: string, purchase: string): string {
-  return `UPDATE room_tickets SET purchase_id = ${purchase}
-           WHERE ticket_id = ${ticket} AND sku = ${sku} AND buyer_id = ${buyer}
-             AND admitted_at IS NOT NULL AND left_at IS NULL AND admission_expires_at > now()
-             AND (purchase_id IS NULL OR purchase_id = ${purchase})
-          RETURNING 1`;
+export function unspentAdmissionSql(ticket: string, sku: string, buyer: string, purchase: string): string {
+  return `ticket_id = ${ticket} AND sku = ${sku} AND buyer_id = ${buyer}
+          AND admitted_at IS NOT NULL AND left_at IS NULL AND admission_expires_at > now()
+          AND (purchase_id IS NULL OR purchase_id = ${purchase})`;
 }

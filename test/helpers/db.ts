@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ExecutionContext } from 'ava';
 import pg from 'pg';
+import { createProduct } from '../../store/products';
 import { reconcile } from '../../store/reconcile';
 
 /** The Postgres that `npm test` (test/run.ts) started and migrated. */
@@ -12,6 +13,14 @@ export function testDb(max = 20): pg.Pool {
 
 export function uniqueSku(prefix = 'sku'): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+/** Creates a product of 10 units with a waiting room (one buyer inside at a time) under a new SKU, and returns it. */
+export async function roomProduct(db: pg.Pool, prefix: string): Promise<string> {
+  const sku = uniqueSku(prefix);
+  const waitingRoom = { admitPerSecond: 1, maxActive: 1 };
+  await createProduct(db, { sku, name: 'Runner', priceCents: 100, currency: 'eur', stock: 10, waitingRoom });
+  return sku;
 }
 
 /**

@@ -1,8 +1,7 @@
 import test from 'ava';
 import pg from 'pg';
 import { JoinDesk } from '../../store/join-desk';
-import { createProduct } from '../../store/products';
-import { countingPool, tableStats, testDb, uniqueSku } from '../helpers/db';
+import { countingPool, roomProduct, tableStats, testDb } from '../helpers/db';
 import { until } from '../helpers/poll';
 
 // The join desk (issue 35, item 1): a join costs no round trip of its own, a crowd joining again
@@ -12,15 +11,7 @@ const db = testDb(8);
 test.after.always(() => db.end());
 
 test('100 joins at once, half of them buyers joining again, take at most two statements and keep their tickets', async (t) => {
-  const sku = uniqueSku('join');
-  await createProduct(db, {
-    sku,
-    name: 'Runner',
-    priceCents: 100,
-    currency: 'eur',
-    stock: 10,
-    waitingRoom: { admitPerSecond: 1, maxActive: 1 },
-  });
+  const sku = await roomProduct(db, 'join');
   const first = await Promise.all(
     Array.from({ length: 50 }, (_, i) => new JoinDesk(db).join(sku, `b${i}`, `first-${i}`)),
   );
@@ -53,15 +44,7 @@ test('100 joins at once, half of them buyers joining again, take at most two sta
 });
 
 test('a batch that meets a buyer another process placed meanwhile is placed again in one statement, not one per join', async (t) => {
-  const sku = uniqueSku('join-race');
-  await createProduct(db, {
-    sku,
-    name: 'Runner',
-    priceCents: 100,
-    currency: 'eur',
-    stock: 10,
-    waitingRoom: { admitPerSecond: 1, maxActive: 1 },
-  });
+  const sku = await roomProduct(db, 'join-race');
   // Another process's join of b7, not yet committed: the batch does not see it, and its insert waits on it.
   const other = new pg.Client({ connectionString: process.env.DATABASE_URL });
   await other.connect();

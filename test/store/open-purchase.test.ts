@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
+import pg from 'pg';
 import { openPurchase } from '../../store/open-purchase';
 import { purchaseIdFor } from '../../store/purchases';
-import { testDb, uniqueSku } from '../helpers/db';
+import { roomProduct, testDb, uniqueSku } from '../helpers/db';
+import { until } from '../helpers/poll';
 
 const db = testDb(8);
 test.after.always(() => db.end());
@@ -56,4 +58,44 @@ test('a purchase stuck in holding over a minute past its slot does not lock its 
     first.record.purchaseId,
   ]);
   t.like(await openPurchase(db, randomUUID(), req), { outcome: 'created' });
+});
+
+test("a key recorded meanwhile for another SKU leaves this SKU's admission unspent", async (t) => {
+  const [first, second] = [await roomProduct(db, 'spend-a'), await roomProduct(db, 'spend-b')];
+  const buyerId = `buyer-${randomUUID().slice(0, 8)}`;
+  const ticketId = `ticket-${randomUUID()}`;
+  await db.query(
+    `INSERT INTO room_tickets (sku, buyer_id, ticket_id, place, admitted_at, admission_expires_at)
+     VALUES ($1, $2, $3, 0, now(), now() + interval '5 minutes')`,
+    [second, buyerId, ticketId],
+  );
+  // The same key, used by another request of this buyer for the first SKU: recorded, not committed yet.
+  const key = randomUUID();
+  const other = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await other.connect();
+  t.teardown(() => other.end());
+  await other.query('BEGIN');
+  await other.query(
+    `INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, status)
+     VALUES ($1, $2, $3, $4, $5, 1, 'holding')`,
+    [purchaseIdFor(key, buyerId), key, JSON.stringify({ sku: first, buyerId, quantity: 1 }), first, buyerId],
+  );
+  const opening = openPurchase(db, key, { sku: second, buyerId, quantity: 1 }, { ticketId });
+  // Its insert waits on the other's row with the same purchase id.
+  await until('the insert waits on the other row', async () => {
+    const { rows } = await db.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO purchases%' AND pid <> $1`,
+      [(other as unknown as { processID: number }).processID],
+    );
+    return rows[0].n > 0 ? true : undefined;
+  });
+  await other.query('COMMIT');
+  const opened = await opening;
+  t.like(opened, { outcome: 'known', record: { sku: first } }, 'the key names the purchase of the first SKU');
+  const { rows } = await db.query('SELECT purchase_id FROM room_tickets WHERE ticket_id = $1', [ticketId]);
+  t.is(rows[0].purchase_id, null, 'the admission to the second SKU is not spent on it');
+  // The buyer buys the second SKU with its admission under a key of its own.
+  const bought = await openPurchase(db, randomUUID(), { sku: second, buyerId, quantity: 1 }, { ticketId });
+  t.like(bought, { outcome: 'created', record: { sku: second } });
 });
