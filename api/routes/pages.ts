@@ -14,7 +14,8 @@ import { productView, type ProductView } from '../catalogue-view';
 import type { ApiDeps } from '../deps';
 import { Problem } from '../problem';
 import { checkoutQueueView } from '../checkout-pace';
-import { purchaseView, visiblePurchase } from '../purchase-flow';
+import { purchaseView } from '../purchase-answers';
+import { visiblePurchase } from '../purchase-flow';
 import { receiptOf, receiptView } from '../receipt';
 
 // The buyer's pages (GET): what is on sale, a product, a purchase's outcome, a place in a queue.

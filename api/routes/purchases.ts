@@ -7,7 +7,8 @@ import { buyerOf, readerOf } from '../auth';
 import type { ApiDeps } from '../deps';
 import { Problem } from '../problem';
 import { checkoutQueueView } from '../checkout-pace';
-import { deadline, placePurchase, purchaseView, unavailable, visiblePurchase } from '../purchase-flow';
+import { purchaseView, unavailable } from '../purchase-answers';
+import { deadline, placePurchase, visiblePurchase } from '../purchase-flow';
 import { receiptOf, receiptView } from '../receipt';
 
 /** How long a cancel waits for the saga to give the hold back before answering with what it knows. */

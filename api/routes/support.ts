@@ -6,7 +6,7 @@ import { requestSupportRefund } from '../../client/refunds';
 import { findPurchases, type PurchaseLookup } from '../../store/purchases';
 import { invalid } from '../problem';
 import { validator } from '../validate';
-import { purchaseView, refundView } from '../purchase-flow';
+import { purchaseView, refundView } from '../purchase-answers';
 
 // The reason (the buyer's message, sent word for word) and the note (support's own, kept in the audit
 // trail) are free text pasted by a person (line breaks, tabs): they are sanitised, not refused.
