@@ -74,8 +74,12 @@ export async function refundFailedAfterSagaEnded(
 }
 
 /** A confirmed purchase of a new product, paid in time. */
-export async function confirmedPurchase(sys: System, buyer: string): Promise<{ sku: string; purchaseId: string }> {
-  const sku = await sys.createProduct();
+export async function confirmedPurchase(
+  sys: System,
+  buyer: string,
+  onSku?: string,
+): Promise<{ sku: string; purchaseId: string }> {
+  const sku = onSku ?? (await sys.createProduct());
   const res = await sys.buy(sku, buyer);
   if (res.status !== 201) throw new Error(`buying: ${res.status} ${JSON.stringify(res.body)}`);
   await sys.pay(await sessionOf(sys.db, res.body.purchaseId), 'succeeded');

@@ -235,3 +235,25 @@ test('a lost dispute whose word to the refund saga fails at first is acted on wh
   );
   await assertInvariants(t, own.db, sku);
 });
+
+test('a refund of a disputed payment is refused while the dispute is open, and goes through once it is won', async (t) => {
+  const sys = await ownSystem(t);
+  const { purchaseId } = await confirmedPurchase(sys, 'cli-attn-dispute');
+  const paymentIntent = await paymentOf(sys, purchaseId);
+  const disputeId = await dispute(sys, paymentIntent);
+  await sys.waitForPurchase(purchaseId, (r) => r.dispute_status === 'needs_response');
+  // Refused before Stripe is asked (it would refuse too, and the saga would retry a refund it never makes).
+  const refused = await supportCli(sys, ['refund', purchaseId, '--reason', 'goodwill']);
+  t.is(refused.code, 1);
+  t.regex(refused.stderr, /the payment is disputed \(dp_\w+, product_not_received\) and the dispute is needs_response/);
+  t.is((await sys.waitForPurchase(purchaseId, () => true)).status, 'confirmed');
+  t.is(await refundsAtStripe(sys, paymentIntent), 0);
+
+  const won = await sys.emulatorCall('POST', `/_emulator/disputes/${disputeId}/close`, { outcome: 'won' });
+  t.is(won.status, 200, JSON.stringify(won.body));
+  await sys.waitForPurchase(purchaseId, (r) => r.dispute_status === 'won');
+  const out = await supportCli(sys, ['refund', purchaseId, '--reason', 'goodwill']);
+  t.is(out.code, 0, out.stderr);
+  await sys.waitForPurchase(purchaseId, (r) => r.status === 'refunded' && r.refund_status === 'succeeded');
+  t.is(await refundsAtStripe(sys, paymentIntent), 1);
+});

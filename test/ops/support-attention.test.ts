@@ -6,6 +6,7 @@ import {
   allowRefunds,
   confirmedPurchase,
   refuseRefunds,
+  foreignSession,
   runOpsCli,
   supportRefundFailedAfterSagaEnded,
 } from '../helpers/attention';
@@ -311,5 +312,54 @@ test.serial(
     t.is(retry.code, 1, retry.stdout + retry.stderr);
     t.deepEqual(await refundsAtStripe(own, purchaseId), []);
     await assertInvariants(t, own.db, sku);
+  },
+);
+
+test.serial(
+  'a stray payment whose refund fails after its saga ended is back in front of support, who settle it by hand',
+  async (t) => {
+    const sys = await ownSystem(t);
+    const sku = await sys.createProduct();
+    const res = await sys.buy(sku, 'cli-stray-late');
+    t.is(res.status, 201, JSON.stringify(res.body));
+    const foreign = await foreignSession(sys, res.body.purchaseId);
+    t.is((await sys.pay(foreign.id, 'succeeded')).status, 200);
+    // The stray payment is refunded and its saga ends.
+    const row = async () =>
+      (await sys.db.query('SELECT status, refund_id, detail FROM stray_payments WHERE session_id = $1', [foreign.id]))
+        .rows[0];
+    const refunded = await until('the stray payment refunded', async () =>
+      (await row())?.status === 'refunded' ? row() : undefined,
+    );
+    await sys.temporal.workflow.getHandle(`stray-${foreign.id}`).result();
+
+    // Days later the bank returns it: the refund fails, and no saga is there to hear it.
+    const failed = await sys.emulatorCall('POST', `/_emulator/refunds/${refunded.refund_id}/fail`, {});
+    t.is(failed.status, 200, JSON.stringify(failed.body));
+    const attention = await until('the stray payment in needs_attention', async () => {
+      const r = await row();
+      return r.status === 'needs_attention' ? r : undefined;
+    });
+    t.regex(attention.detail, /the refund failed after its saga ended/);
+    const listed = await supportCli(sys, ['list-attention']);
+    t.regex(listed.stdout, new RegExp(`${foreign.id} .*the refund failed after its saga ended`));
+
+    // No saga waits: a retry says what to do instead, and changes nothing; settled by hand is written.
+    const retry = await supportCli(sys, ['retry-stray', foreign.id]);
+    t.is(retry.code, 1, retry.stdout);
+    t.regex(
+      retry.stderr,
+      /has ended: no refund of this payment is made again from here.*Stripe Dashboard.*settle-stray/,
+    );
+    t.like(await row(), { status: 'needs_attention' });
+    const settled = await supportCli(sys, ['settle-stray', foreign.id, '--note', 'paid back by bank transfer']);
+    t.is(settled.code, 0, settled.stderr);
+    t.regex(settled.stdout, /settled_by_hand \(settled by hand by support-cli:\S+: paid back by bank transfer\)/);
+    t.like(await row(), { status: 'settled_by_hand' });
+    const { rows } = await sys.db.query(
+      `SELECT detail FROM audit_log WHERE purchase_id = $1 AND action = 'stray_settled_by_hand'`,
+      [res.body.purchaseId],
+    );
+    t.like(rows[0]?.detail, { sessionId: foreign.id, note: 'paid back by bank transfer' });
   },
 );

@@ -1,7 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import {
   allowRefunds,
-  foreignSession,
+  confirmedPurchase,
   REFUSAL,
   refundFailedAfterSagaEnded,
   refusedLateRefund,
@@ -11,7 +11,7 @@ import {
 import { assertInvariants } from '../helpers/db';
 import { inBatches, until } from '../helpers/poll';
 import { USAGE } from '../../ops/support-args';
-import { asBuyer, sessionOf, startSystem, type System } from '../helpers/system';
+import { asBuyer, startSystem, type System } from '../helpers/system';
 
 let sys: System;
 test.before(async () => {
@@ -41,14 +41,6 @@ function supportCli(
   return runOpsCli('support', args, { TASK_QUEUE: on.taskQueue, ...env });
 }
 
-async function confirmedPurchase(sku: string, buyerId: string): Promise<string> {
-  const res = await sys.buy(sku, buyerId);
-  if (res.status !== 201) throw new Error(`buying: ${res.status} ${JSON.stringify(res.body)}`);
-  await sys.pay(await sessionOf(sys.db, res.body.purchaseId), 'succeeded');
-  await sys.waitForPurchase(res.body.purchaseId, (p) => p.status === 'confirmed');
-  return res.body.purchaseId as string;
-}
-
 async function refundsOf(purchaseId: string, on: System = sys): Promise<number> {
   const { body } = await on.emulatorCall('GET', '/_emulator/events?type=refund.created');
   const events = body.data as { event: { data: { object: { metadata?: Record<string, string> } } } }[];
@@ -57,7 +49,7 @@ async function refundsOf(purchaseId: string, on: System = sys): Promise<number> 
 
 test('a refund from the CLI refunds a confirmed purchase, and running it again does not refund twice', async (t) => {
   const sku = await sys.createProduct();
-  const purchaseId = await confirmedPurchase(sku, 'cli-alice');
+  const purchaseId = (await confirmedPurchase(sys, 'cli-alice', sku)).purchaseId;
 
   const first = await supportCli(['refund', purchaseId, '--reason', 'wrong size shipped']);
   t.is(first.code, 0, first.stderr);
@@ -86,7 +78,7 @@ test('a refund from the CLI refunds a confirmed purchase, and running it again d
 
 test('a refund with --restock puts the unit back on sale', async (t) => {
   const sku = await sys.createProduct();
-  const purchaseId = await confirmedPurchase(sku, 'cli-bob');
+  const purchaseId = (await confirmedPurchase(sys, 'cli-bob', sku)).purchaseId;
   t.like(await sys.stock(sku), { available: 4, sold: 1 });
 
   const out = await supportCli(['refund', purchaseId, '--reason', 'duplicate order', '--restock']);
@@ -160,8 +152,8 @@ test('a misspelt SKU is exit 2 naming it, not "nothing to do"; the lookups need 
 
 test('refund-oversold refunds exactly the orders sold beyond stock and gives their units back to the allowance', async (t) => {
   const sku = await sys.createProduct({ stock: 1, oversellAllowance: 1 });
-  const first = await confirmedPurchase(sku, 'cli-real');
-  const second = await confirmedPurchase(sku, 'cli-over');
+  const first = (await confirmedPurchase(sys, 'cli-real', sku)).purchaseId;
+  const second = (await confirmedPurchase(sys, 'cli-over', sku)).purchaseId;
   t.like(await sys.stock(sku), { sold: 2, oversold: 1, soldOut: true });
 
   const out = await supportCli(['refund-oversold', sku, '--reason', 'sold beyond stock; sorry']);
@@ -257,48 +249,6 @@ test.serial(
   },
 );
 
-test('a stray payment whose refund fails after its saga ended is back in front of support, who settle it by hand', async (t) => {
-  const sku = await sys.createProduct();
-  const res = await sys.buy(sku, 'cli-stray-late');
-  t.is(res.status, 201, JSON.stringify(res.body));
-  const foreign = await foreignSession(sys, res.body.purchaseId);
-  t.is((await sys.pay(foreign.id, 'succeeded')).status, 200);
-  // The stray payment is refunded and its saga ends.
-  const row = async () =>
-    (await sys.db.query('SELECT status, refund_id, detail FROM stray_payments WHERE session_id = $1', [foreign.id]))
-      .rows[0];
-  const refunded = await until('the stray payment refunded', async () =>
-    (await row())?.status === 'refunded' ? row() : undefined,
-  );
-  await sys.temporal.workflow.getHandle(`stray-${foreign.id}`).result();
-
-  // Days later the bank returns it: the refund fails, and no saga is there to hear it.
-  const failed = await sys.emulatorCall('POST', `/_emulator/refunds/${refunded.refund_id}/fail`, {});
-  t.is(failed.status, 200, JSON.stringify(failed.body));
-  const attention = await until('the stray payment in needs_attention', async () => {
-    const r = await row();
-    return r.status === 'needs_attention' ? r : undefined;
-  });
-  t.regex(attention.detail, /the refund failed after its saga ended/);
-  const listed = await supportCli(['list-attention']);
-  t.regex(listed.stdout, new RegExp(`${foreign.id} .*the refund failed after its saga ended`));
-
-  // No saga waits: a retry says what to do instead, and changes nothing; settled by hand is written.
-  const retry = await supportCli(['retry-stray', foreign.id]);
-  t.is(retry.code, 1, retry.stdout);
-  t.regex(retry.stderr, /has ended: no refund of this payment is made again from here.*Stripe Dashboard.*settle-stray/);
-  t.like(await row(), { status: 'needs_attention' });
-  const settled = await supportCli(['settle-stray', foreign.id, '--note', 'paid back by bank transfer']);
-  t.is(settled.code, 0, settled.stderr);
-  t.regex(settled.stdout, /settled_by_hand \(settled by hand by support-cli:\S+: paid back by bank transfer\)/);
-  t.like(await row(), { status: 'settled_by_hand' });
-  const { rows } = await sys.db.query(
-    `SELECT detail FROM audit_log WHERE purchase_id = $1 AND action = 'stray_settled_by_hand'`,
-    [res.body.purchaseId],
-  );
-  t.like(rows[0]?.detail, { sessionId: foreign.id, note: 'paid back by bank transfer' });
-});
-
 test.serial('retry-stray and settle-stray reach the refund saga of a stray payment', async (t) => {
   const own = await refusingSystem(t);
   const first = await refusedStrayRefund(own, 'cli-attn-stray-1');
@@ -369,7 +319,7 @@ test.serial('retry-stray and settle-stray reach the refund saga of a stray payme
 test('retry and settle refuse, with exit 1, what does not wait for support: unknown, not needs_attention', async (t) => {
   const sku = await sys.createProduct();
   const [paid, orphan] = await Promise.all([
-    confirmedPurchase(sku, 'cli-attn-none'),
+    confirmedPurchase(sys, 'cli-attn-none', sku).then((p) => p.purchaseId),
     // A refund that failed after its saga ended is listed (retry and settle make a new saga for it:
     // test/ops/support-attention.test.ts).
     refundFailedAfterSagaEnded(sys, 'cli-attn-orphan'),
@@ -415,28 +365,4 @@ test.serial('a purchase settled by hand shows its refund settled by hand, not th
     status: 'refunded',
     refund: { status: 'succeeded', settledByHand: true },
   });
-});
-
-// A refused refund is tried again under a new idempotency key: Stripe replays a refused key's answer for a day.
-test('a refund of a disputed payment is refused while the dispute is open, and goes through once it is won', async (t) => {
-  const sku = await sys.createProduct();
-  const purchaseId = await confirmedPurchase(sku, 'cli-attn-dispute');
-  const paymentIntent = (await sys.waitForPurchase(purchaseId, () => true)).payment_intent_id;
-  const dispute = await sys.emulatorCall('POST', `/_emulator/payment_intents/${paymentIntent}/dispute`, {});
-  t.is(dispute.status, 200, JSON.stringify(dispute.body));
-  await sys.waitForPurchase(purchaseId, (r) => r.dispute_status === 'needs_response');
-  // Refused before Stripe is asked (it would refuse too, and the saga would retry a refund it never makes).
-  const refused = await supportCli(['refund', purchaseId, '--reason', 'goodwill']);
-  t.is(refused.code, 1);
-  t.regex(refused.stderr, /the payment is disputed \(dp_\w+, fraudulent\) and the dispute is needs_response/);
-  t.is((await sys.waitForPurchase(purchaseId, () => true)).status, 'confirmed');
-  t.is(await refundsOf(purchaseId), 0);
-
-  const won = await sys.emulatorCall('POST', `/_emulator/disputes/${dispute.body.id}/close`, { outcome: 'won' });
-  t.is(won.status, 200, JSON.stringify(won.body));
-  await sys.waitForPurchase(purchaseId, (r) => r.dispute_status === 'won');
-  const out = await supportCli(['refund', purchaseId, '--reason', 'goodwill']);
-  t.is(out.code, 0, out.stderr);
-  await sys.waitForPurchase(purchaseId, (r) => r.status === 'refunded' && r.refund_status === 'succeeded');
-  t.is(await refundsOf(purchaseId), 1);
 });
