@@ -243,6 +243,14 @@ async function waitForPaymentOrLapse(saga: PurchaseSaga, holdEnd: number): Promi
 const CANCEL_HEARS_STRIPE_PATCH = 'cancel-hears-the-session';
 
 /**
+ * A payment event that landed while an operator's cancel gave the unit back (a delayed payment's
+ * success, or a completed session's news that came after the expire's answer) was in the run's
+ * history and left unsettled as the run closed: the webhook had handed it over, so no follow-up ran.
+ * Under this patch it is settled as after every other release.
+ */
+const OPERATOR_CANCEL_SETTLES_PATCH = 'operator-cancel-settles-stragglers';
+
+/**
  * An operator cancelled the saga: expire the session, then release the hold, last in first out. A
  * payment already made is never dropped: it still ends in a sale (or a refund, when its unit is gone).
  */
@@ -268,4 +276,6 @@ async function compensateOperatorCancel(saga: PurchaseSaga): Promise<void> {
   }
   if (isPaid(state.status)) return;
   await saga.endReleased('release', 'failed', { reason: 'cancelled by an operator' });
+  /* istanbul ignore else -- only the replay of a history from before the patch takes the other path */
+  if (patched(OPERATOR_CANCEL_SETTLES_PATCH)) await settleStragglers(saga);
 }

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { WorkflowFailedError } from '@temporalio/client';
 import { paymentEventSignal, supportActionSignal } from '../../../workflows/definitions';
 import { called, gate, idle, sessionOpen, startPurchase, until } from '../helpers/saga';
 import { useFastTemporal } from '../helpers/temporal';
@@ -207,4 +208,24 @@ test('a session that needed no payment is a sale; a delayed payment’s failure 
   t.like(await a.result(), { status: 'confirmed' });
   t.like(await b.result(), { status: 'confirmed' });
   t.is(raced.count('releaseHold'), 0);
+});
+
+test('a delayed payment’s success that lands while an operator’s cancel gives its unit back is settled: a unit is taken again', async (t) => {
+  const { world } = temporal();
+  // The unit goes back only once the success is in the saga's history.
+  const landed = gate(t);
+  const c = world.open({
+    releaseHold: () => landed.passed().then(() => ({ released: true, status: 'released' as const })),
+  });
+  const saga = await startPurchase(temporal(), c);
+  await sessionOpen(c);
+  await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
+  await called(c, 'extendHold');
+  await saga.cancel();
+  await called(c, 'releaseHold');
+  await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_succeeded'));
+  landed.open();
+  await t.throwsAsync(saga.result(), { instanceOf: WorkflowFailedError });
+  t.deepEqual(c.names('retakeForLatePayment'), ['retakeForLatePayment']);
+  t.like(c.record, { status: 'confirmed' }, 'the payer gets a unit');
 });
