@@ -172,3 +172,22 @@ export function describeProbe(record: ProbeRecord, max = 30): string[] {
 }
 
 type Resource = keyof Omit<Pressure, 'at'>;
+
+/**
+ * The last `max` warnings and errors of a server's log (the Temporal dev server logs at warn level: a
+ * "Slow gRPC call" names the call and how long it took), for a failed run's report; none when the
+ * log cannot be read.
+ */
+export function lastWarnings(logFile: string, max = 20): string[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(logFile, 'utf8');
+  } catch {
+    return [];
+  }
+  return text
+    .split('\n')
+    .filter((line) => /\blevel=(WARN|ERROR)\b/.test(line))
+    .slice(-max)
+    .map((line) => line.slice(0, 300));
+}

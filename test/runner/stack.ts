@@ -7,7 +7,7 @@ import { isAlive, seconds } from '../../dev/proc';
 import { log, repoRoot, type Interrupts } from './ava';
 import { inTree } from './compile';
 import { LANE_CONCURRENCY, splitLanes, stackTestFiles } from './lanes';
-import { describeProbe, startProbe } from './probe';
+import { describeProbe, lastWarnings, startProbe } from './probe';
 
 // The stack tier: every other test file, against a throwaway stack (its own Postgres, an in-memory
 // Temporal dev server) that this starts before ava and stops after it.
@@ -134,7 +134,12 @@ export async function runStackTier(
     // Every run says how still the stack stood at its worst; a failed one names each stall.
     const [summary, ...stalls] = describeProbe(await probe.stop());
     log(`the stack, looked at each second: ${summary}`);
-    if (code !== 0) for (const line of stalls) log(`  ${line}`);
+    if (code !== 0) {
+      for (const line of stalls) log(`  ${line}`);
+      const warnings = lastWarnings(path.join(dataDir, 'temporal.log'));
+      if (warnings.length) log(`the Temporal server's last ${warnings.length} warnings:`);
+      for (const line of warnings) log(`  ${line}`);
+    }
     return interrupts.exitCode(code);
   } finally {
     if (stack) {

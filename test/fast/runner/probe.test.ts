@@ -1,5 +1,8 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import test from 'ava';
-import { describeProbe, type ProbeRecord } from '../../runner/probe';
+import { describeProbe, lastWarnings, type ProbeRecord } from '../../runner/probe';
 
 const at = (clock: string) => Date.parse(`2026-12-05T${clock}Z`);
 const second = (clock: string, cpu = 0.2, io = 0, memory = 0) => ({ at: at(clock), cpu, io, memory });
@@ -49,4 +52,23 @@ test('a quiet run is one line and says so; a long list is cut at its most', (t) 
   t.is(lines.length, 1 + 3 + 1);
   t.is(lines[1], "10:00:00 launcher's timer ran 2000 ms late");
   t.is(lines.at(-1), '… and 2 more');
+});
+
+test("a failed run's report takes the Temporal server's last warnings and errors, and nothing from a log it cannot read", (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'probe-log-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const log = path.join(dir, 'temporal.log');
+  const lines = [
+    'Temporal CLI 1.9.1 (Server 1.32.0, UI 2.54.1)',
+    ...Array.from({ length: 4 }, (_, i) => `time=T${i} level=WARN msg="Slow gRPC call" duration=${i}s`),
+    'time=T9 level=INFO msg="not shown"',
+    'time=T10 level=ERROR msg="persistence failed"',
+  ];
+  fs.writeFileSync(log, lines.join('\n'));
+  t.deepEqual(lastWarnings(log, 3), [
+    'time=T2 level=WARN msg="Slow gRPC call" duration=2s',
+    'time=T3 level=WARN msg="Slow gRPC call" duration=3s',
+    'time=T10 level=ERROR msg="persistence failed"',
+  ]);
+  t.deepEqual(lastWarnings(path.join(dir, 'gone.log')), []);
 });
