@@ -83,15 +83,18 @@ export async function openPurchase(
     // SKU takes another lock).
     // The admission is spent only by the purchase this statement records: a same key recorded by
     // another request meanwhile (for another SKU: another lock) leaves this SKU's admission unspent.
+    // The ticket is locked first, so a session the admitter is ending meanwhile is waited for and
+    // read again: no purchase is recorded on an admission that is over.
     const { rows } = admission
       ? await tx.query<PurchaseRow>(
-          `WITH opened AS (
+          `WITH ticket AS (SELECT ticket_id FROM room_tickets
+                            WHERE ${unspentAdmissionSql('$8', '$4', '$5', '$1')} FOR UPDATE),
+           opened AS (
              INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, unit_id, status)
-             SELECT $1, $2, $3, $4, $5, $6, $7, 'holding'
-              WHERE EXISTS (SELECT 1 FROM room_tickets WHERE ${unspentAdmissionSql('$8', '$4', '$5', '$1')})
+             SELECT $1, $2, $3, $4, $5, $6, $7, 'holding' FROM ticket
              ON CONFLICT DO NOTHING RETURNING *),
            spent AS (UPDATE room_tickets SET purchase_id = $1
-                       WHERE ${unspentAdmissionSql('$8', '$4', '$5', '$1')} AND EXISTS (SELECT 1 FROM opened))
+                      WHERE ticket_id IN (SELECT ticket_id FROM ticket) AND EXISTS (SELECT 1 FROM opened))
            SELECT * FROM opened`,
           [...params, admission.ticketId],
         )

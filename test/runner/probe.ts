@@ -5,7 +5,7 @@ import { Connection } from '@temporalio/client';
 // While the stack tier runs, the launcher (idle beside ava) looks at the shared servers and the
 // machine once a second: a commit on the tests' Postgres, a task-queue lookup on their Temporal
 // server, how far its own timers ran late, and the kernel's pressure stall figures (the share of
-// the second in which tasks waited for a CPU or for the disk). When a lane fails, the seconds in
+// the second in which tasks waited for a CPU, the disk or memory). When a lane fails, the seconds in
 // which something stood still are printed under its failures: a test that timed out then shows
 // whether its own code waited, or the whole stack did (and on what).
 
@@ -39,6 +39,8 @@ const SLOW_MS = 1_000;
 const PRESSED = 0.5;
 const PERIOD_MS = 1_000;
 const PROBE_TIMEOUT_MS = 120_000;
+/** How long stopping waits for looks under way. */
+const STOP_WAIT_MS = 2_000;
 
 /** Starts looking; `stop()` ends it and returns what it saw. Never throws: a probe that fails is recorded. */
 export function startProbe(stack: { databaseUrl: string; temporalAddress: string; temporalNamespace: string }): {
@@ -59,7 +61,14 @@ export function startProbe(stack: { databaseUrl: string; temporalAddress: string
       await sleep(Math.max(PERIOD_MS - (Date.now() - at), 0));
     }
   };
-  const db = new pg.Pool({ connectionString: stack.databaseUrl, max: 1, statement_timeout: PROBE_TIMEOUT_MS });
+  const db = new pg.Pool({
+    connectionString: stack.databaseUrl,
+    max: 1,
+    // A commit's flush is not under statement_timeout: the client gives up on its own too.
+    statement_timeout: PROBE_TIMEOUT_MS,
+    query_timeout: PROBE_TIMEOUT_MS,
+    connectionTimeoutMillis: PROBE_TIMEOUT_MS,
+  });
   db.on('error', () => {}); // a restart the tests make; the next look records the failure
   // txid_current() takes a transaction id, so its commit is flushed to the WAL like a sale's.
   const postgres = loop(record.postgres, () => db.query('SELECT txid_current()'));
@@ -92,8 +101,9 @@ export function startProbe(stack: { databaseUrl: string; temporalAddress: string
     async stop() {
       running = false;
       clearInterval(timer);
-      await Promise.race([Promise.allSettled([postgres, temporal]), sleep(2_000)]);
-      await Promise.allSettled([db.end(), connection.close()]);
+      // A look still waiting on a stalled server is not waited for: the record is what was seen.
+      await Promise.race([Promise.allSettled([postgres, temporal]), sleep(STOP_WAIT_MS)]);
+      void Promise.allSettled([db.end(), connection.close()]);
       return record;
     },
   };

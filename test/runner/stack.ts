@@ -7,7 +7,7 @@ import { isAlive, seconds } from '../../dev/proc';
 import { log, repoRoot, type Interrupts } from './ava';
 import { inTree } from './compile';
 import { LANE_CONCURRENCY, splitLanes, stackTestFiles } from './lanes';
-import { describeProbe, lastWarnings, startProbe } from './probe';
+import { describeProbe, lastWarnings, startProbe, type ProbeRecord } from './probe';
 
 // The stack tier: every other test file, against a throwaway stack (its own Postgres, an in-memory
 // Temporal dev server) that this starts before ava and stops after it.
@@ -122,17 +122,22 @@ export async function runStackTier(
     let code = 0;
     const testsStarted = Date.now();
     const probe = startProbe(stack);
-    for (let i = 0; i < lanes.length; i++) {
-      // A lane and the ones that run beside it, together; the first code that is not 0 stands.
-      const together = [lanes[i]];
-      while (lanes[i + 1]?.beside) together.push(lanes[++i]);
-      const codes = await Promise.all(together.map(runLane));
-      code = codes.find((c) => c !== 0) ?? 0;
-      if (code !== 0 || interrupts.signal) break;
+    let looked: ProbeRecord;
+    try {
+      for (let i = 0; i < lanes.length; i++) {
+        // A lane and the ones that run beside it, together; the first code that is not 0 stands.
+        const together = [lanes[i]];
+        while (lanes[i + 1]?.beside) together.push(lanes[++i]);
+        const codes = await Promise.all(together.map(runLane));
+        code = codes.find((c) => c !== 0) ?? 0;
+        if (code !== 0 || interrupts.signal) break;
+      }
+    } finally {
+      looked = await probe.stop();
     }
     if (lanes.length > 1) log(`stack tier: ava ran ${seconds(testsStarted)} in all`);
     // Every run says how still the stack stood at its worst; a failed one names each stall.
-    const [summary, ...stalls] = describeProbe(await probe.stop());
+    const [summary, ...stalls] = describeProbe(looked);
     log(`the stack, looked at each second: ${summary}`);
     if (code !== 0) {
       for (const line of stalls) log(`  ${line}`);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
-import { openPurchase } from '../../store/open-purchase';
+import { NotAdmittedError, openPurchase } from '../../store/open-purchase';
 import { purchaseIdFor } from '../../store/purchases';
 import { roomProduct, testDb, uniqueSku } from '../helpers/db';
 import { until } from '../helpers/poll';
@@ -60,37 +60,62 @@ test('a purchase stuck in holding over a minute past its slot does not lock its 
   t.like(await openPurchase(db, randomUUID(), req), { outcome: 'created' });
 });
 
-test("a key recorded meanwhile for another SKU leaves this SKU's admission unspent", async (t) => {
-  const [first, second] = [await roomProduct(db, 'spend-a'), await roomProduct(db, 'spend-b')];
-  const buyerId = `buyer-${randomUUID().slice(0, 8)}`;
+/** A pool whose statements this file can tell apart on the shared database (other files run beside it). */
+const racing = new pg.Pool({
+  connectionString: process.env.DATABASE_URL,
+  application_name: 'open-purchase-race',
+  max: 2,
+});
+test.after.always(() => racing.end());
+
+/** Until a statement of `racing` waits for a row lock another transaction holds. */
+function untilRacingWaits(): Promise<true> {
+  return until('the racing statement waits on the other transaction', async () => {
+    const { rows } = await db.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE application_name = 'open-purchase-race' AND wait_event_type = 'Lock'`,
+    );
+    return rows[0].n > 0 ? true : undefined;
+  });
+}
+
+/** An admitted ticket of `buyerId` to `sku`'s room, its session 5 minutes long; the ticket id. */
+async function admittedTicket(sku: string, buyerId: string): Promise<string> {
   const ticketId = `ticket-${randomUUID()}`;
   await db.query(
     `INSERT INTO room_tickets (sku, buyer_id, ticket_id, place, admitted_at, admission_expires_at)
      VALUES ($1, $2, $3, 0, now(), now() + interval '5 minutes')`,
-    [second, buyerId, ticketId],
+    [sku, buyerId, ticketId],
   );
-  // The same key, used by another request of this buyer for the first SKU: recorded, not committed yet.
-  const key = randomUUID();
+  return ticketId;
+}
+
+/** A transaction of another connection, left open: `write` runs in it, and `commit()` ends it. */
+async function openTransaction(t: ExecutionContext, write: (c: pg.Client) => Promise<unknown>) {
   const other = new pg.Client({ connectionString: process.env.DATABASE_URL });
   await other.connect();
   t.teardown(() => other.end());
   await other.query('BEGIN');
-  await other.query(
-    `INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, status)
-     VALUES ($1, $2, $3, $4, $5, 1, 'holding')`,
-    [purchaseIdFor(key, buyerId), key, JSON.stringify({ sku: first, buyerId, quantity: 1 }), first, buyerId],
+  await write(other);
+  return { commit: () => other.query('COMMIT') };
+}
+
+test("a key recorded meanwhile for another SKU leaves this SKU's admission unspent", async (t) => {
+  const [first, second] = [await roomProduct(db, 'spend-a'), await roomProduct(db, 'spend-b')];
+  const buyerId = `buyer-${randomUUID().slice(0, 8)}`;
+  const ticketId = await admittedTicket(second, buyerId);
+  // The same key, used by another request of this buyer for the first SKU: recorded, not committed yet.
+  const key = randomUUID();
+  const other = await openTransaction(t, (c) =>
+    c.query(
+      `INSERT INTO purchases (purchase_id, idempotency_key, request, sku, buyer_id, quantity, status)
+       VALUES ($1, $2, $3, $4, $5, 1, 'holding')`,
+      [purchaseIdFor(key, buyerId), key, JSON.stringify({ sku: first, buyerId, quantity: 1 }), first, buyerId],
+    ),
   );
-  const opening = openPurchase(db, key, { sku: second, buyerId, quantity: 1 }, { ticketId });
-  // Its insert waits on the other's row with the same purchase id.
-  await until('the insert waits on the other row', async () => {
-    const { rows } = await db.query(
-      `SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO purchases%' AND pid <> $1`,
-      [(other as unknown as { processID: number }).processID],
-    );
-    return rows[0].n > 0 ? true : undefined;
-  });
-  await other.query('COMMIT');
+  const opening = openPurchase(racing, key, { sku: second, buyerId, quantity: 1 }, { ticketId });
+  await untilRacingWaits(); // its insert waits on the other's row with the same purchase id
+  await other.commit();
   const opened = await opening;
   t.like(opened, { outcome: 'known', record: { sku: first } }, 'the key names the purchase of the first SKU');
   const { rows } = await db.query('SELECT purchase_id FROM room_tickets WHERE ticket_id = $1', [ticketId]);
@@ -98,4 +123,23 @@ test("a key recorded meanwhile for another SKU leaves this SKU's admission unspe
   // The buyer buys the second SKU with its admission under a key of its own.
   const bought = await openPurchase(db, randomUUID(), { sku: second, buyerId, quantity: 1 }, { ticketId });
   t.like(bought, { outcome: 'created', record: { sku: second } });
+});
+
+test('an admission whose session the admitter ends meanwhile records no purchase', async (t) => {
+  const sku = await roomProduct(db, 'spend-late');
+  const buyerId = `buyer-${randomUUID().slice(0, 8)}`;
+  const ticketId = await admittedTicket(sku, buyerId);
+  // The admitter lapses the session (its own clock says it is over), not committed yet.
+  const admitter = await openTransaction(t, (c) =>
+    c.query(`UPDATE room_tickets SET left_at = now(), left_reason = 'expired' WHERE ticket_id = $1`, [ticketId]),
+  );
+  const key = randomUUID();
+  const opening = openPurchase(racing, key, { sku, buyerId, quantity: 1 }, { ticketId });
+  await untilRacingWaits();
+  await admitter.commit();
+  await t.throwsAsync(opening, { instanceOf: NotAdmittedError });
+  const { rows } = await db.query('SELECT count(*)::int AS n FROM purchases WHERE purchase_id = $1', [
+    purchaseIdFor(key, buyerId),
+  ]);
+  t.is(rows[0].n, 0, 'no purchase on an admission that is over');
 });

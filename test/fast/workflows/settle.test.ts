@@ -210,22 +210,29 @@ test('a session that needed no payment is a sale; a delayed payment’s failure 
   t.is(raced.count('releaseHold'), 0);
 });
 
-test('a delayed payment’s success that lands while an operator’s cancel gives its unit back is settled: a unit is taken again', async (t) => {
-  const { world } = temporal();
-  // The unit goes back only once the success is in the saga's history.
-  const landed = gate(t);
-  const c = world.open({
-    releaseHold: () => landed.passed().then(() => ({ released: true, status: 'released' as const })),
-  });
-  const saga = await startPurchase(temporal(), c);
-  await sessionOpen(c);
-  await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
-  await called(c, 'extendHold');
-  await saga.cancel();
-  await called(c, 'releaseHold');
-  await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_succeeded'));
-  landed.open();
-  await t.throwsAsync(saga.result(), { instanceOf: WorkflowFailedError });
-  t.deepEqual(c.names('retakeForLatePayment'), ['retakeForLatePayment']);
-  t.like(c.record, { status: 'confirmed' }, 'the payer gets a unit');
+test('a delayed payment’s outcome that lands while an operator’s cancel gives its unit back is settled: a success takes a unit again', async (t) => {
+  for (const outcome of ['succeeded', 'failed'] as const) {
+    const { world } = temporal();
+    // The unit goes back only once the outcome is in the saga's history.
+    const landed = gate(t);
+    const c = world.open({
+      releaseHold: () => landed.passed().then(() => ({ released: true, status: 'released' as const })),
+    });
+    const saga = await startPurchase(temporal(), c);
+    await sessionOpen(c);
+    await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
+    await called(c, 'extendHold');
+    await saga.cancel();
+    await called(c, 'releaseHold');
+    await saga.signal(paymentEventSignal, c.event(`checkout.session.async_payment_${outcome}`));
+    landed.open();
+    await t.throwsAsync(saga.result(), { instanceOf: WorkflowFailedError });
+    if (outcome === 'succeeded') {
+      t.deepEqual(c.names('retakeForLatePayment'), ['retakeForLatePayment']);
+      t.like(c.record, { status: 'confirmed' }, 'the payer gets a unit');
+    } else {
+      t.is(c.count('retakeForLatePayment'), 0);
+      t.like(c.record, { status: 'failed', reason: 'cancelled by an operator' });
+    }
+  }
 });
