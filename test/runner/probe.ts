@@ -148,7 +148,11 @@ export function describeProbe(record: ProbeRecord, max = 30): string[] {
   const lines = [
     `slowest: ${slowest(record.postgres, 'Postgres commit')}, ${slowest(record.temporal, 'Temporal task-queue lookup')}, ` +
       `launcher's timer late ${slowest(record.timers, 'by')}; most of a second waiting for a CPU ${peakText('cpu')}, ` +
-      `the disk ${peakText('io')}, memory ${peakText('memory')}`,
+      `the disk ${peakText('io')}, memory ${peakText('memory')}` +
+      failedText([
+        ['Postgres', record.postgres],
+        ['Temporal', record.temporal],
+      ]),
   ];
   const events: Array<{ at: number; text: string }> = [];
   const looks = (list: Look[], what: (l: Look) => string) => {
@@ -182,6 +186,14 @@ export function describeProbe(record: ProbeRecord, max = 30): string[] {
 }
 
 type Resource = keyof Omit<Pressure, 'at'>;
+
+/** `; failed looks: Postgres 2, Temporal 1` when any look failed (a run that passed names none of them), else nothing. */
+function failedText(kinds: Array<[string, Look[]]>): string {
+  const failed = kinds
+    .map(([what, looks]) => [what, looks.filter((l) => l.error).length] as const)
+    .filter(([, n]) => n > 0);
+  return failed.length ? `; failed looks: ${failed.map(([what, n]) => `${what} ${n}`).join(', ')}` : '';
+}
 
 /**
  * The last `max` warnings and errors of a server's log (the Temporal dev server logs at warn level: a

@@ -25,7 +25,8 @@ test('the probe names the slowest look of each kind, and each stall with what th
   t.is(
     summary,
     'slowest: Postgres commit 31500 ms at 23:01:41, Temporal task-queue lookup 3000 ms at 23:01:45, ' +
-      "launcher's timer late by 12 ms at 23:01:40; most of a second waiting for a CPU 95 %, the disk 80 %, memory 0 %",
+      "launcher's timer late by 12 ms at 23:01:40; most of a second waiting for a CPU 95 %, the disk 80 %, memory 0 %; " +
+      'failed looks: Temporal 1',
   );
   t.deepEqual(stalls, [
     '23:01:41 Postgres commit took 31500 ms (waiting for a CPU up to 90 %, the disk 80 %)',
