@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { WorkflowFailedError } from '@temporalio/client';
 import { paymentEventSignal, supportActionSignal } from '../../../workflows/definitions';
 import { called, gate, idle, sessionOpen, startPurchase, until } from '../helpers/saga';
@@ -12,6 +12,18 @@ import { refusal } from '../helpers/world';
 const temporal = useFastTemporal(test);
 
 const pending = { paymentStatus: 'unpaid' } as const;
+
+/** A saga with its session open whose hold goes back only once the test opens `landed`. */
+async function releasingOnGate(t: ExecutionContext) {
+  const { world } = temporal();
+  const landed = gate(t);
+  const c = world.open({
+    releaseHold: () => landed.passed().then(() => ({ released: true, status: 'released' as const })),
+  });
+  const saga = await startPurchase(temporal(), c);
+  await sessionOpen(c);
+  return { c, saga, landed };
+}
 
 test('a delayed payment keeps the unit while it settles, then confirms', async (t) => {
   const { world } = temporal();
@@ -123,14 +135,8 @@ test('an expire support settled by hand ends the purchase expired', async (t) =>
 test('a success that lands while a failed delayed payment gives its unit back is settled: a unit is taken again', async (t) => {
   // The failure as the first word, and after the completed session (the saga holding the unit for it).
   for (const completedFirst of [false, true]) {
-    const { world } = temporal();
     // The unit goes back only once the success is in the saga's history.
-    const landed = gate(t);
-    const c = world.open({
-      releaseHold: () => landed.passed().then(() => ({ released: true, status: 'released' as const })),
-    });
-    const saga = await startPurchase(temporal(), c);
-    await sessionOpen(c);
+    const { c, saga, landed } = await releasingOnGate(t);
     if (completedFirst) {
       await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
       await called(c, 'extendHold');
@@ -212,14 +218,8 @@ test('a session that needed no payment is a sale; a delayed payment’s failure 
 
 test('a delayed payment’s outcome that lands while an operator’s cancel gives its unit back is settled: a success takes a unit again', async (t) => {
   for (const outcome of ['succeeded', 'failed'] as const) {
-    const { world } = temporal();
     // The unit goes back only once the outcome is in the saga's history.
-    const landed = gate(t);
-    const c = world.open({
-      releaseHold: () => landed.passed().then(() => ({ released: true, status: 'released' as const })),
-    });
-    const saga = await startPurchase(temporal(), c);
-    await sessionOpen(c);
+    const { c, saga, landed } = await releasingOnGate(t);
     await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
     await called(c, 'extendHold');
     await saga.cancel();
