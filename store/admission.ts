@@ -5,6 +5,7 @@ import type { Db } from './db';
 import { IN_FLIGHT_RETRY_MS, type Gate, type Permit, type SoldOutOutlook } from './gate';
 import { getProduct, termsOf } from './products';
 import { Batcher } from './batcher';
+import { backAtSql } from './hold-types';
 import { perPurchaseLimit } from './rules';
 import { lookupForAdmission, NotAdmittedError, openPurchase, type AdmissionLookup } from './open-purchase';
 import { purchaseIdFor, type PurchaseRecord } from './purchases';
@@ -218,8 +219,7 @@ export class Admissions {
     // A lapsed hold is out of reach for its grace too (a payment may still land), as the gate counts it.
     const { rows } = await this.db.query<{ status: string; back_at: Date | null }>(
       `SELECT u.status,
-              CASE WHEN h.expires_at > now() THEN h.expires_at
-                   ELSE h.expires_at + make_interval(secs => p.hold_grace_seconds) END AS back_at
+              ${backAtSql('h.expires_at', 'make_interval(secs => p.hold_grace_seconds)')} AS back_at
          FROM units u JOIN products p ON p.sku = u.sku
          LEFT JOIN holds h ON h.purchase_id = u.purchase_id AND h.status = 'active'
         WHERE u.sku = $1 AND u.unit_id = $2`,

@@ -57,3 +57,10 @@ export function toHold(r: HoldRow): Hold {
 export const activeHoldSql = (sku: string, buyer: string, except?: string): string =>
   `(SELECT max(h.purchase_id) FILTER (WHERE h.status = 'active') FROM holds h
      WHERE h.sku = ${sku} AND h.buyer_id = ${buyer} AND h.status IN ('active', 'sold')${except ? ` AND h.purchase_id <> ${except}` : ''})`;
+
+/**
+ * SQL: when the units of an active hold ending at `expiresAt` can be had again: its end while it runs,
+ * else its end plus the product's grace `grace` (an interval), for a payment may still land in it.
+ */
+export const backAtSql = (expiresAt: string, grace: string): string =>
+  `CASE WHEN ${expiresAt} > now() THEN ${expiresAt} ELSE ${expiresAt} + ${grace} END`;

@@ -1,5 +1,6 @@
 import { PG, constraintOf, pgCode, withTx, type Db, type Queryable, type Tx } from './db';
 import { lockBuckets } from './buckets';
+import { backAtSql } from './hold-types';
 import { appendMovements } from './ledger';
 import type { ProductTerms } from '../vocabulary';
 import { DEFAULT_HOLD_GRACE_SECONDS, DEFAULT_HOLD_SECONDS, STRIPE_MAX_CHARGE_CENTS } from '../vocabulary/limits';
@@ -361,8 +362,7 @@ export async function stockView(db: Queryable, sku: string, pending: string[] = 
                 AND (p.status <> 'holding' OR EXISTS (SELECT 1 FROM holds h WHERE h.purchase_id = p.purchase_id))) AS landed,
             coalesce(sum(quantity) FILTER (WHERE expires_at > c.cutoff), 0)::int AS held,
             coalesce(sum(quantity) FILTER (WHERE expires_at <= c.cutoff), 0)::int AS lapsed,
-            min(CASE WHEN expires_at > now() THEN expires_at ELSE expires_at + c.grace END)
-              FILTER (WHERE expires_at > c.cutoff) AS next_lapse
+            min(${backAtSql('expires_at', 'c.grace')}) FILTER (WHERE expires_at > c.cutoff) AS next_lapse
        FROM (SELECT make_interval(secs => hold_grace_seconds) AS grace,
                     now() - make_interval(secs => hold_grace_seconds) AS cutoff
                FROM products WHERE sku = $1) c
