@@ -10,19 +10,10 @@ import { bundleFastWorkflows, FastCoverage } from './bundle';
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 
-/** Version folders in order (`1.0.0` before `1.10.0`). */
-export function byVersion(a: string, b: string): number {
-  const [pa, pb] = [a, b].map((v) => v.split('.').map(Number));
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
-
 /** Every generation's folder name, oldest first. */
 export function generations(files = recordedHistoryFiles()): string[] {
-  return [...new Set(files.map((h) => h.split('/')[0]))].sort(byVersion);
+  // Numeric collation puts 1.9.0 before 1.10.0.
+  return [...new Set(files.map((h) => h.split('/')[0]))].sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
 }
 
 /**
