@@ -11,6 +11,7 @@ import type { CatalogueCache } from './catalogue-view';
 import type { Metrics } from './metrics';
 import type { WaitingRoom } from './waiting-room';
 import type { RateLimits } from './rate-limits';
+import type { Lifecycle } from './shutdown';
 
 /** How the buyer's pages identify buyers (api/buyer-session.ts). */
 export interface PageOptions {
@@ -59,8 +60,8 @@ export interface ApiDeps {
   /** The bearer token GET /metrics needs (METRICS_TOKEN); absent or empty: none. */
   metricsToken?: string;
   metrics: Metrics;
-  /** Set when the process is shutting down: /readyz answers 503 so load balancers stop sending traffic. */
-  lifecycle: { draining: boolean };
+  /** The process's shutdown: /readyz answers 503 once it drains, the waits on sagas end once its listener closes. */
+  lifecycle: Lifecycle;
   /** The process's logger; within a request, log through `requestLog(ctx)` (api/access-log.ts) instead. */
   logger: Logger;
   /**

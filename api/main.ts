@@ -25,7 +25,7 @@ import { Gate } from '../store/gate';
 import { NotifyListener } from '../store/notify-listener';
 import { prepareSchema } from '../store/migrate';
 import { createApp } from './app';
-import { DRAIN_MS } from './shutdown';
+import { DRAIN_MS, Lifecycle } from './shutdown';
 import { BotCheck } from './bot-check';
 import { CatalogueCache } from './catalogue-view';
 import type { ApiDeps } from './deps';
@@ -105,7 +105,7 @@ async function main(): Promise<void> {
     supportToken: config.supportToken,
     metricsToken: config.metricsToken,
     metrics: createMetrics(db, gate, { admitter }),
-    lifecycle: { draining: false },
+    lifecycle: new Lifecycle(),
     logger: root,
     purchaseTimeoutMs: config.purchaseTimeoutMs,
     expireAnswerGraceMs: config.expireAnswerGraceMs,
@@ -138,6 +138,8 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, config.shutdownGraceMs));
     const open = await new Promise<number>((r) => server.getConnections((_, n) => r(n)));
     log(`drain: closing the listener, ${open} connection(s) open`);
+    // The requests waiting on a saga answer what they have now, inside the drain.
+    deps.lifecycle.close();
     const closed = new Promise((r) => server.close(r)).then(() => true);
     server.closeIdleConnections();
     const drained = await Promise.race([closed, new Promise<false>((r) => setTimeout(() => r(false), DRAIN_MS))]);

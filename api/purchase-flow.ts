@@ -60,12 +60,23 @@ function countRefusal(deps: ApiDeps, state: PurchaseState): void {
   if (state.status === 'rejected') deps.metrics.holdsRefused.inc({ rejection: state.rejection ?? 'unknown' });
 }
 
-export function deadline<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
+/**
+ * `p`, or a 503 once `ms` pass or the API's listener closes (`closing`, api/shutdown.ts), whichever
+ * is first: the work goes on, the request stops waiting for it.
+ */
+export function deadline<T>(ms: number, what: string, p: Promise<T>, closing?: AbortSignal): Promise<T> {
   let timer: NodeJS.Timeout;
+  let onClose = (): void => {};
   return Promise.race([
-    p.finally(() => clearTimeout(timer)),
+    p.finally(() => {
+      clearTimeout(timer);
+      closing?.removeEventListener('abort', onClose);
+    }),
     new Promise<T>((_, reject) => {
       timer = setTimeout(() => reject(unavailable(`${what} took longer than ${ms} ms`)), ms);
+      onClose = () => reject(unavailable(`${what}: this API instance is shutting down`));
+      if (closing?.aborted) onClose();
+      else closing?.addEventListener('abort', onClose, { once: true });
     }),
   ]);
 }
@@ -182,7 +193,8 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
   if (!isFinal(record.status)) {
     const until = Date.now() + deps.purchaseTimeoutMs;
     try {
-      state = await deadline(deps.purchaseTimeoutMs, 'taking the hold', startOnce(sagas, input));
+      const closing = deps.lifecycle.closing;
+      state = await deadline(deps.purchaseTimeoutMs, 'taking the hold', startOnce(sagas, input), closing);
       // The hold step answered: the next view counts its hold (or its refusal), the permit is done.
       permit?.settle();
     } catch (err) {
@@ -205,7 +217,11 @@ export async function placePurchase(deps: ApiDeps, order: PurchaseOrder): Promis
     // The hold is taken: the session opens on the Stripe queue when the budget gives it a turn, and
     // its step writes the checkout URL to the record, where this waits (not for the saga's next task).
     if (state.status === 'holding') {
-      const answered = await deps.checkouts.untilAnswered(record.purchaseId, until - Date.now());
+      const answered = await deps.checkouts.untilAnswered(
+        record.purchaseId,
+        until - Date.now(),
+        deps.lifecycle.closing,
+      );
       if (!answered) {
         const queue = await checkoutQueueView(deps, state);
         return waitingForCheckout(

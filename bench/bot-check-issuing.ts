@@ -13,6 +13,7 @@ import { BotCheck } from '../api/bot-check';
 import type { ApiDeps } from '../api/deps';
 import { createMetrics } from '../api/metrics';
 import { createRateLimits, type RateLimitConfig } from '../api/rate-limits';
+import { Lifecycle } from '../api/shutdown';
 import { createLogger } from '../config/log';
 import type { Db } from '../store/db';
 import type { Gate } from '../store/gate';
@@ -57,7 +58,7 @@ function serve(botCheck: BotCheck, limits: RateLimitConfig): Promise<Server> {
   const deps = {
     botCheck,
     rateLimits: createRateLimits(limits),
-    lifecycle: { draining: false },
+    lifecycle: new Lifecycle(),
     // As in production: one JSON line per request at info (probes at debug), written out.
     logger: createLogger('api', { LOG_LEVEL: 'info' }, pino.destination({ dest: '/dev/null', sync: true })),
     metrics: createMetrics(unused, unused),

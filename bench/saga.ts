@@ -19,6 +19,7 @@ import { HoldDesk } from '../store/hold-desk';
 import { createApp } from '../api/app';
 import { BotCheck } from '../api/bot-check';
 import { CatalogueCache } from '../api/catalogue-view';
+import { Lifecycle } from '../api/shutdown';
 import { createMetrics } from '../api/metrics';
 import { startEmulator } from '@flash-sale/stripe-emulator';
 import { startStack } from '../dev/stack';
@@ -114,7 +115,7 @@ async function main(): Promise<void> {
     adminToken: ADMIN,
     supportToken: 'bench-support',
     metrics: createMetrics(db, gate),
-    lifecycle: { draining: false },
+    lifecycle: new Lifecycle(),
     logger: createLogger('bench-api', { LOG_LEVEL: process.env.LOG_LEVEL || 'warn' }),
     admissions: new Admissions(db, gate, clock),
     clock,

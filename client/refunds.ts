@@ -40,10 +40,11 @@ export type SupportRefundAnswer =
  * waits briefly for its outcome. Used by the support route and the support CLI alike. Calling it
  * again never refunds twice: the workflow id and the Stripe idempotency key both prevent it. A
  * refund Stripe refused or that failed is answered `needs_attention` with Stripe's words (its saga
- * keeps trying); calling again asks the waiting saga to try once more.
+ * keeps trying); calling again asks the waiting saga to try once more. An API instance that is
+ * shutting down (`lifecycle.closing`) stops waiting and answers what it has.
  */
 export async function requestSupportRefund(
-  deps: { db: Db; temporal: Client; taskQueue: string },
+  deps: { db: Db; temporal: Client; taskQueue: string; lifecycle?: { closing: AbortSignal } },
   input: SupportRefundInput,
   waitMs = 10_000,
 ): Promise<SupportRefundAnswer> {
@@ -111,7 +112,7 @@ export async function requestSupportRefund(
       () => null,
     );
   const deadline = Date.now() + waitMs;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !deps.lifecycle?.closing.aborted) {
     const done = await Promise.race([
       result,
       new Promise<undefined>((r) => setTimeout(() => r(undefined), 100).unref()),

@@ -29,23 +29,28 @@ export class CheckoutWatch {
     );
   }
 
-  /** The purchase's record once it is no longer `holding` (its session open, or it failed), or null after `ms`. */
-  async untilAnswered(purchaseId: string, ms: number): Promise<PurchaseRecord | null> {
+  /**
+   * The purchase's record once it is no longer `holding` (its session open, or it failed), or null
+   * after `ms`, or at once when `stop` aborts.
+   */
+  async untilAnswered(purchaseId: string, ms: number, stop?: AbortSignal): Promise<PurchaseRecord | null> {
     const deadline = Date.now() + ms;
     for (;;) {
       let wake = (): void => {};
       // Listening before reading: a notification between the read and the wait still wakes it.
       const woken = new Promise<void>((resolve) => (wake = resolve));
       this.add(purchaseId, wake);
+      stop?.addEventListener('abort', wake, { once: true });
       let timer: NodeJS.Timeout | undefined;
       try {
         const record = await getPurchase(this.db, purchaseId);
         if (record && record.status !== 'holding') return record;
         const left = deadline - Date.now();
-        if (left <= 0) return null;
+        if (left <= 0 || stop?.aborted) return null;
         await Promise.race([woken, new Promise<void>((r) => (timer = setTimeout(r, Math.min(left, RECHECK_MS))))]);
       } finally {
         clearTimeout(timer);
+        stop?.removeEventListener('abort', wake);
         this.remove(purchaseId, wake);
       }
     }

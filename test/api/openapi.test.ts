@@ -13,6 +13,7 @@ import type { ApiDeps } from '../../api/deps';
 import { BadBuyerToken } from '../../config/buyer-tokens';
 import { createLogger } from '../../config/log';
 import { createMetrics } from '../../api/metrics';
+import { Lifecycle } from '../../api/shutdown';
 import { PROBLEM_TYPES } from '../../api/problem';
 import { STRIPE_MIN_CHARGE } from '../../vocabulary/limits';
 import type { Db } from '../../store/db';
@@ -55,7 +56,7 @@ function placeholderDeps(): ApiDeps {
     trustedProxies: [],
     taskQueue: 'openapi-test',
     purchaseTimeoutMs: 1000,
-    lifecycle: { draining: false },
+    lifecycle: new Lifecycle(),
     logger: createLogger('test', { LOG_LEVEL: 'silent' }),
     // Metrics are real (the access log observes every request); nothing here scrapes them.
     metrics: createMetrics(placeholder('deps.db') as Db, placeholder('gate') as Gate),

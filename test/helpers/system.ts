@@ -27,6 +27,7 @@ import { createRateLimits } from '../../api/rate-limits';
 import { createBuyerVerifier } from '../../config/buyer-tokens';
 import { createRoomTokens } from '../../config/room-tokens';
 import { WaitingRoom } from '../../api/waiting-room';
+import { Lifecycle } from '../../api/shutdown';
 import { Admitter } from '../../store/admitter';
 import { RoomCache } from '../../store/room-cache';
 import { createStripe } from '../../config/clients';
@@ -63,7 +64,7 @@ export interface System {
   emulator: Emulator;
   taskQueue: string;
   apiUrl: string;
-  /** The API's lifecycle flag: set `draining` to see what a shutting-down API answers. */
+  /** The API's shutdown: set `draining`, or `close()`, to see what a shutting-down API answers. */
   lifecycle: ApiDeps['lifecycle'];
   /** What the worker's notification channels logged (with the `notify` option). */
   notificationLines(): string[];
@@ -184,7 +185,7 @@ export async function startSystem(opts: SystemOptions = {}): Promise<System> {
     adminToken: ADMIN_TOKEN,
     supportToken: SUPPORT_TOKEN,
     metrics: createMetrics(db, gate, { admitter, statusMaxAgeMs: opts.statusCountMaxAgeMs }),
-    lifecycle: { draining: false },
+    lifecycle: new Lifecycle(),
     logger: opts.logger ?? createLogger('api', { LOG_LEVEL: 'silent' }),
     room: roomOf(clock),
     purchaseTimeoutMs: opts.purchaseTimeoutMs ?? 20_000,
