@@ -61,10 +61,13 @@ export function createPool(
  */
 export const STRIPE_API_VERSION: Stripe.LatestApiVersion = '2026-10-28.endive';
 
+/** How long stripe-node waits for one answer from Stripe before it gives the call up. */
+export const STRIPE_REQUEST_TIMEOUT_MS = 15_000;
+
 /** stripe-node against api.stripe.com, or against the payments emulator when `stripeApiUrl` is given. */
 export function createStripe(config: Pick<StripeConfig, 'stripeSecretKey' | 'stripeApiUrl'>): Stripe {
   // Temporal retries activities with the same idempotency key; stripe-node need not retry too.
-  const common = { apiVersion: STRIPE_API_VERSION, maxNetworkRetries: 0, timeout: 15_000 };
+  const common = { apiVersion: STRIPE_API_VERSION, maxNetworkRetries: 0, timeout: STRIPE_REQUEST_TIMEOUT_MS };
   if (!config.stripeApiUrl) return new Stripe(config.stripeSecretKey, common);
   const u = new URL(config.stripeApiUrl);
   return new Stripe(config.stripeSecretKey, {

@@ -9,6 +9,8 @@ import { READY_CHECK_MS, opsRoutes } from '../../../api/routes/ops';
 import type { ApiDeps } from '../../../api/deps';
 import { DRAIN_MS } from '../../../api/shutdown';
 import { WORKER_SHUTDOWN_GRACE_MS } from '../../../worker/create-worker';
+import { STRIPE_REQUEST_TIMEOUT_MS } from '../../../config/clients';
+import { ACTIVITY_TIMEOUT_MS } from '../../../vocabulary/limits';
 import { testTelemetry } from '../../helpers/fixtures';
 import { kustomizeCommand } from '../helpers/kustomize';
 
@@ -333,6 +335,9 @@ test('the kubelet stops the API and the worker later than they take to drain', (
   // /readyz 503 for SHUTDOWN_GRACE_MS, DRAIN_MS for the requests in flight, then the clients close.
   t.true(podOf(api).terminationGracePeriodSeconds! * 1000 > shutdownGraceMs + DRAIN_MS + 5_000);
   t.true(podOf(worker).terminationGracePeriodSeconds! * 1000 > WORKER_SHUTDOWN_GRACE_MS + 5_000);
+  // The worker's grace outlasts its longest activity, a Stripe call, so a rollout cuts none.
+  t.true(WORKER_SHUTDOWN_GRACE_MS > STRIPE_REQUEST_TIMEOUT_MS);
+  t.true(WORKER_SHUTDOWN_GRACE_MS > ACTIVITY_TIMEOUT_MS);
 });
 
 test('two replicas of each, a disruption budget that leaves one, the Service and budgets on the right pods', (t) => {
