@@ -7,8 +7,8 @@ import { measuredRate, type RoomSnapshot } from '../store/room-cache';
 // instead of a configured figure frozen for minutes. Not letting anyone in: paused or closed, full
 // by the sessions this process knows of, or with buyers ahead and nobody let in for longer than
 // STALL_GRACE_SECONDS past the rate's gap (the room is full of buyers paying after their sessions,
-// or every unit is held). A buyer alone at the front of an idle room is let in within a tick: the
-// idle spell before they joined is no stall.
+// or every unit is held). The stall is measured from when the line last moved (someone let in, or
+// nobody waiting): the idle spell before a burst of buyers joined is no stall.
 
 /** The admitter's count of buyers inside is taken while its last step is this recent (it steps every 100 ms). */
 const INSIDE_FRESH_MS = 5_000;
@@ -27,14 +27,17 @@ function liveAdmissions(s: RoomSnapshot, now: number): number {
 }
 
 /**
- * Seconds since the last buyer was let in, beyond the gap `rate` expects between admissions. A room
- * that admitted once but whose steps this process no longer remembers (they are forgotten
+ * Seconds since the line last moved (a buyer let in, or nobody waiting: the admitter's
+ * `lineMovedAt`, or the last admission this process knows of when later), beyond the gap `rate`
+ * expects between admissions. Before the admitter stepped the room, from the last admission alone:
+ * a room that admitted once but whose steps this process no longer remembers (they are forgotten
  * STEP_MEMORY_SECONDS after their session) stalled at least that long.
  */
 function stallSeconds(s: RoomSnapshot, now: number, rate: number): number {
-  const last = s.steps.at(-1);
-  const since = last
-    ? (now - last.admittedAt.getTime()) / 1000
+  const lastAdmitted = s.steps.at(-1)?.admittedAt.getTime();
+  const moved = Math.max(s.room.lineMovedAt?.getTime() ?? -Infinity, lastAdmitted ?? -Infinity);
+  const since = Number.isFinite(moved)
+    ? (now - moved) / 1000
     : s.room.serving > 0
       ? s.room.sessionSeconds + STEP_MEMORY_SECONDS
       : 0;

@@ -34,6 +34,16 @@ export interface AdmitterOptions {
   log?: (line: string) => void;
 }
 
+/**
+ * The room row's `line_moved_at` after a step that let `admitted` buyers in (SQL, in an UPDATE of
+ * rooms, whose right-hand sides read the row before it): now when it let someone in or nobody waits
+ * (`next_place` is the last place given, `serving` the last let in), else as it was. A buyer's poll
+ * measures the room's stall from it (api/queue-wait.ts): an idle spell is none.
+ */
+function lineMovedSql(admitted: string): string {
+  return `CASE WHEN ${admitted} > 0 OR next_place <= serving + ${admitted} THEN now() ELSE line_moved_at END`;
+}
+
 /** A room that follows the budget keeps at most this many seconds of checkouts waiting for their sessions. */
 const BUDGET_BACKLOG_SECONDS = 2;
 
@@ -211,7 +221,8 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
     );
     const n = shuffled.rowCount ?? 0;
     await client.query(
-      `UPDATE rooms SET shuffled = true, prequeue_size = $2::int, next_place = $2::bigint, credit = 0, credit_at = now()
+      `UPDATE rooms SET shuffled = true, prequeue_size = $2::int, next_place = $2::bigint, credit = 0, credit_at = now(),
+                        line_moved_at = now()
         WHERE sku = $1`,
       [sku, n],
     );
@@ -281,7 +292,9 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
   const outlook = [forNow ? obtainable : null, forNow ? (stock?.nextLapseAt ?? null) : null];
   if (r.state !== 'open' || r.sold_out) {
     await client.query(
-      'UPDATE rooms SET credit = 0, credit_at = now(), units_may_return = $2, next_return_at = $3, inside = $4 WHERE sku = $1',
+      `UPDATE rooms SET credit = 0, credit_at = now(), units_may_return = $2, next_return_at = $3, inside = $4,
+                        line_moved_at = ${lineMovedSql('0')}
+        WHERE sku = $1`,
       [sku, ...outlook, inside],
     );
     return;
@@ -317,7 +330,7 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
   }
   await client.query(
     `UPDATE rooms SET serving = serving + $2, credit = $3, credit_at = now(), units_may_return = $4, next_return_at = $5,
-                      inside = $6
+                      inside = $6, line_moved_at = ${lineMovedSql('$2')}
       WHERE sku = $1`,
     [sku, k, credit - k, ...outlook, inside + k],
   );

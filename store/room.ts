@@ -56,6 +56,11 @@ export interface RoomRow {
   inside?: number | null;
   /** When the admitter last stepped the room (the rate credit's time): how fresh `inside` is. */
   steppedAt?: Date;
+  /**
+   * When the line last moved as the admitter's steps saw it (a buyer let in, or nobody waiting): what
+   * a stall is measured from. Null (or absent) before the admitter stepped the room.
+   */
+  lineMovedAt?: Date | null;
 }
 
 /** One step of the serving counter: places first..last were admitted at `admittedAt`, their sessions end at `expiresAt`. */
@@ -99,6 +104,7 @@ interface RoomDbRow {
   next_return_at: Date | null;
   inside: number | null;
   credit_at: Date;
+  line_moved_at: Date | null;
 }
 
 // bigint counters come back as strings; a room never holds 2^53 tickets.
@@ -118,6 +124,7 @@ const toRoom = (r: RoomDbRow): RoomRow => ({
   nextReturnAt: r.next_return_at,
   inside: r.inside,
   steppedAt: r.credit_at,
+  lineMovedAt: r.line_moved_at,
 });
 
 /** Creates the room of a new product, in the product's transaction. A room without opensAt has no pre-queue. */

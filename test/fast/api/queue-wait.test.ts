@@ -69,6 +69,18 @@ test('an open room with room inside is no stall: an idle spell before a buyer jo
   t.is(idle.estimatedWaitSeconds, 10, 'one buyer at the configured 0.1 a second');
 });
 
+test('a room idle for minutes is no stall to the buyers who join after: the stall counts from when the line last moved', (t) => {
+  // Last let in ten minutes ago; the admitter's last step, half a second ago, found nobody waiting.
+  const idle: RoomSnapshot = { ...full, room: { ...room, maxActive: 100, lineMovedAt: new Date(T0 + 599_500) } };
+  const second = estimateWait(idle, 1, T0 + 600_000, 20);
+  t.false(second.roomFull, 'the second buyer of a burst is not told the room is full');
+  t.is(second.estimatedWaitSeconds, 20, 'two buyers at the configured 0.1 a second, no idle minutes added');
+  // Nobody let in since with buyers waiting: the stall counts from there.
+  const stalled = estimateWait(idle, 1, T0 + 600_000 + 60_000, 20);
+  t.true(stalled.roomFull);
+  t.true(stalled.estimatedWaitSeconds >= 20 + 49, `${stalled.estimatedWaitSeconds} s`);
+});
+
 test('a room whose admissions this process no longer remembers stalled at least a session and the memory', (t) => {
   const forgotten: RoomSnapshot = { ...full, steps: [], room: { ...room, state: 'paused' } };
   t.true(estimateWait(forgotten, 0, T0, 20).estimatedWaitSeconds >= 300 + 60);
