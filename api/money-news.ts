@@ -22,20 +22,17 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
       { step: 'stray', purchaseId: news.purchaseId ?? '', sessionId: news.sessionId },
       news,
     );
-    if (!told && news.status === 'failed' && news.sessionId) {
-      // The saga that made it has ended: the payer's money is back with us, in front of support.
+    if (news.status === 'failed' && news.sessionId) {
+      // Failed after the saga recorded it refunded (it follows a refund only until it succeeds: it is
+      // finishing, or has ended): the payer's money is back with us, in front of support.
+      const when = told ? 'it succeeded' : 'its saga ended';
       const reason = news.failureReason ?? 'no reason given';
       if (
-        await failStrayRefundLate(
-          deps.db,
-          news.sessionId,
-          news.refundId,
-          `the refund failed after its saga ended: ${reason}`,
-        )
+        await failStrayRefundLate(deps.db, news.sessionId, news.refundId, `the refund failed after ${when}: ${reason}`)
       ) {
         deps.logger.warn(
           { sessionId: news.sessionId, refundId: news.refundId },
-          "a stray payment's refund failed after its saga ended",
+          `a stray payment's refund failed after ${when}`,
         );
       }
     }
@@ -68,11 +65,15 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
       }
       if (!news.step) return 'recorded';
       const told = await deliverRefundNews(deps.temporal, { step: news.step, purchaseId }, news);
-      if (!told && current && news.status === 'failed') {
-        // The saga that made it has ended: the failed refund goes in front of support.
+      // A saga follows its refund until it succeeds: one that failed after that (its saga finishing,
+      // or ended), or whose saga has ended, goes in front of support. (A saga still following it
+      // records the failure itself, and waits for support's word.)
+      const afterSuccess = purchase.refund?.status === 'succeeded' && purchase.refund.refundId === news.refundId;
+      if (current && news.status === 'failed' && (!told || afterSuccess)) {
+        const after = told ? 'it succeeded' : 'its saga ended';
         await recordPurchase(deps.db, purchaseId, {
           status: 'needs_attention',
-          reason: `the refund failed after its saga ended: ${news.failureReason ?? 'no reason given'}`,
+          reason: `the refund failed after ${after}: ${news.failureReason ?? 'no reason given'}`,
         });
       }
       return 'recorded';

@@ -112,9 +112,10 @@ export async function updateStrayPayment(
 }
 
 /**
- * A stray payment's refund that failed after its saga ended (a refund goes pending, then succeeded,
- * and a failure may follow): the row goes back to `needs_attention` with why, when that refund is
- * the row's own and the row says `refunded` (not one settled by hand). True when it was written.
+ * A stray payment's refund that failed after its saga recorded it refunded (a refund goes pending,
+ * then succeeded, and a failure may follow; the saga follows it only until it succeeds): the row goes
+ * back to `needs_attention` with why, when that refund is the row's own and the row says `refunded`
+ * (not one settled by hand, nor one its saga still follows). True when it was written.
  */
 export async function failStrayRefundLate(db: Db, sessionId: string, refundId: string, detail: string) {
   const { rowCount } = await db.query(

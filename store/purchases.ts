@@ -149,13 +149,22 @@ export async function recordPurchase(
   };
   const set = Object.entries(cols).filter(([, v]) => v !== undefined);
   const values = set.map(([, v]) => v);
-  const assignments = set.map(([k], i) => `${k} = $${i + 2}`);
+  let assignments = set.map(([k], i) => `${k} = $${i + 2}`);
   if (patch.refund) {
     // A refund's status only moves forward for the same refund (see refund_rank in migration 007); a
     // write that names no refund (a refusal, a settlement by hand) is the saga's word and stands.
     values.push(patch.refund.refundId ?? null, patch.refund.status, patch.refund.failureReason ?? null);
     const [id, status, failure] = [`$${values.length - 1}`, `$${values.length}`, `$${values.length + 1}`];
     const newer = `(${id}::text IS NULL OR refund_id IS DISTINCT FROM ${id} OR refund_rank(${status}) >= refund_rank(refund_status))`;
+    // News older than the refund's failure on the record (a saga finishing after its refund succeeded,
+    // the failure heard since) moves nothing: the purchase stays where the failure put it, in front
+    // of support, with why.
+    const overFailure = `(NOT ${newer} AND refund_status = 'failed')`;
+    assignments = assignments.map((a, i) =>
+      set[i][0] === 'status' || set[i][0] === 'reason'
+        ? `${set[i][0]} = CASE WHEN ${overFailure} THEN ${set[i][0]} ELSE $${i + 2} END`
+        : a,
+    );
     assignments.push(
       `refund_id = COALESCE(${id}, refund_id)`,
       `refund_status = CASE WHEN ${newer} THEN ${status} ELSE refund_status END`,

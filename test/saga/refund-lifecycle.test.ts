@@ -192,3 +192,47 @@ test.serial('a refund made in the Dashboard and a dispute are recorded on the pu
   await assertInvariants(t, sys.db, sku);
   await assertInvariants(t, sys.db, other.sku);
 });
+
+test.serial(
+  'a support refund that fails after it succeeded, while its saga still finishes, moves the purchase to needs_attention',
+  async (t) => {
+    const { sku, purchaseId } = await confirmedPurchase('uma');
+    // The saga's restock waits for the hold's row, locked here: the refund has succeeded and its saga
+    // is still running when Stripe says the refund failed (the bank sent the money back).
+    const blocker = await sys.db.connect();
+    await blocker.query('BEGIN');
+    await blocker.query('SELECT 1 FROM holds WHERE purchase_id = $1 FOR UPDATE', [purchaseId]);
+    let answered: ReturnType<typeof supportRefund> | undefined;
+    try {
+      answered = supportRefund(purchaseId, true);
+      const refunded = await sys.waitForPurchase(purchaseId, (r) => r.refund_status === 'succeeded');
+      const failing = await sys.emulatorCall('POST', `/_emulator/refunds/${refunded.refund_id}/fail`, {});
+      t.is(failing.status, 200, JSON.stringify(failing.body));
+      // The webhook's news reached the record (and the running saga) before the saga goes on.
+      await sys.waitForPurchase(purchaseId, (r) => r.refund_status === 'failed');
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+    // Answered while the refund looked done (202), or once the failure was on the record (409, needs attention).
+    const first = await answered;
+    t.true(
+      first.status === 202 || (first.status === 409 && first.body.purchaseStatus === 'needs_attention'),
+      JSON.stringify(first.body),
+    );
+    await sys.temporal.workflow.getHandle(`refund-${purchaseId}`).result();
+    // Before, the saga's last write said refunded, succeeded: the buyer had neither the unit nor the money.
+    const after = await sys.waitForPurchase(purchaseId, (r) => r.status === 'needs_attention');
+    t.is(after.refund_status, 'failed');
+    t.regex(after.reason, /the refund failed after it succeeded/);
+    // Support asks again: the refund is made again, and this one stands.
+    const again = await supportRefund(purchaseId, false);
+    t.is(again.status, 202, `again: ${JSON.stringify(again.body)}`);
+    const refunded = await sys.waitForPurchase(
+      purchaseId,
+      (r) => r.status === 'refunded' && r.refund_status === 'succeeded' && r.refund_id !== after.refund_id,
+    );
+    t.truthy(refunded.refund_id);
+    await assertInvariants(t, sys.db, sku);
+  },
+);
