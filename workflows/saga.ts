@@ -3,7 +3,6 @@ import {
   canMove,
   foreignEventReason,
   paidBy,
-  settledByHand,
   type PaymentEvent,
   type PurchaseInput,
   type PurchaseState,
@@ -14,7 +13,7 @@ import { attended, SupportDesk, type Attended } from './attended';
 import { HoldExpiresAtKey, PurchaseStatusKey } from './definitions';
 import { PaymentFold, type Payment } from './payment-fold';
 import { acts, stripeActs } from './proxies';
-import { refundToTheEnd, type RefundNews } from './refunds';
+import { refundPaid } from './saga-refund';
 import { limitsBefore12, PAYMENT_RULES_PATCH } from './rules-before-1-2';
 import { paymentRulesApply } from '../vocabulary/rules';
 import { DURATIONS } from './durations';
@@ -232,7 +231,7 @@ export class PurchaseSaga {
     const { state } = this;
     await this.learnPaymentIntent();
     const over = await this.overLimit();
-    if (over) return this.refundPaid(over.reason, over.kind);
+    if (over) return refundPaid(this, over.reason, over.kind);
     const retake = await acts.retakeForLatePayment(state.purchaseId);
     if (retake.outcome === 'sold') {
       // Paid in time, but its unit went back to stock before the news arrived: still a sale in time.
@@ -247,65 +246,12 @@ export class PurchaseSaga {
       return this.announceSale();
     }
     // The activity gave back a hold still active; the payment is refunded.
-    if (retake.outcome === 'limit_exceeded') return this.refundPaid(this.buyerLimitReason(), 'refunded_buyer_limit');
-    return this.refundPaid(
+    if (retake.outcome === 'limit_exceeded') return refundPaid(this, this.buyerLimitReason(), 'refunded_buyer_limit');
+    return refundPaid(
+      this,
       'sold out: the hold had lapsed and no unit was left when the payment was confirmed',
       'refunded_sold_out',
     );
-  }
-
-  /** Refunds the payment in full, tells the buyer why (notification `kind`), and follows the refund to its end. */
-  private async refundPaid(reason: string, kind: string): Promise<void> {
-    const { state } = this;
-    // A payment event that named no PaymentIntent: Stripe's session says which one to refund.
-    await this.learnPaymentIntent();
-    const paymentIntentId = state.paymentIntentId;
-    if (!paymentIntentId) {
-      // Stripe will not say what paid the session: support refunds it by hand and settles it here.
-      await this.setStatus('needs_attention', { reason: `${reason}; the paid session names no PaymentIntent` });
-      await condition(() => this.desk.settled !== undefined);
-      return this.recordRefund(reason, kind, { phase: 'by_hand', ...this.desk.settled! });
-    }
-    await refundToTheEnd({
-      desk: this.desk,
-      create: (attempt) =>
-        stripeActs().refundPayment({ purchaseId: state.purchaseId, paymentIntentId, reason, step: 'late', attempt }),
-      record: (news) => this.recordRefund(reason, kind, news),
-    });
-  }
-
-  /** Each step of the refund of a payment the saga could not keep, on the record. */
-  private async recordRefund(reason: string, kind: string, news: RefundNews): Promise<void> {
-    const { state } = this;
-    switch (news.phase) {
-      case 'created':
-        await acts.notifyBuyer(state.purchaseId, state.buyerId, kind, `Your payment was refunded. ${reason}.`);
-        return this.setStatus('refunded', {
-          paymentIntentId: state.paymentIntentId,
-          reason,
-          refund: { status: news.refund.status, reason, refundId: news.refund.refundId },
-        });
-      case 'succeeded':
-        return this.setStatus('refunded', {
-          reason,
-          refund: { status: 'succeeded', reason, refundId: news.refund.refundId },
-        });
-      case 'failed':
-        return this.setStatus('needs_attention', {
-          reason: `${reason}; ${news.reason}`,
-          refund: {
-            status: 'failed',
-            reason,
-            refundId: news.refund.refundId,
-            failureReason: news.refund.failureReason ?? news.reason,
-          },
-        });
-      case 'by_hand':
-        return this.setStatus('refunded', {
-          reason,
-          refund: { status: 'settled', reason: settledByHand(news) },
-        });
-    }
   }
 
   /** Paid before the hold ended (a payment whose time is not known yet: now). One rule for every path. */
@@ -319,7 +265,7 @@ export class PurchaseSaga {
     const over = await this.overLimit();
     if (over) {
       await acts.releaseHold(this.input.purchaseId, 'release');
-      return this.refundPaid(over.reason, over.kind);
+      return refundPaid(this, over.reason, over.kind);
     }
     // Paid after the hold's end (while Stripe's expire was failing, say) and the unit was still ours: a late sale.
     const late = !this.paidInTime();
@@ -340,7 +286,7 @@ export class PurchaseSaga {
     }
     // A late payment of another purchase of this buyer was re-taken while this hold was taken: the
     // activity gave the hold back, and the payment is refunded.
-    if (converted === 'limit_exceeded') return this.refundPaid(this.buyerLimitReason(), 'refunded_buyer_limit');
+    if (converted === 'limit_exceeded') return refundPaid(this, this.buyerLimitReason(), 'refunded_buyer_limit');
     // The hold went back to stock a moment before (its expiry passed and a taker reclaimed it).
     await this.settleLatePayment();
   }
