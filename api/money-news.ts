@@ -23,17 +23,12 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
       news,
     );
     if (news.status === 'failed' && news.sessionId) {
-      // Failed after the saga recorded it refunded (it follows a refund only until it succeeds: it is
-      // finishing, or has ended): the payer's money is back with us, in front of support.
-      const when = told ? 'it succeeded' : 'its saga ended';
+      // Its saga follows a refund only until it succeeds, and may be finishing, or have ended: the
+      // payer's money is back with us, in front of support either way.
+      const what = told ? 'the refund failed' : 'the refund failed after its saga ended';
       const reason = news.failureReason ?? 'no reason given';
-      if (
-        await failStrayRefundLate(deps.db, news.sessionId, news.refundId, `the refund failed after ${when}: ${reason}`)
-      ) {
-        deps.logger.warn(
-          { sessionId: news.sessionId, refundId: news.refundId },
-          `a stray payment's refund failed after ${when}`,
-        );
+      if (await failStrayRefundLate(deps.db, news.sessionId, news.refundId, `${what}: ${reason}`)) {
+        deps.logger.warn({ sessionId: news.sessionId, refundId: news.refundId }, `a stray payment's ${what}`);
       }
     }
     return 'recorded';

@@ -103,24 +103,31 @@ export async function updateStrayPayment(
   sessionId: string,
   patch: { status: StrayStatus; refundId?: string; detail?: string; paymentIntentId?: string },
 ): Promise<void> {
+  // Its saga's word that the refund succeeded, once the webhook has put that refund's failure in front
+  // of support (failStrayRefundLate), is older news: the row stays where the failure put it.
   await db.query(
-    `UPDATE stray_payments SET status = $2, refund_id = COALESCE($3, refund_id), detail = COALESCE($4, detail),
-            payment_intent_id = COALESCE($5, payment_intent_id), updated_at = now()
+    `UPDATE stray_payments
+        SET status = CASE WHEN ${OVER_FAILURE} THEN status ELSE $2 END,
+            detail = CASE WHEN ${OVER_FAILURE} THEN detail ELSE COALESCE($4, detail) END,
+            refund_id = COALESCE($3, refund_id), payment_intent_id = COALESCE($5, payment_intent_id), updated_at = now()
       WHERE session_id = $1`,
     [sessionId, patch.status, patch.refundId ?? null, patch.detail ?? null, patch.paymentIntentId ?? null],
   );
 }
 
+/** In an UPDATE of stray_payments with `$2` the status written and `$3` the refund: `refunded` over its own failure. */
+const OVER_FAILURE = `($2 = 'refunded' AND status = 'needs_attention' AND refund_id = $3)`;
+
 /**
- * A stray payment's refund that failed after its saga recorded it refunded (a refund goes pending,
- * then succeeded, and a failure may follow; the saga follows it only until it succeeds): the row goes
- * back to `needs_attention` with why, when that refund is the row's own and the row says `refunded`
- * (not one settled by hand, nor one its saga still follows). True when it was written.
+ * A stray payment's refund that failed (a refund goes pending, then succeeded, and a failure may
+ * follow; its saga follows it only until it succeeds): the row goes to `needs_attention` with why,
+ * when that refund is the row's own and the row says `refunding` or `refunded` (not one settled by
+ * hand). A saga still following it records the failure itself as well. True when it was written.
  */
 export async function failStrayRefundLate(db: Db, sessionId: string, refundId: string, detail: string) {
   const { rowCount } = await db.query(
     `UPDATE stray_payments SET status = 'needs_attention', detail = $3, updated_at = now()
-      WHERE session_id = $1 AND refund_id = $2 AND status = 'refunded'`,
+      WHERE session_id = $1 AND refund_id = $2 AND status IN ('refunding', 'refunded')`,
     [sessionId, refundId, detail],
   );
   return (rowCount ?? 0) > 0;

@@ -151,20 +151,25 @@ export async function recordPurchase(
   const values = set.map(([, v]) => v);
   let assignments = set.map(([k], i) => `${k} = $${i + 2}`);
   if (patch.refund) {
-    // A refund's status only moves forward for the same refund (see refund_rank in migration 007); a
-    // write that names no refund (a refusal, a settlement by hand) is the saga's word and stands.
+    // A refund's status only moves forward for the same refund (see refund_rank in migrations 007 and
+    // 020); a write that names no refund (a refusal, a settlement by hand) is the saga's word and stands.
     values.push(patch.refund.refundId ?? null, patch.refund.status, patch.refund.failureReason ?? null);
     const [id, status, failure] = [`$${values.length - 1}`, `$${values.length}`, `$${values.length + 1}`];
     const newer = `(${id}::text IS NULL OR refund_id IS DISTINCT FROM ${id} OR refund_rank(${status}) >= refund_rank(refund_status))`;
     // News older than the refund's failure on the record (a saga finishing after its refund succeeded,
-    // the failure heard since) moves nothing: the purchase stays where the failure put it, in front
-    // of support, with why.
+    // the failure heard since, whose saga no longer follows it) puts the purchase in front of support,
+    // with why, whatever the write said: the refund on record failed.
     const overFailure = `(NOT ${newer} AND refund_status = 'failed')`;
-    assignments = assignments.map((a, i) =>
-      set[i][0] === 'status' || set[i][0] === 'reason'
-        ? `${set[i][0]} = CASE WHEN ${overFailure} THEN ${set[i][0]} ELSE $${i + 2} END`
-        : a,
-    );
+    const failedReason = `CASE WHEN status = 'needs_attention' THEN reason
+      ELSE 'the refund failed after it succeeded: ' || coalesce(refund_failure_reason, 'no reason given') END`;
+    assignments = assignments.map((a, i) => {
+      const k = set[i][0];
+      if (k === 'status') return `status = CASE WHEN ${overFailure} THEN 'needs_attention' ELSE $${i + 2} END`;
+      if (k === 'reason') return `reason = CASE WHEN ${overFailure} THEN ${failedReason} ELSE $${i + 2} END`;
+      return a;
+    });
+    if (patch.status !== undefined && patch.reason === undefined)
+      assignments.push(`reason = CASE WHEN ${overFailure} THEN ${failedReason} ELSE reason END`);
     assignments.push(
       `refund_id = COALESCE(${id}, refund_id)`,
       `refund_status = CASE WHEN ${newer} THEN ${status} ELSE refund_status END`,

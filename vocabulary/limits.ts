@@ -67,3 +67,9 @@ export const MAX_HOLD_GRACE_SECONDS = HOUR;
  * retries it (workflows/proxies.ts): the worker's Postgres timeouts must end before it (config/).
  */
 export const ACTIVITY_TIMEOUT_MS = 10_000;
+
+/**
+ * How long one attempt of a Stripe activity may run before Temporal retries it (workflows/proxies.ts):
+ * stripe-node gives a call up first (config/clients.ts), and a stopping worker waits longer for it.
+ */
+export const STRIPE_CALL_TIMEOUT_MS = 20_000;

@@ -12,7 +12,7 @@ import type { NotificationActivities } from '../activities/notifications';
 import { notificationTaskQueue, stripeTaskQueue } from '../vocabulary';
 import type { WorkerDeploymentVersion } from '../config/temporal';
 import { activeTracing } from '../config/tracing';
-import { STRIPE_REQUEST_TIMEOUT_MS } from '../config/clients';
+import { STRIPE_CALL_TIMEOUT_MS } from '../vocabulary/limits';
 import { activityInterceptors } from './interceptors';
 import { tracingActivityInterceptors, workflowSpanSinks } from './tracing';
 
@@ -57,11 +57,12 @@ export function workerPoolSize(limits: { activities: number; localActivities: nu
 
 /**
  * In-flight activities get this long to finish when the worker is told to stop (SIGTERM): longer than
- * the longest of them, a Stripe call (stripe-node gives one up after STRIPE_REQUEST_TIMEOUT_MS), so
- * a rollout does not cut a call whose answer Stripe is about to give (its retry, on another worker,
- * would wait for the attempt's 20 s timeout first).
+ * the longest attempt of any of them, a Stripe call's (STRIPE_CALL_TIMEOUT_MS), so a rollout does not
+ * cut a call whose answer Stripe is about to give (its retry, on another worker, would wait for the
+ * attempt's timeout first). A notification delivery (NOTIFY_TIMEOUT_MS, 10 s by default) set longer
+ * may be cut: it is delivered again.
  */
-export const WORKER_SHUTDOWN_GRACE_MS = STRIPE_REQUEST_TIMEOUT_MS + 5_000;
+export const WORKER_SHUTDOWN_GRACE_MS = STRIPE_CALL_TIMEOUT_MS + 5_000;
 
 /** Buyer notification deliveries one worker runs at once, on their own queue: a webhook's wait is not a saga's. */
 export const MAX_CONCURRENT_NOTIFICATIONS = 4;

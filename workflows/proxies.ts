@@ -6,7 +6,7 @@ import {
   type RetryPolicy,
 } from '@temporalio/workflow';
 import { stripeTaskQueue } from '../vocabulary';
-import { ACTIVITY_TIMEOUT_MS } from '../vocabulary/limits';
+import { ACTIVITY_TIMEOUT_MS, STRIPE_CALL_TIMEOUT_MS } from '../vocabulary/limits';
 import type { StoreActivities, StripeActivities } from '../activities';
 
 // How the workflows call their activities: timeouts, retry policies and task queues, one proxy per
@@ -50,14 +50,12 @@ export const localActs = proxyLocalActivities<StoreActivities>(STORE_STEP);
  * (activities/stripe.ts) and never fails the purchase while the hold lasts; other faults fail it after
  * CHECKOUT_ATTEMPTS_ON_FAULTS attempts (activities/checkout-session.ts), and it is compensated.
  */
-/** One call to Stripe's deadline: stripe-node's own 15 s timeout (config/clients.ts) ends first. */
-const STRIPE_CALL_TIMEOUT = '20 seconds';
 
 export function checkoutActs(holdEnd: number): StripeActivities {
   return proxyActivities<StripeActivities>({
     taskQueue: stripeQueue(),
     priority: NEW_CHECKOUT,
-    startToCloseTimeout: STRIPE_CALL_TIMEOUT,
+    startToCloseTimeout: STRIPE_CALL_TIMEOUT_MS,
     scheduleToCloseTimeout: Math.max(1_000, holdEnd - Date.now()),
     retry: {
       initialInterval: '200 milliseconds',
@@ -81,7 +79,7 @@ const STRIPE_SETTLE_RETRY: RetryPolicy = {
 const settleOptions = (): ActivityOptions => ({
   taskQueue: stripeQueue(),
   priority: SETTLE_FIRST,
-  startToCloseTimeout: STRIPE_CALL_TIMEOUT,
+  startToCloseTimeout: STRIPE_CALL_TIMEOUT_MS,
   retry: STRIPE_SETTLE_RETRY,
 });
 

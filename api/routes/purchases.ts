@@ -20,7 +20,7 @@ const CANCEL_SETTLE_MS = 2_000;
 async function endedBy(deps: ApiDeps, id: string, until: number): Promise<PurchaseState> {
   for (;;) {
     const record = (await getPurchase(deps.db, id))!;
-    if (isFinal(record.status) || Date.now() >= until) return record;
+    if (isFinal(record.status) || Date.now() >= until || deps.lifecycle.closing.aborted) return record;
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -79,7 +79,8 @@ export function purchaseRoutes(deps: ApiDeps): Router {
     }
     let now: PurchaseState;
     try {
-      now = await deadline(CANCEL_TIMEOUT_MS, 'cancelling the purchase', cancelPurchase(sagas, id));
+      const closing = deps.lifecycle.closing;
+      now = await deadline(CANCEL_TIMEOUT_MS, 'cancelling the purchase', cancelPurchase(sagas, id), closing);
       // Answered without a release: money is on its way. Paid, it becomes a sale in a moment; a
       // delayed payment that failed gives the unit back; one still settling keeps it.
       if (!isFinal(now.status)) now = await endedBy(deps, id, Date.now() + CANCEL_SETTLE_MS);

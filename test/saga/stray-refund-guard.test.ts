@@ -168,3 +168,53 @@ test('money paid on a session that really names the purchase but is not its own 
   await payOwn(t, b.purchaseId, b.sessionId);
   await assertInvariants(t, sys.db, sku);
 });
+
+test.serial(
+  'a stray payment whose refund fails after it succeeded, while its saga still finishes, is in front of support',
+  async (t) => {
+    const sku = await sys.createProduct();
+    const { purchaseId } = await buyAwaiting(sku, 'stray-finishing');
+    const foreign = await foreignSession(sys, purchaseId);
+    const row = async () =>
+      (await sys.db.query('SELECT status, refund_id, detail FROM stray_payments WHERE session_id = $1', [foreign.id]))
+        .rows[0];
+    /** Until a statement on the stray row (`like`) waits for the lock held here. */
+    const waitingFor = (what: string, like: string) =>
+      until(what, async () => {
+        const { rows } = await sys.db.query(
+          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+          [like],
+        );
+        return rows.length ? true : undefined;
+      });
+    // Refunds start pending: the saga follows the refund until Stripe says it succeeded.
+    await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'pending' });
+    const blocker = await sys.db.connect();
+    try {
+      t.is((await sys.pay(foreign.id, 'succeeded')).status, 200);
+      const made = await until('the stray refund made', async () => {
+        const r = await row();
+        return r?.status === 'refunding' && r.refund_id ? r : undefined;
+      });
+      // The row locked here: the saga's word that the refund succeeded waits for it…
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT 1 FROM stray_payments WHERE session_id = $1 FOR UPDATE', [foreign.id]);
+      t.is((await sys.emulatorCall('POST', `/_emulator/refunds/${made.refund_id}/succeed`)).status, 200);
+      await waitingFor('the saga writing refunded', '%UPDATE stray_payments%SET status = CASE%');
+      // …and Stripe says meanwhile that the refund failed (the bank sent the money back).
+      const failed = await sys.emulatorCall('POST', `/_emulator/refunds/${made.refund_id}/fail`, {});
+      t.is(failed.status, 200, JSON.stringify(failed.body));
+      await waitingFor('the webhook flagging it', `%SET status = 'needs_attention'%`);
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+      await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'succeeded' });
+    }
+    await sys.temporal.workflow.getHandle(`stray-${foreign.id}`).result();
+    // The saga's word that it succeeded came first; the failure after it is what the row says.
+    const after = await row();
+    t.is(after.status, 'needs_attention');
+    t.regex(after.detail, /the refund failed/);
+    await assertInvariants(t, sys.db, sku);
+  },
+);

@@ -10,7 +10,7 @@ import type { ApiDeps } from '../../../api/deps';
 import { DRAIN_MS } from '../../../api/shutdown';
 import { WORKER_SHUTDOWN_GRACE_MS } from '../../../worker/create-worker';
 import { STRIPE_REQUEST_TIMEOUT_MS } from '../../../config/clients';
-import { ACTIVITY_TIMEOUT_MS } from '../../../vocabulary/limits';
+import { ACTIVITY_TIMEOUT_MS, STRIPE_CALL_TIMEOUT_MS } from '../../../vocabulary/limits';
 import { testTelemetry } from '../../helpers/fixtures';
 import { kustomizeCommand } from '../helpers/kustomize';
 
@@ -335,8 +335,10 @@ test('the kubelet stops the API and the worker later than they take to drain', (
   // /readyz 503 for SHUTDOWN_GRACE_MS, DRAIN_MS for the requests in flight, then the clients close.
   t.true(podOf(api).terminationGracePeriodSeconds! * 1000 > shutdownGraceMs + DRAIN_MS + 5_000);
   t.true(podOf(worker).terminationGracePeriodSeconds! * 1000 > WORKER_SHUTDOWN_GRACE_MS + 5_000);
-  // The worker's grace outlasts its longest activity, a Stripe call, so a rollout cuts none.
-  t.true(WORKER_SHUTDOWN_GRACE_MS > STRIPE_REQUEST_TIMEOUT_MS);
+  // The worker's grace outlasts its longest activity attempt, a Stripe call's (which stripe-node
+  // gives up first), so a rollout cuts none.
+  t.true(WORKER_SHUTDOWN_GRACE_MS > STRIPE_CALL_TIMEOUT_MS);
+  t.true(STRIPE_CALL_TIMEOUT_MS > STRIPE_REQUEST_TIMEOUT_MS);
   t.true(WORKER_SHUTDOWN_GRACE_MS > ACTIVITY_TIMEOUT_MS);
 });
 
