@@ -32,7 +32,8 @@ test('a request that waits for one of the drill’s sockets is timed from when i
   const wait = recorder.socketWait();
   t.is(wait.count, 2);
   t.true(wait.max >= 490, `the second waited for the first (${wait.max})`);
-  t.true(wait.p50 < 50, `the first did not wait (${wait.p50})`);
+  // The first waited only for its connection (77 ms on a loaded machine), not for another's turn.
+  t.true(wait.p50 < 250, `the first did not wait for the other's 500 ms (${wait.p50})`);
 });
 
 test('a request sent on a kept-alive connection the server had closed while idle goes once more on another', async (t) => {
