@@ -234,6 +234,8 @@ test("the probes ask the paths and ports the code serves: the API's /readyz?scop
   t.is(apiConfig.host, '0.0.0.0', 'reachable from the kubelet and the Service');
   // /readyz answers within READY_CHECK_MS and a little: the probe waits longer.
   t.true(c.readinessProbe!.timeoutSeconds! * 1000 > READY_CHECK_MS + 1000);
+  // Liveness restarts a process that no longer answers, not one a crowd makes seconds late.
+  t.true(c.livenessProbe!.timeoutSeconds! >= 10);
   const service = named('Service', 'flash-sale-checkout-api');
   t.is(apiPort(service.spec.ports![0].targetPort), apiConfig.port);
 
@@ -248,6 +250,7 @@ test("the probes ask the paths and ports the code serves: the API's /readyz?scop
   // Liveness does not ask Temporal: a restart cures no Temporal outage (its pods would crash-loop
   // and come back late); readiness does.
   t.is(w.livenessProbe!.httpGet!.path, '/livez');
+  t.is(w.startupProbe!.httpGet!.path, '/livez');
   t.is(w.readinessProbe!.httpGet!.path, '/healthz');
   const telemetry = await testTelemetry(t);
   for (const probe of [w.readinessProbe!, w.livenessProbe!, w.startupProbe!]) {
