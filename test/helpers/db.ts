@@ -15,11 +15,18 @@ export function uniqueSku(prefix = 'sku'): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
 
-/** Creates a product of 10 units with a waiting room (one buyer inside at a time) under a new SKU, and returns it. */
-export async function roomProduct(db: pg.Pool, prefix: string): Promise<string> {
+/**
+ * Creates a product of 10 units with a waiting room (one buyer inside at a time, one let in a second)
+ * under a new SKU, and returns it; `o` changes the stock or the room.
+ */
+export async function roomProduct(
+  db: pg.Pool,
+  prefix: string,
+  o: { stock?: number; waitingRoom?: { admitPerSecond: number; maxActive: number } } = {},
+): Promise<string> {
   const sku = uniqueSku(prefix);
-  const waitingRoom = { admitPerSecond: 1, maxActive: 1 };
-  await createProduct(db, { sku, name: 'Runner', priceCents: 100, currency: 'eur', stock: 10, waitingRoom });
+  const waitingRoom = o.waitingRoom ?? { admitPerSecond: 1, maxActive: 1 };
+  await createProduct(db, { sku, name: 'Runner', priceCents: 100, currency: 'eur', stock: o.stock ?? 10, waitingRoom });
   return sku;
 }
 

@@ -3,9 +3,8 @@ import test from 'ava';
 import pg from 'pg';
 import { estimateWait } from '../../api/queue-wait';
 import { stepAllRooms } from '../../store/admitter';
-import { createProduct } from '../../store/products';
 import { joinRoom, readRoom } from '../../store/room';
-import { uniqueSku } from '../helpers/db';
+import { roomProduct } from '../helpers/db';
 import { createOwnDatabase } from '../helpers/own-database';
 
 // A room's stall, as a buyer's poll tells it (roomFull, and the wait it adds), is counted from when
@@ -50,9 +49,7 @@ async function pollAt(sku: string, place: number) {
 test.serial(
   'a room idle for ten minutes tells the buyers of the next burst their pace, not that it is full',
   async (t) => {
-    const sku = uniqueSku('idle');
-    const waitingRoom = { admitPerSecond: 0.5, maxActive: 100 };
-    await createProduct(db, { sku, name: 'Runner', priceCents: 100, currency: 'eur', stock: 10, waitingRoom });
+    const sku = await roomProduct(db, 'idle', { waitingRoom: { admitPerSecond: 0.5, maxActive: 100 } });
     await join(sku, 'idle-ann');
     await stepWithCredit(sku);
     t.truthy(await lineMovedAt(sku), 'Ann let in');
@@ -79,9 +76,7 @@ test.serial(
 test.serial(
   'a line that waits while nobody is let in stalls from when it last moved, and is told the room is full',
   async (t) => {
-    const sku = uniqueSku('stall');
-    const waitingRoom = { admitPerSecond: 20, maxActive: 100 };
-    await createProduct(db, { sku, name: 'Runner', priceCents: 100, currency: 'eur', stock: 1, waitingRoom });
+    const sku = await roomProduct(db, 'stall', { stock: 1, waitingRoom: { admitPerSecond: 20, maxActive: 100 } });
     await join(sku, 'stall-ann');
     await stepWithCredit(sku);
     const annLetIn = await lineMovedAt(sku);
