@@ -1,70 +1,26 @@
 import fs from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Router } from '@koa/router';
-import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import test from 'ava';
 import { parseDocument } from 'yaml';
 import type Koa from 'koa';
 import { createApp } from '../../api/app';
 import { CHECKOUT_METHOD_TYPES } from '../../store/rules/accepted-payment-methods';
-import type { ApiDeps } from '../../api/deps';
-import { BadBuyerToken } from '../../config/buyer-tokens';
-import { createLogger } from '../../config/log';
-import { createMetrics } from '../../api/metrics';
-import { Lifecycle } from '../../api/shutdown';
 import { PROBLEM_TYPES } from '../../api/problem';
-import { STRIPE_MIN_CHARGE } from '../../vocabulary/limits';
-import type { Db } from '../../store/db';
-import type { Gate } from '../../store/gate';
+import {
+  ajv,
+  doc,
+  DOC_PATH,
+  HTTP_METHODS,
+  placeholderDeps,
+  resolvePointer,
+  schemaOf,
+  serveApp,
+} from '../helpers/openapi';
 
 // docs/openapi.json against the app as it is built: a valid OpenAPI 3.1 document, exactly the
-// routes the routers register, the request bodies the routes' own validators accept, and the same
-// bytes at GET /openapi.json. No route here reaches Postgres or Temporal: the app gets placeholder
-// dependencies that throw if anything calls them.
-
-const DOC_PATH = path.join(__dirname, '../../docs/openapi.json');
-const doc = JSON.parse(fs.readFileSync(DOC_PATH, 'utf8'));
-
-const ADMIN_TOKEN = 'openapi-test-admin';
-const SUPPORT_TOKEN = 'openapi-test-support';
-const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
-
-/** Stands in for a client the routes are built with: any call on it fails (none should happen before a body is valid). */
-function placeholder(name: string): unknown {
-  return new Proxy(function () {}, {
-    get: (_target, prop) => (prop === 'then' ? undefined : placeholder(`${name}.${String(prop)}`)),
-    apply: () => {
-      throw new Error(`${name}() called: this test only builds the routes`);
-    },
-  });
-}
-
-function placeholderDeps(): ApiDeps {
-  const known: Partial<ApiDeps> = {
-    adminToken: ADMIN_TOKEN,
-    supportToken: SUPPORT_TOKEN,
-    webhookSecret: 'whsec_openapi_test',
-    livemode: false,
-    // Only the token `openapi-alice` is a buyer (alice): this test is about request shapes, not tokens.
-    buyers: {
-      verify: (token: string) =>
-        token === 'openapi-alice' ? Promise.resolve('alice') : Promise.reject(new BadBuyerToken('unknown token')),
-    },
-    rateLimits: undefined,
-    trustedProxies: [],
-    taskQueue: 'openapi-test',
-    purchaseTimeoutMs: 1000,
-    lifecycle: new Lifecycle(),
-    logger: createLogger('test', { LOG_LEVEL: 'silent' }),
-    // Metrics are real (the access log observes every request); nothing here scrapes them.
-    metrics: createMetrics(placeholder('deps.db') as Db, placeholder('gate') as Gate),
-  };
-  return new Proxy(known, {
-    get: (target, prop: string) => (prop in target ? target[prop as keyof ApiDeps] : placeholder(`deps.${prop}`)),
-  }) as ApiDeps;
-}
+// routes the routers register, and the same bytes at GET /openapi.json (the request bodies against
+// the routes' own validators: openapi-bodies.test.ts).
 
 /** Every `METHOD /path` the app's routers register, in OpenAPI's path syntax (`:id` → `{id}`). */
 function registeredRoutes(app: Koa): string[] {
@@ -90,16 +46,6 @@ function documentedRoutes(): string[] {
     for (const method of HTTP_METHODS) if (item[method]) routes.push(`${method.toUpperCase()} ${p}`);
   }
   return routes.sort();
-}
-
-/** Follows a local JSON pointer (`#/components/schemas/Product`). */
-function resolvePointer(ref: string): unknown {
-  if (!ref.startsWith('#/')) throw new Error(`not a local reference: ${ref}`);
-  return ref
-    .slice(2)
-    .split('/')
-    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], doc);
 }
 
 function* walk(node: unknown, at = '#'): Generator<[string, Record<string, unknown>]> {
@@ -134,34 +80,12 @@ function* mediaTypes(): Generator<[string, MediaType]> {
   }
 }
 
-/** JSON Schema 2020-12 (OpenAPI 3.1's dialect) over the document's components, `$ref`s rewritten to `$defs`. */
-const ajv = new Ajv2020({ strict: true, allErrors: true, validateFormats: false });
-const defs = JSON.parse(
-  JSON.stringify(doc.components.schemas).replace(/"#\/components\/schemas\//g, '"#/$defs/'),
-) as Record<string, unknown>;
-ajv.addSchema({ $id: 'openapi-components', $defs: defs });
-function schemaOf(schema: Record<string, unknown>): ValidateFunction {
-  const rewritten = JSON.parse(
-    JSON.stringify(schema).replace(/"#\/components\/schemas\//g, '"openapi-components#/$defs/'),
-  );
-  return ajv.compile(rewritten);
-}
-function requestSchema(pathName: string, method: string): Record<string, unknown> {
-  const op = doc.paths[pathName][method];
-  let schema = op.requestBody.content['application/json'].schema as Record<string, unknown>;
-  if (typeof schema.$ref === 'string') schema = resolvePointer(schema.$ref) as Record<string, unknown>;
-  return schema;
-}
-
-let server: Server;
-let baseUrl: string;
+let app: Awaited<ReturnType<typeof serveApp>>;
 test.before(async () => {
-  server = createApp(placeholderDeps()).listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  app = await serveApp();
 });
 test.after.always(async () => {
-  await new Promise((resolve) => server?.close(resolve));
+  await app?.close();
 });
 
 test('the document is valid OpenAPI 3.1', async (t) => {
@@ -260,158 +184,8 @@ test('the document names every problem type the code answers, each once, no key 
 });
 
 test('GET /openapi.json serves the document', async (t) => {
-  const res = await fetch(`${baseUrl}/openapi.json`);
+  const res = await fetch(`${app.baseUrl}/openapi.json`);
   t.is(res.status, 200);
   t.regex(res.headers.get('content-type') ?? '', /^application\/json\b/);
   t.deepEqual(await res.json(), doc);
-});
-
-// The documented request bodies against the routes' own validators: each variant of a valid body
-// (every field at, below and above its bounds, the wrong type, null, missing, an unknown field) must
-// be refused by the route (400 invalid-request) exactly when the documented schema refuses it.
-
-function candidates(schema: Record<string, any>): unknown[] {
-  const types: string[] = [schema.type].flat().filter((x) => x !== 'null');
-  const values: unknown[] = [null, true, 'x', 7, 1.5, {}, []];
-  switch (types[0]) {
-    case 'integer':
-    case 'number': {
-      for (const bound of [schema.minimum, schema.maximum, schema.exclusiveMinimum, schema.exclusiveMaximum]) {
-        if (typeof bound === 'number') values.push(bound - 1, bound, bound + 0.5, bound + 1);
-      }
-      values.push(0, -1, '1');
-      break;
-    }
-    case 'string': {
-      const max = schema.maxLength ?? 8;
-      values.push(
-        '',
-        'a',
-        'aB3',
-        'a'.repeat(max),
-        'a'.repeat(max + 1),
-        '-a',
-        'a.b_c-d',
-        'a b',
-        'é',
-        'a\u0000b',
-        'a\u001fb',
-      );
-      break;
-    }
-    case 'boolean':
-      values.push(false, 'true', 0);
-      break;
-    case 'array': {
-      const item = schema.items?.maxLength ?? 8;
-      values.push(['a'], ['a', 'b'], ['a', 'a'], [''], ['a'.repeat(item)], ['a'.repeat(item + 1)], [7], 'a');
-      break;
-    }
-  }
-  return values;
-}
-
-function variants(schema: Record<string, any>, base: Record<string, unknown>, nested: Record<string, object> = {}) {
-  const out: Record<string, unknown>[] = [{ ...base, unknownField: 1 }];
-  for (const [name, prop] of Object.entries<Record<string, any>>(schema.properties ?? {})) {
-    const without = { ...base };
-    delete without[name];
-    out.push(without);
-    for (const value of candidates(prop)) out.push({ ...base, [name]: value });
-    const inner = nested[name] as Record<string, unknown> | undefined;
-    if (inner) for (const v of variants(prop, inner)) out.push({ ...base, [name]: v });
-  }
-  return out;
-}
-
-async function post(p: string, body: unknown, headers: Record<string, string>) {
-  const res = await fetch(`${baseUrl}${p}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as { type: string; errors?: { field: string }[] } };
-}
-
-interface BodyCase {
-  route: string;
-  /** Where to send it (path parameters filled in) and where the document describes it. */
-  path: string;
-  docPath: string;
-  headers: Record<string, string>;
-  /** A body the route accepts; the variants are made from it. */
-  base: Record<string, unknown>;
-  /** Valid values of object fields, to vary their own fields too. */
-  nested?: Record<string, object>;
-}
-
-const bodyCases: BodyCase[] = [
-  {
-    route: 'POST /v1/products',
-    path: '/v1/products',
-    docPath: '/v1/products',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    base: { sku: 'runner-42', name: 'Runner', priceCents: 12900, currency: 'eur', stock: 1 },
-    nested: { waitingRoom: { admitPerSecond: 5, maxActive: 10 } },
-  },
-  {
-    route: 'POST /v1/products/{sku}/restock',
-    path: '/v1/products/runner-42/restock',
-    docPath: '/v1/products/{sku}/restock',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    base: { quantity: 5 },
-  },
-  {
-    route: 'POST /v1/purchases',
-    path: '/v1/purchases',
-    docPath: '/v1/purchases',
-    headers: { 'idempotency-key': 'openapi-test-key', authorization: 'Bearer openapi-alice' },
-    base: { sku: 'runner-42', buyerId: 'alice' },
-  },
-  {
-    route: 'POST /v1/support/purchases/{id}/refund',
-    path: '/v1/support/purchases/pur_0/refund',
-    docPath: '/v1/support/purchases/{id}/refund',
-    headers: { authorization: `Bearer ${SUPPORT_TOKEN}` },
-    base: { reason: 'damaged box', restock: true },
-  },
-];
-
-for (const c of bodyCases) {
-  test(`${c.route}: the documented body schema accepts exactly what the route accepts`, async (t) => {
-    const schema = requestSchema(c.docPath, 'post');
-    const check = schemaOf(schema);
-    t.true(check(c.base), `the base body is valid: ${ajv.errorsText(check.errors)}`);
-    const bodies = variants(schema, c.base, c.nested);
-    let accepted = 0;
-    for (const body of bodies) {
-      // A product of units must have as much stock as units (a rule beyond the schema).
-      if (Array.isArray(body.units)) body.stock = body.units.length;
-      const documented = check(structuredClone(body));
-      // Stripe's smallest charge, by currency (a rule beyond the schema, which cannot say it per currency).
-      const belowMinimum =
-        typeof body.priceCents === 'number' &&
-        typeof body.currency === 'string' &&
-        body.priceCents < (STRIPE_MIN_CHARGE[body.currency.toLowerCase()] ?? 0);
-      const res = await post(c.path, body, c.headers);
-      const refused = res.status === 400 && res.body.type === 'invalid-request';
-      const what = `${JSON.stringify(body)} -> ${res.status} ${JSON.stringify(res.body)}`;
-      t.is(refused, !documented || belowMinimum, what);
-      if (documented && !belowMinimum) accepted++;
-    }
-    t.true(accepted > 1, 'some variants were valid');
-    t.true(bodies.length - accepted > 5, 'some variants were refused');
-  });
-}
-
-test('POST /v1/purchases refuses a missing or too long Idempotency-Key, as documented', async (t) => {
-  const key = doc.components.parameters.IdempotencyKey;
-  t.true(key.required);
-  const body = { sku: 'runner-42' };
-  const alice = { authorization: 'Bearer openapi-alice' };
-  t.is((await post('/v1/purchases', body, alice)).status, 400);
-  const tooLong = { ...alice, 'idempotency-key': 'k'.repeat(key.schema.maxLength + 1) };
-  t.is((await post('/v1/purchases', body, tooLong)).status, 400);
-  const longest = { ...alice, 'idempotency-key': 'k'.repeat(key.schema.maxLength) };
-  t.not((await post('/v1/purchases', body, longest)).status, 400);
 });

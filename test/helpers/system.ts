@@ -1,17 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { setTimeout as delay } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import pg from 'pg';
-import {
-  type Emulator,
-  type PayControlExtras,
-  sessionIdOfCheckoutUrl,
-  startEmulator,
-} from '@flash-sale/stripe-emulator';
-import { isFinal } from '../../vocabulary';
+import { startEmulator } from '@flash-sale/stripe-emulator';
 import { HoldDesk } from '../../store/hold-desk';
 import { Admissions } from '../../store/admission';
 import { DbClock } from '../../store/clock';
@@ -33,9 +26,8 @@ import { RoomCache } from '../../store/room-cache';
 import { createStripe } from '../../config/clients';
 import { createLogger } from '../../config/log';
 import { createPurchaseWorker, type PurchaseWorker } from '../../worker/create-worker';
-import type { WorkerDeploymentVersion } from '@temporalio/common';
 import { uniqueSku } from './db';
-import type { SystemOptions } from './system-options';
+import type { System, SystemOptions } from './system-options';
 import { createOwnDatabase } from './own-database';
 
 import {
@@ -52,72 +44,10 @@ import { temporalAddress, workflowBundle } from './temporal';
 import { notificationParts } from './notification-parts';
 
 export * from './credentials';
-export type { SystemOptions } from './system-options';
+export type { SystemOptions, System } from './system-options';
+export { sellTo, sessionOf, winnersOf } from './sales';
 export { createOwnDatabase } from './own-database';
 export { temporalAddress, workflowBundle } from './temporal';
-
-export interface System {
-  db: pg.Pool;
-  /** Its database (the suite's, or its own with `ownDatabase`): worker processes of the test use it too. */
-  databaseUrl: string;
-  temporal: Client;
-  emulator: Emulator;
-  taskQueue: string;
-  apiUrl: string;
-  /** The API's shutdown: set `draining`, or `close()`, to see what a shutting-down API answers. */
-  lifecycle: ApiDeps['lifecycle'];
-  /** What the worker's notification channels logged (with the `notify` option). */
-  notificationLines(): string[];
-  /** The waiting rooms' admitter of each API instance (the first is this API's): one of them holds the lock. */
-  admitters: Admitter[];
-  /**
-   * Another API instance on its own port, with its own gate and clock, against the same Postgres and
-   * Temporal. `hostClockSkewMs`: its host's clock runs this far ahead (negative: behind) of the real
-   * one, as on a host whose NTP is broken. Returns its URL.
-   */
-  startAnotherApi(opts?: { hostClockSkewMs?: number }): Promise<string>;
-  /**
-   * The largest error bound of the API instances' clocks (ms): each reads Postgres's time give or
-   * take this much (half its quickest round trip when it measured, longer on a loaded machine).
-   */
-  clockErrorMs(): number;
-  /** Starts a worker in this process (tests that kill workers run their own in a child process). */
-  startWorker(limits?: {
-    maxConcurrentActivities?: number;
-    maxConcurrentLocalActivities?: number;
-    maxConcurrentStripeCalls?: number;
-    maxConcurrentWorkflowTasks?: number;
-    /** The Stripe budget (requests/s); default 20, a sandbox key's default. */
-    stripeRequestsPerSecond?: number;
-    /** Worker Versioning: the version this worker polls as. Several workers may run at once (a deploy). */
-    deployment?: WorkerDeploymentVersion;
-  }): Promise<{ stop(): Promise<void> }>;
-  /** Stops every worker startWorker started. */
-  stopWorker(): Promise<void>;
-  /** An HTTP call to the API (`path` may be a full URL, for another API instance). */
-  api(
-    method: string,
-    path: string,
-    body?: unknown,
-    headers?: Record<string, string>,
-  ): Promise<{ status: number; body: any; headers: Headers }>;
-  emulatorCall(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
-  createProduct(overrides?: Record<string, unknown>): Promise<string>;
-  buy(
-    sku: string,
-    buyerId: string,
-    extra?: Record<string, unknown>,
-    key?: string,
-  ): Promise<{ status: number; body: any; headers: Headers }>;
-  /** GET /v1/purchases/:id as support (who may read any purchase). */
-  purchase(purchaseId: string): Promise<{ status: number; body: any; headers: Headers }>;
-  /** The body of GET /v1/products/:sku: the stock as a buyer sees it. */
-  stock(sku: string): Promise<any>;
-  pay(sessionId: string, outcome: string, extra?: PayControlExtras): Promise<{ status: number; body: any }>;
-  /** Waits until the purchase record satisfies `pred` (polling), or fails with the last record seen. */
-  waitForPurchase(purchaseId: string, pred: (p: any) => boolean, timeoutMs?: number): Promise<any>;
-  close(): Promise<void>;
-}
 
 /**
  * The real system for one test file: Postgres and the Temporal dev server that `npm test` started,
@@ -355,54 +285,4 @@ export async function startSystem(opts: SystemOptions = {}): Promise<System> {
   };
   if (opts.worker !== false) await system.startWorker();
   return system;
-}
-
-/** The Checkout Session id of a purchase. */
-export async function sessionOf(db: pg.Pool, purchaseId: string): Promise<string> {
-  const { rows } = await db.query('SELECT checkout_session_id FROM purchases WHERE purchase_id = $1', [purchaseId]);
-  return rows[0].checkout_session_id;
-}
-
-/**
- * The buyers of a crowd who got a unit, with their purchase and Checkout Session. Each is answered 201
- * with its checkout URL or, on a loaded machine, 202: the contract's answer for a hold whose session is
- * not open within the wait. A 202 is followed until its session opens, so every winner has one.
- */
-export async function winnersOf(
-  sys: System,
-  answers: { status: number; body: any }[],
-): Promise<{ purchaseId: string; sessionId: string }[]> {
-  const won = answers.filter((a) => a.status === 201 || a.status === 202);
-  return Promise.all(
-    won.map(async ({ status, body }) => {
-      if (status === 201) return { purchaseId: body.purchaseId, sessionId: sessionIdOfCheckoutUrl(body.checkoutUrl) };
-      if (!body.holdExpiresAt) throw new Error(`a 202 without a hold: ${JSON.stringify(body)}`);
-      const p = await sys.waitForPurchase(body.purchaseId, (r) => r.checkout_session_id !== null || isFinal(r.status));
-      if (p.checkout_session_id === null) throw new Error(`a 202 that ended without a session: ${JSON.stringify(p)}`);
-      return { purchaseId: body.purchaseId, sessionId: p.checkout_session_id };
-    }),
-  );
-}
-
-/**
- * Sells a unit of `sku` to `buyer`: buys it and pays for it. The payment is forced: a short hold may
- * lapse before the payment lands on a loaded machine (its session expired by the saga), and the late
- * payment then re-takes the unit, `late_confirmed` instead of `confirmed`; sold either way, which is
- * what a test that needs the unit gone asks for. Returns the purchase once it is sold.
- */
-export async function sellTo(sys: System, sku: string, buyer: string): Promise<{ purchaseId: string; status: string }> {
-  let res = await sys.buy(sku, buyer);
-  // A unit whose hold just lapsed may read as held in the API's view of the stock a moment longer
-  // (409 sold-out, final: false, with retryAt): the buyer tries again when told, as a buyer would.
-  for (let tries = 1; res.status === 409 && res.body.final === false && tries < 20; tries++) {
-    const wait = Date.parse(String(res.body.retryAt)) - Date.now();
-    await delay(Math.min(1000, Math.max(100, Number.isFinite(wait) ? wait : 0)));
-    res = await sys.buy(sku, buyer);
-  }
-  if (res.status !== 201) throw new Error(`buying: ${res.status} ${JSON.stringify(res.body)}`);
-  const purchaseId = res.body.purchaseId as string;
-  const paid = await sys.pay(await sessionOf(sys.db, purchaseId), 'succeeded', { force: true });
-  if (paid.status !== 200) throw new Error(`paying: ${paid.status} ${JSON.stringify(paid.body)}`);
-  const sold = await sys.waitForPurchase(purchaseId, (r) => ['confirmed', 'late_confirmed'].includes(r.status));
-  return { purchaseId, status: sold.status };
 }
