@@ -11,6 +11,11 @@ const DAY = 24 * HOUR;
 export const DURATIONS = {
   /** How long a session completed with a delayed payment method (a bank debit) may take to settle. */
   asyncSettleMs: 7 * DAY,
+  /**
+   * How much longer than that wait a settling payment's hold lasts: the time the saga has to read
+   * Stripe's session when no event settled it, before the unit could be reclaimed from a buyer who paid.
+   */
+  settleReadMarginMs: HOUR,
   /** How long a follow-up run (a payment event for a closed saga) waits for the event that started it. */
   followUpEventMs: MINUTE,
   /** How long to wait for a refund's webhook before reading the refund, per round; the last repeats. */

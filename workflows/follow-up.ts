@@ -1,7 +1,8 @@
-import { condition } from '@temporalio/workflow';
+import { condition, patched } from '@temporalio/workflow';
 import { isFinal, isPaid, type PurchaseState } from '../vocabulary';
 import { acts } from './proxies';
 import { DURATIONS } from './durations';
+import { READ_UNSETTLED_PATCH } from './end-of-wait';
 import type { PurchaseSaga } from './saga';
 
 /**
@@ -16,8 +17,10 @@ export async function followUp(saga: PurchaseSaga): Promise<PurchaseState> {
   saga.recordLoaded();
   await condition(() => saga.payment !== 'none' || fold.sessionExpired || fold.declines > 0, DURATIONS.followUpEventMs);
   // A delayed payment's first word arriving after its outcome (out of order): nothing left to settle.
-  if (saga.payment === 'pending' && !isPaid(record.status))
-    await condition(() => fold.settled, DURATIONS.asyncSettleMs);
+  if (saga.payment === 'pending' && !isPaid(record.status)) {
+    const settled = await condition(() => fold.settled, DURATIONS.asyncSettleMs);
+    if (!settled && patched(READ_UNSETTLED_PATCH)) await saga.readDelayedPayment();
+  }
   if (saga.payment === 'paid' && !isPaid(record.status)) {
     await saga.settleLatePayment();
   } else if (saga.payment === 'failed' && !isFinal(record.status)) {

@@ -16,6 +16,7 @@ import { settle, settleStragglers } from './end-of-wait';
 import { followUp } from './follow-up';
 import { checkoutActs, localActs, stripeActs } from './proxies';
 import { PurchaseSaga } from './saga';
+import { refundPaid } from './saga-refund';
 
 type Hold = Extract<TakeHoldOutput, { outcome: 'held' }>;
 
@@ -251,11 +252,30 @@ const CANCEL_HEARS_STRIPE_PATCH = 'cancel-hears-the-session';
 const OPERATOR_CANCEL_SETTLES_PATCH = 'operator-cancel-settles-stragglers';
 
 /**
+ * An operator's cancel of a saga that was refunding a payment it could not keep (a late payment with
+ * no unit, a payment the rules refuse) confirmed that payment again when Stripe's answer to the
+ * expire (or the record's `needs_attention`) said it was paid: a unit sold to a buyer whose money
+ * was on its way back. Under this patch the cancel finishes the refund instead.
+ */
+const CANCEL_KEEPS_REFUND_PATCH = 'cancel-keeps-the-refund';
+
+/**
+ * The cancel of a saga that had started a refund: once Stripe made it (it is on the record), the
+ * webhook records the rest; before that, the refund is made now (the same idempotency key as the
+ * call the cancel cut short: never twice), and followed as before.
+ */
+async function keepRefund(saga: PurchaseSaga, refund: { reason: string; kind: string }): Promise<void> {
+  if (saga.state.refund) return;
+  await refundPaid(saga, refund.reason, refund.kind);
+}
+
+/**
  * An operator cancelled the saga: expire the session, then release the hold, last in first out. A
  * payment already made is never dropped: it still ends in a sale (or a refund, when its unit is gone).
  */
 async function compensateOperatorCancel(saga: PurchaseSaga): Promise<void> {
   const { state, input, fold } = saga;
+  if (saga.refunding && patched(CANCEL_KEEPS_REFUND_PATCH)) return keepRefund(saga, saga.refunding);
   if (!isPaid(state.status) && saga.payment === 'paid') return saga.confirmPaid();
   if (state.sessionId) {
     const sessionId = state.sessionId;

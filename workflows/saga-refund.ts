@@ -11,6 +11,8 @@ import { refundToTheEnd, type RefundNews } from './refunds';
 export interface RefundingSaga {
   readonly state: PurchaseState;
   readonly desk: SupportDesk;
+  /** Set as the refund starts (see PurchaseSaga.refunding). */
+  refunding?: { reason: string; kind: string };
   learnPaymentIntent(): Promise<void>;
   setStatus(status: PurchaseStatus, patch: Partial<PurchaseState>): Promise<void>;
 }
@@ -18,6 +20,7 @@ export interface RefundingSaga {
 /** Refunds the payment in full, tells the buyer why (notification `kind`), and follows the refund to its end. */
 export async function refundPaid(saga: RefundingSaga, reason: string, kind: string): Promise<void> {
   const { state } = saga;
+  saga.refunding = { reason, kind };
   // A payment event that named no PaymentIntent: Stripe's session says which one to refund.
   await saga.learnPaymentIntent();
   const paymentIntentId = state.paymentIntentId;

@@ -52,6 +52,14 @@ const UNPUBLISHED_ENDINGS: readonly PurchaseStatus[] = ['confirmed', 'late_confi
 export const PUBLISH_CHANGES_PATCH = 'publish-changes-only';
 
 /**
+ * The marker of sagas whose support settlement is the step's alone at every step Stripe refused (a
+ * read of the paid session or of the payment, a refund), not only at the session's expire: a read
+ * settled by hand used to settle the refund that followed it too, with none made. Sagas from before
+ * it replay with the settlement carried on.
+ */
+export const SETTLEMENT_EVERY_STEP_PATCH = 'settlement-is-every-steps-own';
+
+/**
  * The state of one purchase saga and the steps that settle it once the hold is taken. Shared by the
  * first run (purchase.ts) and the follow-up run (follow-up.ts). Every step writes the record before
  * the in-memory state, so whatever the API reads from a query or update is already durable.
@@ -62,6 +70,8 @@ export class PurchaseSaga {
   /** Support's retries and by-hand settlements, and refunds' news. */
   readonly desk = new SupportDesk().listen();
   cancelRequested = false;
+  /** The refund the saga made of a payment it could not keep, once it started: an operator's cancel finishes it. */
+  refunding?: { reason: string; kind: string };
   /** The hold step has answered (held or refused): the API's first wait (holdAnsweredUpdate) is over. */
   holdAnswered = false;
   /**
@@ -177,18 +187,21 @@ export class PurchaseSaga {
    * again. `settleEndsCall`: support's settlement also ends the call while it is being retried (a step
    * that is safe to abandon mid-call: the session's expire).
    */
-  attend<T>(
+  async attend<T>(
     what: string,
     call: () => Promise<T>,
     interrupt?: () => boolean,
     settleEndsCall = false,
   ): Promise<Attended<T>> {
-    return attended(what, call, {
+    const answer = await attended(what, call, {
       desk: this.desk,
       interrupt,
       settleEndsCall,
       flag: (reason) => this.setStatus('needs_attention', { reason }),
     });
+    // Support settled this step: the next one Stripe refuses waits for a word of its own.
+    if (answer.outcome === 'settled' && patched(SETTLEMENT_EVERY_STEP_PATCH)) this.desk.settled = undefined;
+    return answer;
   }
 
   /** The PaymentIntent that paid the session, from Stripe when no event named it. */
@@ -318,27 +331,37 @@ export class PurchaseSaga {
   }
 
   /**
+   * Stripe's word on a delayed payment no event settled within its wait (its webhook may have been
+   * lost): paid on this purchase's own session, the saga takes it as paid.
+   */
+  async readDelayedPayment(): Promise<void> {
+    const sessionId = this.state.sessionId;
+    /* istanbul ignore if -- a payment is known only once its session is: the saga always has it here */
+    if (!sessionId) return;
+    const read = await this.attend('reading the session of the delayed payment', () =>
+      stripeActs().getSessionPayment(sessionId),
+    );
+    if (read.outcome === 'done' && this.ownSession(read.value) && read.value.paymentStatus === 'paid') {
+      this.fold.payment = 'paid';
+      if (read.value.paymentIntentId) this.state.paymentIntentId = read.value.paymentIntentId;
+    }
+  }
+
+  /**
    * A delayed payment was completed in time: keep the unit until it settles (or fails, or never does).
    * `released`: it failed or never settled, and the unit went back.
    */
   async holdUntilSettled(): Promise<'confirmed' | 'released'> {
-    const until = await acts.extendHold(this.input.purchaseId, DURATIONS.asyncSettleMs / 1000);
+    // Held a margin past the wait: the read of Stripe's session at its end is made on a hold still ours.
+    const holdMs = DURATIONS.asyncSettleMs + DURATIONS.settleReadMarginMs;
+    const until = await acts.extendHold(this.input.purchaseId, holdMs / 1000);
     await this.setStatus('awaiting_payment', {
       reason: 'a delayed payment is settling; the unit stays held',
       ...(until ? { holdExpiresAt: until } : {}),
     });
     const settled = await condition(() => this.fold.settled, DURATIONS.asyncSettleMs);
-    if (!settled && this.state.sessionId) {
-      // The webhook may have been lost: Stripe's word decides before the buyer's unit is given back.
-      const sessionId = this.state.sessionId;
-      const read = await this.attend('reading the session of the delayed payment', () =>
-        stripeActs().getSessionPayment(sessionId),
-      );
-      if (read.outcome === 'done' && this.ownSession(read.value) && read.value.paymentStatus === 'paid') {
-        this.fold.payment = 'paid';
-        if (read.value.paymentIntentId) this.state.paymentIntentId = read.value.paymentIntentId;
-      }
-    }
+    // The webhook may have been lost: Stripe's word decides before the buyer's unit is given back.
+    if (!settled) await this.readDelayedPayment();
     if (this.payment === 'paid') {
       await this.confirmPaid();
       return 'confirmed';

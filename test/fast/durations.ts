@@ -8,6 +8,7 @@ export const DURATIONS: {
   [K in keyof typeof PRODUCTION]: (typeof PRODUCTION)[K] extends readonly number[] ? readonly number[] : number;
 } = {
   asyncSettleMs: 3_000,
+  settleReadMarginMs: 1_000,
   followUpEventMs: 2_000,
   refundReadAfterMs: [1_500, 1_500],
   refundPendingTooLongMs: 2_500,

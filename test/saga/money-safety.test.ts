@@ -1,7 +1,7 @@
 import test from 'ava';
 import { assertInvariants } from '../helpers/db';
 import { foreignSession } from '../helpers/attention';
-import { sellTo, sessionOf, startSystem, type System } from '../helpers/system';
+import { ADMIN_TOKEN, sellTo, sessionOf, startSystem, type System } from '../helpers/system';
 import { until } from '../helpers/poll';
 import { postEvent as postSignedEvent, stripeEvent } from '../helpers/webhooks';
 
@@ -282,6 +282,44 @@ test.serial(
     }
     t.is(await ownRefunds(first.purchaseId), 1);
     t.like(await sys.stock(sku), { sold: 1, held: 0, available: 0 });
+    await assertInvariants(t, sys.db, sku);
+  },
+);
+
+test.serial(
+  'an operator’s cancel while a late payment’s refund is on its way sells it no unit that came back',
+  async (t) => {
+    // No grace: the unit of a saga that could not close its session is on sale again at the lapse.
+    const sku = await sys.createProduct({ holdSeconds: 4, holdGraceSeconds: 0, stock: 1 });
+    await expireFails(404);
+    let late: Awaited<ReturnType<typeof buyAwaiting>>;
+    try {
+      late = await buyAwaiting(sku, 'kit');
+      await sys.waitForPurchase(late.purchaseId, (r) => r.status === 'needs_attention', 15_000);
+      await sellTo(sys, sku, 'kit-next');
+      await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'pending' });
+      // Paid on the session Stripe never let the saga expire: no unit left, so it is refunded.
+      await sys.pay(late.sessionId, 'succeeded');
+      await sys.waitForPurchase(late.purchaseId, (r) => r.status === 'refunded' && r.refund_status === 'pending');
+    } finally {
+      await sys.emulatorCall('DELETE', '/_emulator/faults');
+      await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'succeeded' });
+    }
+    // A unit comes back; then an operator cancels the saga that follows the refund. Stripe answers the
+    // expire of the paid session with the session, which says paid: that is no new payment.
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    t.is((await sys.api('POST', `/v1/products/${sku}/restock`, { quantity: 1 }, admin)).status, 200);
+    const saga = sys.temporal.workflow.getHandle(`purchase-${late.purchaseId}`);
+    await saga.cancel();
+    await t.throwsAsync(saga.result());
+    t.like((await sys.purchase(late.purchaseId)).body, { status: 'refunded' });
+    const held = await sys.db.query('SELECT status FROM holds WHERE purchase_id = $1', [late.purchaseId]);
+    t.false(
+      held.rows.some((h) => h.status === 'sold'),
+      JSON.stringify(held.rows),
+    );
+    t.like(await sys.stock(sku), { sold: 1, available: 1 }, 'the unit that came back is still for sale');
+    t.is(await ownRefunds(late.purchaseId), 1);
     await assertInvariants(t, sys.db, sku);
   },
 );

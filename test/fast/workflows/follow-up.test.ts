@@ -98,6 +98,26 @@ test('a delayed payment that starts after the saga closed is waited for, then se
   t.like(await saga.result(), { status: 'late_confirmed' });
 });
 
+test('a delayed payment that starts after the saga closed and whose outcome never comes is read from Stripe', async (t) => {
+  const { world } = temporal();
+  // Its success's webhook was lost: Stripe's session says it was paid.
+  const lost = world.open();
+  lost.record = recorded(lost, 'expired');
+  const unpaid = world.open({ getSessionPayment: () => ({ status: 'complete', paymentStatus: 'unpaid' }) });
+  unpaid.record = recorded(unpaid, 'expired');
+  const ends = await Promise.all(
+    [lost, unpaid].map(async (c) => {
+      const saga = await startPurchase(temporal(), c, { followUp: true });
+      await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'unpaid' }));
+      return saga.result();
+    }),
+  );
+  t.like(ends[0], { status: 'late_confirmed', paymentIntentId: lost.paymentIntentId });
+  t.like(ends[1], { status: 'expired' });
+  t.is(unpaid.count('retakeForLatePayment'), 0);
+  t.deepEqual(unpaid.names(), ['loadPurchase', 'getSessionPayment']);
+});
+
 test('a payment for a purchase already paid, or an event that brings no money, settles nothing', async (t) => {
   const { world } = temporal();
   const confirmed = world.open();

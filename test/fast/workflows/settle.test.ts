@@ -32,7 +32,7 @@ test('a delayed payment keeps the unit while it settles, then confirms', async (
   await sessionOpen(c);
   await saga.signal(paymentEventSignal, c.event('checkout.session.completed', pending));
   await until(() => c.record?.reason === 'a delayed payment is settling; the unit stays held', 'settling');
-  t.deepEqual(c.calls.find((x) => x.name === 'extendHold')!.args, [c.id, 3]);
+  t.deepEqual(c.calls.find((x) => x.name === 'extendHold')!.args, [c.id, 4]);
   await saga.signal(paymentEventSignal, c.event('checkout.session.async_payment_succeeded'));
   t.like(await saga.result(), { status: 'confirmed' });
   t.is(c.count('expireCheckout'), 0);
@@ -150,25 +150,35 @@ test('a success that lands while a failed delayed payment gives its unit back is
   }
 });
 
-test('a delayed payment that starts as the hold lapses is waited for; one that never settles leaves it expired', async (t) => {
+test('a delayed payment that starts as the hold lapses is waited for; one that never settles is read from Stripe', async (t) => {
   const { world } = temporal();
-  // The units go back only once both payments are in their sagas' histories.
+  // The units go back only once the payments are in their sagas' histories.
   const landed = gate(t);
   const releaseHold = () => landed.passed().then(() => ({ released: true, status: 'expired' as const }));
   const settles = world.open({ releaseHold });
-  const never = world.open({ releaseHold });
-  settles.holdMs = never.holdMs = 3_000;
-  const [a, b] = await Promise.all([startPurchase(temporal(), settles), startPurchase(temporal(), never)]);
-  await Promise.all([called(settles, 'releaseHold'), called(never, 'releaseHold')]);
+  const never = world.open({
+    releaseHold,
+    getSessionPayment: () => ({ status: 'complete', paymentStatus: 'unpaid' }),
+  });
+  // Its success's webhook was lost: Stripe's session says it was paid.
+  const lost = world.open({ releaseHold });
+  const cases = [settles, never, lost];
+  for (const c of cases) c.holdMs = 3_000;
+  const [a, b, l] = await Promise.all(cases.map((c) => startPurchase(temporal(), c)));
+  await Promise.all(cases.map((c) => called(c, 'releaseHold')));
   await a.signal(paymentEventSignal, settles.event('checkout.session.completed', pending));
   await b.signal(paymentEventSignal, never.event('checkout.session.completed', pending));
+  await l.signal(paymentEventSignal, lost.event('checkout.session.completed', pending));
   landed.open();
   await until(() => settles.record?.status === 'expired', 'expired');
   await idle(a, 'the saga waiting for the delayed payment');
   await a.signal(paymentEventSignal, settles.event('checkout.session.async_payment_succeeded'));
-  t.like(await a.result(), { status: 'late_confirmed', reason: 'paid after the hold lapsed; a unit was still free' });
+  const lateSale = { status: 'late_confirmed', reason: 'paid after the hold lapsed; a unit was still free' };
+  t.like(await a.result(), lateSale);
   t.like(await b.result(), { status: 'expired' });
+  t.like(await l.result(), { ...lateSale, paymentIntentId: lost.paymentIntentId });
   t.is(never.count('retakeForLatePayment'), 0);
+  t.is(never.count('getSessionPayment'), 1);
 });
 
 test('a delayed payment that fails after the hold lapsed changes nothing', async (t) => {
