@@ -146,8 +146,9 @@ export class WaitingRoom {
     // Whether the turn was spent is in the ticket's row: a poll reads it only once the session is
     // over (few of those), the page and a join read it always.
     const outcome = !live || readSpent ? await ticketOutcome(this.db, claims.ticketId) : null;
-    // A purchase refused before any hold does not spend a live turn: the admitter gives it back.
-    if (outcome?.purchaseId && !(live && outcome.refusedBeforeHold)) {
+    // A purchase that came to nothing (refused before any hold, never under way) does not spend a
+    // live turn: the admitter gives it back.
+    if (outcome?.purchaseId && !(live && outcome.cameToNothing)) {
       const view = { ...base, position: 0, state: 'admitted' as const, estimatedWaitSeconds: 0 };
       return { view: { ...view, purchaseId: outcome.purchaseId }, purchaseStatus: outcome.purchaseStatus ?? undefined };
     }

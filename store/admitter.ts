@@ -2,7 +2,7 @@ import pg from 'pg';
 import { FINAL_STATUSES } from '../vocabulary';
 import { waitingCount } from './checkout-line';
 import { stockView } from './products';
-import { REFUSED_BEFORE_HOLD_SQL } from './room';
+import { CAME_TO_NOTHING_SQL } from './room';
 
 /** A purchase whose delayed payment is settling (migration 019): its hold stays, its buyer is done. */
 const SETTLING_SQL = "p.status = 'awaiting_payment' AND p.settling_at IS NOT NULL";
@@ -228,14 +228,14 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
     );
     return;
   }
-  // A turn spent on a purchase refused before it held anything (the hold step found nothing free, or
-  // the session could not open and the hold went back) is given back while the session lasts: the
-  // buyer lost nothing by our failure and may try again with a new key.
+  // A turn spent on a purchase that came to nothing (refused before it held anything, or never under
+  // way: CAME_TO_NOTHING_SQL) is given back while the session lasts: the buyer lost nothing by our
+  // failure and may try again with a new key.
   await client.query(
     `UPDATE room_tickets t SET purchase_id = NULL, given_back_at = now()
       WHERE t.sku = $1 AND t.admitted_at IS NOT NULL AND t.left_at IS NULL AND t.purchase_id IS NOT NULL
         AND t.admission_expires_at > now()
-        AND EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id AND ${REFUSED_BEFORE_HOLD_SQL})`,
+        AND EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id AND ${CAME_TO_NOTHING_SQL})`,
     [sku],
   );
   // Who left: an admission whose session ended unused, or whose purchase reached a final status, or
@@ -247,8 +247,8 @@ async function advance(client: pg.Client, sku: string, r: LockedRoom, checkoutsP
       WHERE t.sku = $1 AND t.admitted_at IS NOT NULL AND t.left_at IS NULL
         AND CASE WHEN t.purchase_id IS NULL THEN t.admission_expires_at <= now()
                  ELSE EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = t.purchase_id
-                                AND (p.status = ANY($2::text[]) OR (${SETTLING_SQL}))
-                                AND NOT (${REFUSED_BEFORE_HOLD_SQL} AND t.admission_expires_at > now())) END`,
+                                AND (p.status = ANY($2::text[]) OR (${SETTLING_SQL}) OR ${CAME_TO_NOTHING_SQL})
+                                AND NOT (${CAME_TO_NOTHING_SQL} AND t.admission_expires_at > now())) END`,
     [sku, FINAL_STATUSES],
   );
   // Inside: every admitted buyer counts against maxActive. Against the units, a buyer with a purchase

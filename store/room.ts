@@ -1,4 +1,5 @@
 import { pgCode, PG, type Db, type Tx } from './db';
+import { inLine, waitingInLine } from './checkout-line';
 
 // The waiting room's record (migration 010): rooms, tickets and the serving counter's steps. Who
 // may enter is decided by the admitter (store/admitter.ts); what a poll sees is answered from a
@@ -142,10 +143,17 @@ export async function getRoom(db: Db | Tx, sku: string): Promise<RoomRow | null>
 }
 
 /**
- * A purchase `p` refused before it held anything (the hold step found nothing free, or the session
- * could not open and the hold went back): while its session lasts, the admitter gives that turn back.
+ * A purchase `p` its turn came to nothing on: refused before it held anything (the hold step found
+ * nothing free, or the session could not open and the hold went back), or recorded but never under
+ * way: still `holding`, with no hold, a minute past its place in the checkout line (its saga's start
+ * failed and the buyer never sent the key again, or the API stopped in between; `sagas stuck` lists
+ * it, and the buyer may already buy again without a room). While the admission's session lasts, the
+ * turn is the buyer's again (spent on a new purchase at once, or given back by the admitter); once it
+ * is over, the turn is done and the next in line gets the place.
  */
-export const REFUSED_BEFORE_HOLD_SQL = `(p.status = 'rejected' OR (p.status = 'failed' AND p.checkout_url IS NULL))`;
+export const CAME_TO_NOTHING_SQL = `(p.status = 'rejected' OR (p.status = 'failed' AND p.checkout_url IS NULL)
+  OR (${inLine('p')} AND NOT ${waitingInLine('p')}
+      AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.purchase_id = p.purchase_id)))`;
 
 /**
  * A buyer's ticket for `sku`: the one they already have, or a new one (`created`) with `ticketId`.
@@ -225,15 +233,15 @@ export async function prequeuePlaces(db: Db, sku: string): Promise<Map<string, n
 export async function ticketOutcome(
   db: Db,
   ticketId: string,
-): Promise<{ purchaseId: string | null; purchaseStatus: string | null; refusedBeforeHold: boolean } | null> {
-  const { rows } = await db.query<{ purchase_id: string | null; status: string | null; refused: boolean | null }>(
-    `SELECT t.purchase_id, p.status, ${REFUSED_BEFORE_HOLD_SQL} AS refused
+): Promise<{ purchaseId: string | null; purchaseStatus: string | null; cameToNothing: boolean } | null> {
+  const { rows } = await db.query<{ purchase_id: string | null; status: string | null; nothing: boolean | null }>(
+    `SELECT t.purchase_id, p.status, ${CAME_TO_NOTHING_SQL} AS nothing
        FROM room_tickets t LEFT JOIN purchases p ON p.purchase_id = t.purchase_id
       WHERE t.ticket_id = $1`,
     [ticketId],
   );
   const r = rows[0];
-  return r ? { purchaseId: r.purchase_id, purchaseStatus: r.status, refusedBeforeHold: r.refused === true } : null;
+  return r ? { purchaseId: r.purchase_id, purchaseStatus: r.status, cameToNothing: r.nothing === true } : null;
 }
 
 /** The operator's figures of one room (SKU given) or of every room. */
@@ -304,11 +312,13 @@ export async function giveBackUnspentTurn(db: Db, ticketId: string, sku: string,
 
 /**
  * The condition (on `room_tickets`) that an admission may be spent on a purchase (store/open-purchase.ts):
- * the ticket is admitted, inside its session, and not yet spent on another purchase. `$n` are the
- * ticket id, SKU, buyer and purchase id parameters.
+ * the ticket is admitted, inside its session, and not yet spent on another purchase, or spent on one
+ * that came to nothing (CAME_TO_NOTHING_SQL: the buyer need not wait for the admitter to give the turn
+ * back). `$n` are the ticket id, SKU, buyer and purchase id parameters.
  */
 export function unspentAdmissionSql(ticket: string, sku: string, buyer: string, purchase: string): string {
   return `ticket_id = ${ticket} AND sku = ${sku} AND buyer_id = ${buyer}
           AND admitted_at IS NOT NULL AND left_at IS NULL AND admission_expires_at > now()
-          AND (purchase_id IS NULL OR purchase_id = ${purchase})`;
+          AND (purchase_id IS NULL OR purchase_id = ${purchase}
+               OR EXISTS (SELECT 1 FROM purchases p WHERE p.purchase_id = room_tickets.purchase_id AND ${CAME_TO_NOTHING_SQL}))`;
 }
