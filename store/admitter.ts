@@ -8,7 +8,7 @@ import { CAME_TO_NOTHING_SQL } from './room';
 const SETTLING_SQL = "p.status = 'awaiting_payment' AND p.settling_at IS NOT NULL";
 
 // Any fixed number other than the migrator's: the one admitter of all API processes holds it.
-const ADMITTER_LOCK = 7_402_114;
+export const ADMITTER_LOCK = 7_402_114;
 const DEFAULT_TICK_MS = 100;
 /** How often a process that is not the admitter tries the lock again (the admitter's process may be gone). */
 const DEFAULT_RETRY_MS = 500;
@@ -102,7 +102,8 @@ export class Admitter {
   private async run(): Promise<void> {
     try {
       if (!this.leader) await this.campaign();
-      if (this.leader && this.client) await stepAllRooms(this.client, this.checkoutsPerSecond, this.log);
+      if (this.leader && this.client && !this.closed)
+        await stepAllRooms(this.client, this.checkoutsPerSecond, this.log);
     } catch (err) {
       if (!this.closed) this.log(`room admitter: ${(err as Error).message}; trying again`);
       this.drop();
@@ -126,6 +127,11 @@ export class Admitter {
         if (this.client === client) this.drop();
       });
       await client.connect();
+      // Closed while it connected: close() had no session to end, so this one must not take the lock.
+      if (this.closed) {
+        await client.end().catch(() => {});
+        return;
+      }
       // idle_session_timeout is Postgres 14's: an older server keeps only the one in a transaction.
       await client.query(`SET idle_session_timeout = ${SESSION_IDLE_MS}`).catch(() => {});
       this.client = client;

@@ -13,6 +13,7 @@ export interface RoomSnapshot {
   room: RoomRow;
   /** Steps of the serving counter, oldest first, as far back as STEP_MEMORY_SECONDS after their session. */
   steps: AdmissionStep[];
+  /** When its read began (host clock, ms): the serving counter is at least this old. */
   readAt: number;
 }
 
@@ -82,6 +83,9 @@ export class RoomCache {
       try {
         const old = e.snapshot;
         const after = old?.steps.at(-1)?.lastPlace ?? 0;
+        // The snapshot is as old as its first statement (the room row): a read that waited for a
+        // connection must not make the serving counter look younger than it is to the polls' timing.
+        const asOf = Date.now();
         const read = await readRoom(this.db, sku, after);
         const now = Date.now();
         const recordNow = this.clock.now();
@@ -92,7 +96,7 @@ export class RoomCache {
         } else {
           const forgetBefore = recordNow - STEP_MEMORY_SECONDS * 1000;
           const kept = (old?.steps ?? []).filter((s) => s.expiresAt.getTime() > forgetBefore);
-          e.snapshot = { room: read.room, steps: [...kept, ...read.steps], readAt: now };
+          e.snapshot = { room: read.room, steps: [...kept, ...read.steps], readAt: asOf };
         }
         e.readAt = now;
       } finally {

@@ -1,5 +1,6 @@
 import test from 'ava';
-import { Admitter } from '../../store/admitter';
+import pg from 'pg';
+import { Admitter, ADMITTER_LOCK } from '../../store/admitter';
 import { createOwnDatabase } from '../helpers/own-database';
 import { until } from '../helpers/poll';
 import { freezableRelay } from '../helpers/relay';
@@ -36,6 +37,36 @@ test('an admitter cut off from Postgres loses the lock within seconds, and anoth
   } finally {
     relay.thaw();
     await Promise.all([first.close(), second.close()]);
+    await relay.close();
+  }
+});
+
+test('an admitter closed while it is still connecting takes no lock once the connection opens', async (t) => {
+  const url = new URL(await createOwnDatabase());
+  const relay = await freezableRelay(`${url.hostname}:${url.port}`);
+  const slowUrl = new URL(url);
+  slowUrl.port = relay.address.slice(relay.address.lastIndexOf(':') + 1);
+  const admitter = new Admitter(slowUrl.toString(), { tickMs: 100, retryMs: 200 });
+  const db = new pg.Client({ connectionString: url.toString() });
+  await db.connect();
+  try {
+    relay.freeze();
+    admitter.start();
+    await new Promise((r) => setTimeout(r, 300)); // its connection waits on the frozen relay
+    await admitter.close();
+    relay.thaw();
+    await new Promise((r) => setTimeout(r, 1_500));
+    const { rows } = await db.query(
+      `SELECT count(*)::int AS n FROM pg_locks
+        WHERE locktype = 'advisory' AND granted AND objid = $1
+          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      [ADMITTER_LOCK],
+    );
+    t.is(rows[0].n, 0, 'nobody holds the admitter lock');
+    t.false(admitter.isLeader());
+  } finally {
+    relay.thaw();
+    await db.end();
     await relay.close();
   }
 });
