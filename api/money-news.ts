@@ -38,6 +38,14 @@ export async function recordMoneyNews(deps: ApiDeps, news: MoneyNews): Promise<'
   const { purchaseId } = purchase;
   switch (news.kind) {
     case 'refund': {
+      // Named by its metadata only, with no payment of the purchase on record to bear it out: the saga
+      // that may have made it (before writing the payment) is told, and takes only its own refund's
+      // news. Nothing is written: a refund of another payment of the account naming this purchase
+      // would otherwise put a refund on it, and its own payment would then be ignored as settled.
+      if (news.paymentIntentId === undefined || purchase.paymentIntentId !== news.paymentIntentId) {
+        if (news.step) await deliverRefundNews(deps.temporal, { step: news.step, purchaseId }, news);
+        return 'recorded';
+      }
       // Written only when it is news of the purchase's own refund that moves it forward: not of a
       // refund it replaced (made again, or settled by hand), and never back from settled.
       const current = await recordRefundNews(deps.db, purchaseId, {

@@ -166,3 +166,29 @@ test('a payment event of a purchase whose refund failed after it was restocked c
   t.like(await sys.stock(sku), { sold: 0 });
   await assertInvariants(t, sys.db, sku);
 });
+
+test('a refund of another payment whose metadata names a purchase with no payment yet changes nothing, and its own payment still confirms', async (t) => {
+  const sku = await sys.createProduct({ priceCents: 12_000 });
+  const { purchaseId, sessionId } = await buyAwaiting(sku, 'ray');
+  // Another app on the account refunds a payment of its own with metadata that names our purchase.
+  for (const status of ['pending', 'failed']) {
+    const refund = {
+      id: 're_elsewhere_ray',
+      object: 'refund',
+      amount: 12_000,
+      currency: 'usd',
+      status,
+      payment_intent: 'pi_elsewhere_ray',
+      metadata: { purchase_id: purchaseId, refund_step: 'late' },
+      ...(status === 'failed' ? { failure_reason: 'lost_or_stolen_card' } : {}),
+    };
+    const res = await postEvent(sys, stripeEvent(`refund.${status === 'failed' ? 'failed' : 'created'}`, refund));
+    t.is(res.status, 200, JSON.stringify(res.body));
+  }
+  const view = await sys.purchase(purchaseId);
+  t.like(view.body, { status: 'awaiting_payment', refund: undefined });
+  // Its own payment is not taken for one already settled by a refund.
+  await sys.pay(sessionId, 'succeeded');
+  await sys.waitForPurchase(purchaseId, (r) => r.status === 'confirmed', 15_000);
+  await assertInvariants(t, sys.db, sku);
+});
