@@ -21,6 +21,7 @@ export const RECORDED_PATHS = [
   'late-payment-refunded',
   'late-refund-refused-then-retried',
   'expire-failing-payment-raced',
+  'operator-cancel-while-refunding',
   'support-refund-pending-then-succeeded',
   'stray-payment-refunded',
   'session-refused',

@@ -14,7 +14,16 @@ import { createStripe } from '../../config/clients';
 import { startStack } from '../../dev/stack';
 import { purchaseWorkflowId, refundWorkflowId, strayPaymentWorkflowId } from '../../vocabulary';
 import { RECORDED_PATHS, type RecordedPath } from './paths';
-import { asBuyer, SESSION_ANSWERS_LOST, sessionOf, startSystem, SUPPORT_TOKEN, type System } from '../helpers/system';
+import {
+  ADMIN_TOKEN,
+  asBuyer,
+  SESSION_ANSWERS_LOST,
+  sellTo,
+  sessionOf,
+  startSystem,
+  SUPPORT_TOKEN,
+  type System,
+} from '../helpers/system';
 
 const { version } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
   version: string;
@@ -178,6 +187,29 @@ async function recordAll(sys: System): Promise<Set<RecordedPath>> {
   await sys.pay(raced.session, 'succeeded');
   await record('expire-failing-payment-raced', raced.id, 'late_confirmed');
   await sys.emulatorCall('DELETE', '/_emulator/faults');
+
+  // Expire refused after the lapse, the unit sold to another, the buyer pays: the refund is on its way
+  // when a unit comes back and an operator cancels the saga (the refund is kept, nothing sold).
+  const kept = await sys.createProduct({ stock: 1, holdSeconds: 2, holdGraceSeconds: 0 });
+  await sys.emulatorCall('POST', '/_emulator/faults', {
+    path: '/v1/checkout/sessions/*/expire',
+    method: 'POST',
+    status: 404,
+    count: 1000,
+  });
+  const keptLate = await buy(kept, 'replay-kept');
+  await sys.waitForPurchase(keptLate.id, (r) => r.status === 'needs_attention', 20_000);
+  await sellTo(sys, kept, 'replay-kept-winner');
+  await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'pending' });
+  await sys.pay(keptLate.session, 'succeeded');
+  await sys.waitForPurchase(keptLate.id, (r) => r.status === 'refunded');
+  await sys.emulatorCall('DELETE', '/_emulator/faults');
+  await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'succeeded' });
+  await sys.api('POST', `/v1/products/${kept}/restock`, { quantity: 1 }, { authorization: `Bearer ${ADMIN_TOKEN}` });
+  const keptSaga = sys.temporal.workflow.getHandle(purchaseWorkflowId(keptLate.id));
+  await keptSaga.cancel();
+  await keptSaga.result().catch(() => {});
+  await writeRun('operator-cancel-while-refunding', purchaseWorkflowId(keptLate.id));
 
   // A support refund that starts pending and succeeds later: followed to its end.
   await sys.emulatorCall('POST', '/_emulator/settings', { refundStatus: 'pending' });
