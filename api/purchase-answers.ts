@@ -1,5 +1,5 @@
 import type { Admission } from '../store/admission';
-import type { SoldOutOutlook } from '../store/gate';
+import { soldOutDetail, type SoldOutOutlook } from '../store/gate';
 import { contractRefundStatus, type PurchaseState } from '../vocabulary';
 import type { CheckoutQueueView } from './checkout-pace';
 import { invalid, Problem } from './problem';
@@ -150,14 +150,7 @@ export function sagaAnswer(
         throw new Problem(404, 'product-not-found', `no product with SKU ${state.sku}`, extra);
       default:
         // The hold step found nothing free: units may still be held by others and come back.
-        throw soldOut(
-          outlook?.final
-            ? `${state.sku} is sold out`
-            : `${state.sku} is sold out for now: units are held and may come back`,
-          outlook,
-          now,
-          extra,
-        );
+        throw soldOut(soldOutDetail(state.sku, outlook ?? { final: false }), outlook, now, extra);
     }
   }
   if (state.status === 'failed' && !state.checkoutUrl) {

@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { ProductTerms, PurchaseRequest } from '../vocabulary';
 import type { Clock } from './clock';
 import type { Db } from './db';
-import { IN_FLIGHT_RETRY_MS, type Gate, type Permit, type SoldOutOutlook } from './gate';
+import { IN_FLIGHT_RETRY_MS, soldOutDetail, type Gate, type Permit, type SoldOutOutlook } from './gate';
 import { getProduct, termsOf } from './products';
 import { Batcher } from './batcher';
 import { backAtSql } from './hold-types';
@@ -175,10 +175,7 @@ export class Admissions {
         if (meanwhile) return this.answerKnown(meanwhile, req);
       }
       if (product.room && admission) await this.giveBack(admission.ticketId, req);
-      const detail = entry.final
-        ? `${req.sku} is sold out`
-        : `${req.sku} is sold out for now: units are held and may come back`;
-      return { outcome: 'sold_out', detail, final: entry.final, retryAt: entry.retryAt };
+      return { outcome: 'sold_out', detail: soldOutDetail(req.sku, entry), final: entry.final, retryAt: entry.retryAt };
     }
     try {
       const opened = await openPurchase(this.db, idempotencyKey, req, product.room ? admission! : undefined);

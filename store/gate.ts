@@ -49,6 +49,15 @@ export interface SoldOutOutlook {
   final: boolean;
   /** When a unit may be free again (not final). */
   retryAt?: Date;
+  /** Units free now, fewer than were asked for (final, and more than none: a smaller quantity may be had). */
+  left?: number;
+}
+
+/** The words of a sold-out answer for `sku`. */
+export function soldOutDetail(sku: string, o: SoldOutOutlook): string {
+  if (!o.final) return `${sku} is sold out for now: units are held and may come back`;
+  if (o.left) return `only ${o.left} of ${sku} left: ask for at most ${o.left}`;
+  return `${sku} is sold out`;
 }
 
 export type GateAnswer =
@@ -178,7 +187,10 @@ export class Gate {
   private outlookOf(s: SkuState, view: StockView, units: number): SoldOutOutlook {
     const inFlight = [...s.inFlight].some((f) => f.settledAt === undefined);
     const short = this.free(s) < units;
-    if (short && view.held === 0 && !inFlight) return { final: true };
+    if (short && view.held === 0 && !inFlight) {
+      const free = Math.max(0, this.free(s));
+      return free > 0 ? { final: true, left: free } : { final: true };
+    }
     const retryAt =
       short && view.held > 0 && view.nextLapseAt ? view.nextLapseAt : new Date(this.clock.now() + IN_FLIGHT_RETRY_MS);
     return { final: false, retryAt };

@@ -211,7 +211,11 @@ test.serial(
     for (let i = 0; i < 5 && !sagaRefused; i++) {
       const sku = await sys.createProduct({ stock: 1, holdSeconds: 600, maxPerBuyer: 2 });
       // The gate has seen the unit free (two are asked for: none is taken).
-      t.like((await sys.buy(sku, `behind-${i}-a`, { quantity: 2 })).body, { type: 'sold-out', final: true });
+      t.like((await sys.buy(sku, `behind-${i}-a`, { quantity: 2 })).body, {
+        type: 'sold-out',
+        final: true,
+        detail: `only 1 of ${sku} left: ask for at most 1`,
+      });
       // The unit leaves behind its back (a stock change whose notification is lost): its view still
       // has it, the saga's hold step finds none.
       await restockBehindTheGate(sku, -1);
