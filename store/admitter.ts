@@ -127,17 +127,18 @@ export class Admitter {
         if (this.client === client) this.drop();
       });
       await client.connect();
+      // idle_session_timeout is Postgres 14's: an older server keeps only the one in a transaction.
+      await client.query(`SET idle_session_timeout = ${SESSION_IDLE_MS}`).catch(() => {});
       // Closed while it connected: close() had no session to end, so this one must not take the lock.
       if (this.closed) {
         await client.end().catch(() => {});
         return;
       }
-      // idle_session_timeout is Postgres 14's: an older server keeps only the one in a transaction.
-      await client.query(`SET idle_session_timeout = ${SESSION_IDLE_MS}`).catch(() => {});
       this.client = client;
     }
     const { rows } = await this.client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [ADMITTER_LOCK]);
-    this.leader = rows[0].ok;
+    // Closed while it asked: close() ended the session (and with it the lock) or is ending it.
+    this.leader = rows[0].ok && !this.closed;
   }
 
   private drop(): void {

@@ -80,7 +80,7 @@ export async function settleStragglers(saga: PurchaseSaga): Promise<void> {
     if (!(await condition(() => saga.payment !== 'pending', DURATIONS.asyncSettleMs))) {
       /* istanbul ignore if -- only the replay of a history from before the patch takes this path */
       if (!patched(READ_UNSETTLED_PATCH)) return;
-      await saga.readDelayedPayment();
+      await saga.readAfterTheEnd();
       if ((saga.payment as Payment) !== 'paid') return;
     }
     if ((saga.payment as Payment) === 'failed') return;

@@ -19,7 +19,7 @@ export async function followUp(saga: PurchaseSaga): Promise<PurchaseState> {
   // A delayed payment's first word arriving after its outcome (out of order): nothing left to settle.
   if (saga.payment === 'pending' && !isPaid(record.status)) {
     const settled = await condition(() => fold.settled, DURATIONS.asyncSettleMs);
-    if (!settled && patched(READ_UNSETTLED_PATCH)) await saga.readDelayedPayment();
+    if (!settled && patched(READ_UNSETTLED_PATCH)) await saga.readAfterTheEnd();
   }
   if (saga.payment === 'paid' && !isPaid(record.status)) {
     await saga.settleLatePayment();

@@ -260,12 +260,13 @@ const OPERATOR_CANCEL_SETTLES_PATCH = 'operator-cancel-settles-stragglers';
 const CANCEL_KEEPS_REFUND_PATCH = 'cancel-keeps-the-refund';
 
 /**
- * The cancel of a saga that had started a refund: once Stripe made it (it is on the record), the
- * webhook records the rest; before that, the refund is made now (the same idempotency key as the
+ * The cancel of a saga that had started a refund: once Stripe made it (it has an id on the record,
+ * with the payment), the webhook records the rest and support's word reaches a run that makes it
+ * again; before that (cut short, or refused), the refund is made now (the same idempotency key as the
  * call the cancel cut short: never twice), and followed as before.
  */
 async function keepRefund(saga: PurchaseSaga, refund: { reason: string; kind: string }): Promise<void> {
-  if (saga.state.refund) return;
+  if (saga.state.refund?.refundId) return;
   await refundPaid(saga, refund.reason, refund.kind);
 }
 

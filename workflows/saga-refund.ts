@@ -56,6 +56,8 @@ async function recordRefund(saga: RefundingSaga, reason: string, kind: string, n
       });
     case 'failed':
       return saga.setStatus('needs_attention', {
+        // With the payment: support's word reaches a run that makes the refund again once this saga ends.
+        paymentIntentId: state.paymentIntentId,
         reason: `${reason}; ${news.reason}`,
         refund: {
           status: 'failed',

@@ -79,6 +79,8 @@ export class PurchaseSaga {
    * whole second of Stripe's event time (events carry whole seconds), or when the saga learned it.
    */
   paidAt?: number;
+  /** Support settled the read of the paid session by hand (learnPaymentIntent reads it no more). */
+  private intentReadSettled = false;
   /** What this run last upserted as its search attributes (status and hold expiry), if anything. */
   private published?: string;
   /**
@@ -199,8 +201,9 @@ export class PurchaseSaga {
       settleEndsCall,
       flag: (reason) => this.setStatus('needs_attention', { reason }),
     });
-    // Support settled this step: the next one Stripe refuses waits for a word of its own.
-    if (answer.outcome === 'settled' && patched(SETTLEMENT_EVERY_STEP_PATCH)) this.desk.settled = undefined;
+    // A settlement is this step's, or none's: one that came as the step ended another way (its retry
+    // went through) is not carried to the next step Stripe refuses, which waits for a word of its own.
+    if (this.desk.settled && patched(SETTLEMENT_EVERY_STEP_PATCH)) this.desk.settled = undefined;
     return answer;
   }
 
@@ -208,9 +211,12 @@ export class PurchaseSaga {
   async learnPaymentIntent(): Promise<void> {
     const { state } = this;
     if (state.paymentIntentId || !state.sessionId) return;
+    // Settled by hand once: support told the saga to go on without it, and is not asked again.
+    if (this.intentReadSettled) return;
     const sessionId = state.sessionId;
     const read = await this.attend('reading the paid session', () => stripeActs().getSessionPayment(sessionId));
     if (read.outcome === 'done') state.paymentIntentId = read.value.paymentIntentId;
+    if (read.outcome === 'settled') this.intentReadSettled = true;
   }
 
   private buyerLimitReason(): string {
@@ -345,6 +351,17 @@ export class PurchaseSaga {
       this.fold.payment = 'paid';
       if (read.value.paymentIntentId) this.state.paymentIntentId = read.value.paymentIntentId;
     }
+  }
+
+  /**
+   * readDelayedPayment for a purchase that had already ended (its unit gone back): a read Stripe
+   * refused flagged it `needs_attention` for support; unless it found the payment, the purchase is
+   * put back as it ended, so nothing waits for support once the run closes.
+   */
+  async readAfterTheEnd(): Promise<void> {
+    const { status, reason } = this.state;
+    await this.readDelayedPayment();
+    if (this.payment !== 'paid' && this.state.status !== status) await this.setStatus(status, { reason });
   }
 
   /**

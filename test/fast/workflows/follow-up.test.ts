@@ -1,6 +1,6 @@
 import test from 'ava';
 import type { PurchaseState, PurchaseStatus } from '../../../vocabulary';
-import { TERMS } from '../helpers/world';
+import { refusal, TERMS } from '../helpers/world';
 import { paymentEventSignal, refundEventSignal, supportActionSignal } from '../../../workflows/definitions';
 import { called, idle, startPurchase, until } from '../helpers/saga';
 import { useFastTemporal } from '../helpers/temporal';
@@ -163,4 +163,22 @@ test('a payment after the saga closed that the purchase rules refuse is refunded
   t.like(await saga.result(), { status: 'refunded', refund: { status: 'settled' } });
   t.is(c.count('retakeForLatePayment'), 0);
   t.deepEqual(c.notified, ['refunded_address_limit']);
+});
+
+test('a read of a debit that never settled, refused by Stripe and settled by support, leaves the purchase as it ended', async (t) => {
+  const { world } = temporal();
+  const c = world.open({
+    getSessionPayment: () => {
+      throw refusal('Stripe answered 404: no such session');
+    },
+  });
+  c.record = { ...recorded(c, 'expired'), reason: 'the hold lapsed unpaid' };
+  const saga = await startPurchase(temporal(), c, { followUp: true });
+  await saga.signal(paymentEventSignal, c.event('checkout.session.completed', { paymentStatus: 'unpaid' }));
+  await until(() => c.record?.status === 'needs_attention', 'needs_attention');
+  await idle(saga, 'the follow-up waiting for support');
+  await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'no payment in the Dashboard' });
+  await saga.result();
+  t.like(c.record, { status: 'expired', reason: 'the hold lapsed unpaid' });
+  t.is(c.count('retakeForLatePayment'), 0);
 });

@@ -2,7 +2,7 @@ import test from 'ava';
 import { ApplicationFailure } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
 import { paymentEventSignal, refundEventSignal, supportActionSignal } from '../../../workflows/definitions';
-import { called, gate, idle, sessionOpen, startPurchase, until, type Saga } from '../helpers/saga';
+import { called, gate, idle, sessionOpen, sleep, startPurchase, until, type Saga } from '../helpers/saga';
 import { useFastTemporal } from '../helpers/temporal';
 import { refusal, TERMS, type Case } from '../helpers/world';
 
@@ -150,6 +150,30 @@ test('a read of the paid session Stripe refuses is settled by support, and the s
   t.like(await saga.result(), { status: 'confirmed', paymentIntentId: undefined });
 });
 
+test('a read of the paid session settled by support is not asked again: the refund without a PaymentIntent waits for its own settlement', async (t) => {
+  const { world } = temporal();
+  const c = world.open({
+    convertHold: () => 'lapsed',
+    retakeForLatePayment: () => ({ outcome: 'sold_out', oversold: false }),
+    getSessionPayment: () => {
+      throw refusal('Stripe answered 404: no such session');
+    },
+  });
+  const saga = await payFor(c);
+  await until(() => c.record?.status === 'needs_attention', 'needs_attention');
+  await idle(saga, 'the saga waiting for support');
+  await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'read in the Dashboard' });
+  await until(() => /names no PaymentIntent$/.test(c.record?.reason ?? ''), 'the refund put in front of support');
+  await idle(saga, 'the saga waiting for the refund by hand');
+  await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'refunded by bank transfer' });
+  t.like(await saga.result(), {
+    status: 'refunded',
+    refund: { status: 'settled', reason: 'settled by hand by ana: refunded by bank transfer' },
+  });
+  t.is(c.count('getSessionPayment'), 1);
+  t.is(c.count('refundPayment'), 0);
+});
+
 const ruled = { ...TERMS, maxPerCard: 1 };
 
 test('a payment the purchase rules refuse is refunded, its hold given back, and the buyer told the rule', async (t) => {
@@ -259,10 +283,12 @@ test('an operator’s cancel while the refund of a late payment is on its way se
   ]);
 });
 
-test('an operator’s cancel while Stripe refuses the refund leaves it to support and sells nothing', async (t) => {
+test('an operator’s cancel while Stripe refuses the refund tries it again (same key) and sells nothing', async (t) => {
+  let refunds = 0;
   const c = refundingCase({
-    refundPayment: () => {
-      throw refusal('Stripe answered 400: try again later');
+    refundPayment: (k) => {
+      if (++refunds === 1) throw refusal('Stripe answered 400: try again later');
+      return { refundId: k.nextRefundId(), status: 'succeeded' };
     },
   });
   const saga = await payFor(c);
@@ -270,9 +296,39 @@ test('an operator’s cancel while Stripe refuses the refund leaves it to suppor
   await idle(saga, 'the saga waiting to try the refund again');
   await saga.cancel();
   await t.throwsAsync(saga.result());
-  // Support's retry of a purchase no saga runs for makes the refund again (refund-again.ts).
-  t.like(c.record, { status: 'needs_attention', refund: { status: 'failed' } });
+  // Stripe made no refund: support's word could not reach a run that makes it again (the record had
+  // no payment), so the cancel makes it.
+  t.like(c.record, { status: 'refunded', refund: { status: 'succeeded' }, paymentIntentId: c.paymentIntentId });
   t.is(c.count('retakeForLatePayment'), 1);
+  const attempts = c.calls
+    .filter((k) => k.name === 'refundPayment')
+    .map((k) => (k.args[0] as { attempt: number }).attempt);
+  t.deepEqual(attempts, [0, 0]);
+});
+
+test('a settlement that comes while a refused step’s retry goes through is not carried to the refund after it', async (t) => {
+  const second = gate(t);
+  let reads = 0;
+  const c = temporal().world.open({
+    getSessionPayment: async (k) => {
+      reads++;
+      if (reads === 1) throw refusal('Stripe answered 404: no such session');
+      if (reads === 2) await second.passed();
+      return { status: 'complete', paymentStatus: 'paid', paymentIntentId: k.paymentIntentId };
+    },
+    convertHold: () => 'lapsed',
+    retakeForLatePayment: () => ({ outcome: 'sold_out', oversold: false }),
+  });
+  const saga = await payFor(c);
+  // Refused, then tried again after its backoff: support settles it while that try is going through.
+  await called(c, 'getSessionPayment', 2);
+  await saga.signal(supportActionSignal, { action: 'settled', actor: 'ana', note: 'read it in the Dashboard' });
+  // The saga has taken the word (its workflow task done) before the read answers.
+  for (const deadline = Date.now() + 40_000; (await saga.describe()).raw.pendingWorkflowTask; await sleep(20)) {
+    if (Date.now() > deadline) throw new Error('the saga never took the settlement');
+  }
+  second.open();
+  t.like(await saga.result(), { status: 'refunded', refund: { status: 'succeeded' } });
   t.is(c.count('refundPayment'), 1);
 });
 
