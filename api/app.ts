@@ -58,7 +58,9 @@ export function createApp(deps: ApiDeps): Koa {
       before: requireBearer(deps.adminToken, 'admin'),
       // The webhook route reads its raw body itself (the signature covers the exact bytes); the
       // buyer's pages take HTML forms (api/routes/page-forms.ts).
-      skip: (ctx) => ctx.path === WEBHOOK_PATH || isPagePath(ctx.path),
+      // Matched as the routers match (any case, a trailing slash or not): a JSON parser that read the
+      // webhook's body first would leave its route waiting for bytes already gone.
+      skip: (ctx) => ctx.path.replace(/\/$/, '').toLowerCase() === WEBHOOK_PATH || isPagePath(ctx.path),
     }),
   );
   for (const router of routers) {

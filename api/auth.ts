@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type Koa from 'koa';
-import { BadBuyerToken, type BuyerVerifier } from '../config/buyer-tokens';
+import { BadBuyerToken, BuyerKeysUnavailable, type BuyerVerifier } from '../config/buyer-tokens';
 import { Problem } from './problem';
 
 function same(a: string, b: string): boolean {
@@ -9,10 +9,18 @@ function same(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-const bearerOf = (ctx: Koa.Context): string => {
-  const header = ctx.get('authorization');
-  return header.startsWith('Bearer ') ? header.slice(7).trim() : '';
-};
+// The scheme's name is case-insensitive (RFC 9110, 11.1).
+const bearerOf = (ctx: Koa.Context): string => /^bearer +(.*)$/i.exec(ctx.get('authorization'))?.[1]?.trim() ?? '';
+
+/** 503 for a buyer token that could not be checked: the identity provider's key set is out of reach. */
+export const keysUnavailable = (err: BuyerKeysUnavailable): Problem =>
+  new Problem(
+    503,
+    'unavailable',
+    `buyer tokens cannot be checked now (the sign-in key set is out of reach: ${err.message}); try again`,
+    {},
+    { 'Retry-After': '5' },
+  );
 
 /** Requires `Authorization: Bearer <token>`; 401 `unauthorized` otherwise. */
 export function requireBearer(token: string, realm: string): Koa.Middleware {
@@ -50,6 +58,7 @@ export async function buyerOf(ctx: Koa.Context, buyers: BuyerVerifier): Promise<
     return await buyers.verify(token);
   } catch (err) {
     if (err instanceof BadBuyerToken) throw noBuyer(err.message);
+    if (err instanceof BuyerKeysUnavailable) throw keysUnavailable(err);
     throw err;
   }
 }

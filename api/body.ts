@@ -37,6 +37,11 @@ export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer
   if (Number(req.headers['content-length'] || 0) > limit) return Promise.reject(tooLarge(limit));
   // Cut off while an earlier step ran: its `close` has been and gone.
   if (req.destroyed && !req.complete) return Promise.reject(cutOff());
+  // Read already (by a parser that should have skipped it): its `end` has been and gone, and waiting
+  // for it would never answer.
+  if (req.readableEnded) {
+    return Promise.reject(invalid([{ field: 'body', message: 'was read before its route: it cannot be verified' }]));
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

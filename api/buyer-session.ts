@@ -1,5 +1,6 @@
 import type Koa from 'koa';
-import { BadBuyerToken, signBuyerToken } from '../config/buyer-tokens';
+import { BadBuyerToken, BuyerKeysUnavailable, signBuyerToken } from '../config/buyer-tokens';
+import { keysUnavailable } from './auth';
 import type { ApiDeps } from './deps';
 import { Problem } from './problem';
 
@@ -21,6 +22,8 @@ export async function pageBuyer(ctx: Koa.Context, deps: Pick<ApiDeps, 'buyers'>)
   try {
     return await deps.buyers.verify(token);
   } catch (err) {
+    // The key set out of reach: the sign-in may be good, so it is kept.
+    if (err instanceof BuyerKeysUnavailable) throw keysUnavailable(err);
     if (!(err instanceof BadBuyerToken)) throw err;
     // Forget it, so the next page is simply signed out.
     clearBuyerCookie(ctx);

@@ -1,7 +1,7 @@
 import { randomBytes, type webcrypto } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRemoteJWKSet, jwtVerify, SignJWT, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, errors, jwtVerify, SignJWT, type JWTVerifyGetKey } from 'jose';
 import { hmacCryptoKey } from './hs256-key';
 
 // Buyer tokens: JWTs whose `sub` is the buyer id and which carry an `exp`. The merchant's login
@@ -23,6 +23,16 @@ export const MIN_SECRET_LENGTH = 32;
 const BUYER_ID = /^[^\p{Cc}\p{Cs}]{1,128}$/u;
 
 export class BadBuyerToken extends Error {}
+
+/**
+ * The key set at BUYER_JWKS_URL could not be had (the identity provider down, slow, or not answering
+ * 200 with a key set): no verdict on the token, which may well be good. Not a bad token: the buyer
+ * keeps their sign-in and is asked to try again.
+ */
+export class BuyerKeysUnavailable extends Error {}
+
+/** jose's errors that are the key set's fetch failing, not the token. */
+const KEY_SET_OUTAGES = new Set(['ERR_JWKS_TIMEOUT', 'ERR_JWKS_INVALID', 'ERR_JOSE_GENERIC']);
 
 export interface BuyerVerifier {
   /** The buyer id of a valid token; throws BadBuyerToken (with why) for anything else. */
@@ -51,6 +61,8 @@ export function createBuyerVerifier(config: BuyerTokenConfig): BuyerVerifier {
           typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, await key, options);
         sub = payload.sub;
       } catch (err) {
+        const outage = !(err instanceof errors.JOSEError) || KEY_SET_OUTAGES.has(err.code);
+        if (config.jwksUrl && outage) throw new BuyerKeysUnavailable((err as Error).message);
         throw new BadBuyerToken((err as Error).message);
       }
       // A claim is whatever the issuer wrote: a number would pass the pattern once coerced to text.

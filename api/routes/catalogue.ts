@@ -23,6 +23,9 @@ import {
   STRIPE_MAX_SESSION_SECONDS,
 } from '../../vocabulary/limits';
 
+/** Every ISO 4217 currency code this runtime knows (upper-case). */
+const ISO_CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
+
 type ProductBody = Omit<NewProduct, 'ruleTerms'> & { maxPerPaymentMethod?: number | null };
 
 const productBody: JSONSchemaType<ProductBody> = {
@@ -144,6 +147,10 @@ export function catalogueRoutes(deps: ApiDeps): Router {
     const input: NewProduct = { ...own, maxPerCard: maxPerPaymentMethod ?? sent.maxPerCard, ruleTerms };
     if (input.units && input.units.length !== input.stock) {
       throw invalid([{ field: 'stock', message: `must equal the number of units (${input.units.length})` }]);
+    }
+    if (!ISO_CURRENCIES.has(input.currency.toUpperCase())) {
+      // Three letters that name no currency (a typo): Stripe would refuse every session.
+      throw invalid([{ field: 'currency', message: `must be an ISO 4217 currency code (usd, eur, ...)` }]);
     }
     const minimum = STRIPE_MIN_CHARGE[input.currency.toLowerCase()];
     if (minimum !== undefined && input.priceCents < minimum) {

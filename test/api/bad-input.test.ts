@@ -319,6 +319,30 @@ test.serial(
 );
 
 test.serial(
+  'the webhook at its path in other case or with a trailing slash is answered, not left waiting',
+  async (t) => {
+    // An event of a type the service does not act on, signed: its answer says it was received.
+    const payload = JSON.stringify({
+      id: 'evt_path_case',
+      object: 'event',
+      type: 'customer.created',
+      created: 1,
+      livemode: false,
+      data: { object: { id: 'cus_1', object: 'customer' } },
+    });
+    const signature = Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
+    for (const path of ['/v1/webhooks/stripe/', '/V1/Webhooks/Stripe']) {
+      const answered = await Promise.race([
+        send('POST', path, payload, { 'Stripe-Signature': signature }),
+        new Promise<null>((r) => setTimeout(() => r(null), 15_000).unref()),
+      ]);
+      t.not(answered, null, `${path} was answered`);
+      t.is(answered?.status, 200, `${path}: ${answered?.text}`);
+    }
+  },
+);
+
+test.serial(
   'a support reason with NUL, line breaks and a lone surrogate is sanitised, and the refund completes',
   async (t) => {
     const sku = await sys.createProduct({ sku: uniqueSku('reason'), stock: 1 });

@@ -137,11 +137,16 @@ for (const c of bodyCases) {
         typeof body.priceCents === 'number' &&
         typeof body.currency === 'string' &&
         body.priceCents < (STRIPE_MIN_CHARGE[body.currency.toLowerCase()] ?? 0);
+      // A currency that is no ISO 4217 code (a rule beyond the schema's three letters).
+      const noCurrency =
+        typeof body.currency === 'string' &&
+        /^[A-Za-z]{3}$/.test(body.currency) &&
+        !Intl.supportedValuesOf('currency').includes(body.currency.toUpperCase());
       const res = await post(c.path, body, c.headers);
       const refused = res.status === 400 && res.body.type === 'invalid-request';
       const what = `${JSON.stringify(body)} -> ${res.status} ${JSON.stringify(res.body)}`;
-      t.is(refused, !documented || belowMinimum, what);
-      if (documented && !belowMinimum) accepted++;
+      t.is(refused, !documented || belowMinimum || noCurrency, what);
+      if (documented && !belowMinimum && !noCurrency) accepted++;
     }
     t.true(accepted > 1, 'some variants were valid');
     t.true(bodies.length - accepted > 5, 'some variants were refused');
@@ -158,4 +163,17 @@ test('POST /v1/purchases refuses a missing or too long Idempotency-Key, as docum
   t.is((await post('/v1/purchases', body, tooLong)).status, 400);
   const longest = { ...alice, 'idempotency-key': 'k'.repeat(key.schema.maxLength) };
   t.not((await post('/v1/purchases', body, longest)).status, 400);
+});
+
+test('POST /v1/products refuses three letters that name no currency, naming currency', async (t) => {
+  const base = { sku: 'runner-42', name: 'Runner', priceCents: 12900, stock: 1 };
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  for (const currency of ['eru', 'XXQ']) {
+    const res = await post('/v1/products', { ...base, currency }, admin);
+    t.is(res.status, 400, currency);
+    t.deepEqual(
+      res.body.errors?.map((e) => e.field),
+      ['currency'],
+    );
+  }
 });

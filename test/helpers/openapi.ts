@@ -32,7 +32,7 @@ function placeholder(name: string): unknown {
   });
 }
 
-export function placeholderDeps(): ApiDeps {
+export function placeholderDeps(overrides: Partial<ApiDeps> = {}): ApiDeps {
   const known: Partial<ApiDeps> = {
     adminToken: ADMIN_TOKEN,
     supportToken: SUPPORT_TOKEN,
@@ -51,6 +51,7 @@ export function placeholderDeps(): ApiDeps {
     logger: createLogger('test', { LOG_LEVEL: 'silent' }),
     // Metrics are real (the access log observes every request); nothing here scrapes them.
     metrics: createMetrics(placeholder('deps.db') as Db, placeholder('gate') as Gate),
+    ...overrides,
   };
   return new Proxy(known, {
     get: (target, prop: string) => (prop in target ? target[prop as keyof ApiDeps] : placeholder(`deps.${prop}`)),
@@ -86,9 +87,11 @@ export function requestSchema(pathName: string, method: string): Record<string, 
   return schema;
 }
 
-/** The app on placeholder dependencies, listening on a free loopback port. */
-export async function serveApp(): Promise<{ baseUrl: string; close: () => Promise<void> }> {
-  const server: Server = createApp(placeholderDeps()).listen(0, '127.0.0.1');
+/** The app on placeholder dependencies (some given), listening on a free loopback port. */
+export async function serveApp(
+  overrides: Partial<ApiDeps> = {},
+): Promise<{ baseUrl: string; close: () => Promise<void> }> {
+  const server: Server = createApp(placeholderDeps(overrides)).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   return {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
