@@ -58,7 +58,8 @@ export class Reader {
     if (typeof dflt !== 'number') throw new Error(`${name} has no integer default in config/variables`);
     const raw = this.env[name];
     if (raw === undefined || raw === '') return dflt;
-    const n = Number(raw);
+    // Digits only: Number() reads blanks as 0 (a limit turned off), and takes 0x10 and 1e3.
+    const n = /^-?\d+$/.test(raw.trim()) ? Number(raw) : NaN;
     const min = row.min ?? 0;
     if (!Number.isInteger(n) || n < min) this.problems.push(`${name} must be an integer >= ${min}, got "${raw}"`);
     else if (row.max !== undefined && n > row.max) this.problems.push(rangeProblem(name, row, n));

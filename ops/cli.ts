@@ -2,6 +2,7 @@ import { Client, type Connection } from '@temporalio/client';
 import type pg from 'pg';
 import { connectTemporal, createPool, reaching } from '../config/clients';
 import { ConfigError, loadCliConfig, loadTemporalCliConfig } from '../config';
+import { getProduct } from '../store/products';
 import { UsageError } from './cli-args';
 import { temporalUi, type TemporalUi } from './temporal-ui';
 
@@ -87,4 +88,14 @@ export async function openCliClients(
       await db?.end();
     },
   };
+}
+
+/**
+ * Whether `sku` (when given) names no product: a misspelt SKU would read as nothing to do (no stuck
+ * saga, no difference), so the CLIs that take one refuse it, exit 2 with the usage. Printed here.
+ */
+export async function unknownSku(name: string, db: pg.Pool, sku: string | undefined, usage: string): Promise<boolean> {
+  if (sku === undefined || (await getProduct(db, sku))) return false;
+  console.error(`${name}: unknown SKU "${sku}": no such product\n\n${usage}`);
+  return true;
 }

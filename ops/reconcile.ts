@@ -1,19 +1,15 @@
 // `npm run reconcile [-- --sku SKU]`: prints every difference between the ledger and the stock.
 // Exit 0 clean, 1 differences, 2 usage or connection errors (an unknown SKU is a usage error), so a
 // cron job or an alert can tell "the ledger is off" from "the check did not run".
-import { getProduct } from '../store/products';
 import { reconcile } from '../store/reconcile';
-import { openCliClients, runCli } from './cli';
+import { openCliClients, runCli, unknownSku } from './cli';
 import { parse, USAGE, type ReconcileArgs } from './reconcile-args';
 
 async function main(args: ReconcileArgs): Promise<number> {
   const clients = await openCliClients('reconcile', { db: 'required', temporal: false });
   try {
     const db = clients.db!;
-    if (args.sku !== undefined && !(await getProduct(db, args.sku))) {
-      console.error(`reconcile: unknown SKU "${args.sku}": no such product\n\n${USAGE}`);
-      return 2;
-    }
+    if (await unknownSku('reconcile', db, args.sku, USAGE)) return 2;
     const diffs = await reconcile(db, args.sku);
     if (args.json) {
       console.log(JSON.stringify({ sku: args.sku ?? null, differences: diffs }, null, 2));

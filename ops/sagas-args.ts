@@ -24,7 +24,7 @@ Lists purchase and refund sagas that should have moved on and did not:
   --json        one JSON document instead of the table
   --fail-on-any exit 1 when anything is reported (for a cron job or an alert; default: exit 0)
   --limit       at most this many workflows per query (default 1000)
-  --sku         only this SKU;  --task-queue  only this task queue
+  --sku         only this SKU (with DATABASE_URL, one that names no product is exit 2);  --task-queue  only this task queue
 
 Exit 0 done (with --fail-on-any: nothing stuck), 1 with --fail-on-any when something is stuck,
 2 on bad arguments or when Temporal (or Postgres, when given) cannot be reached.

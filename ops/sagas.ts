@@ -3,7 +3,7 @@
 // link each, and prints the Temporal UI filters that find them. Read-only. Exit 0 (also when
 // something is stuck, unless --fail-on-any: then 1), 2 on bad arguments or when Temporal or
 // Postgres cannot be reached, so an alert fires on 1 and pages about the check itself on 2.
-import { openCliClients, runCli } from './cli';
+import { openCliClients, runCli, unknownSku } from './cli';
 import { parse, USAGE, type SagasArgs } from './sagas-args';
 import type { TemporalUi } from './temporal-ui';
 import { scanStuckSagas, type StuckSaga, type StuckScan } from './stuck-sagas';
@@ -79,6 +79,8 @@ async function main(args: SagasArgs): Promise<number> {
   const clients = await openCliClients('sagas', { db: 'optional', temporal: true });
   const { db, namespace, ui } = clients;
   try {
+    // Without DATABASE_URL the SKU is only a filter: Temporal cannot say whether it names a product.
+    if (db && (await unknownSku('sagas', db, args.sku, USAGE))) return 2;
     const now = new Date();
     const scan = await scanStuckSagas(clients.temporal!, {
       olderThanMs: args.olderThanMs,

@@ -10,10 +10,9 @@
 // disputed payments, the most urgent response deadline first (ops/disputes.ts).
 import os from 'node:os';
 import { requestSupportRefund } from '../client/refunds';
-import { getProduct } from '../store/products';
 import { listOversoldOrders } from '../store/purchases';
 import { actOnPurchase, actOnStray, listAttention, type AttentionDeps } from './attention';
-import { openCliClients, runCli } from './cli';
+import { openCliClients, runCli, unknownSku } from './cli';
 import { printDisputes } from './disputes';
 import { findAndPrint } from './find-purchases';
 import { runNotifications } from './notifications';
@@ -38,9 +37,8 @@ async function main(args: SupportArgs): Promise<number> {
   const db = clients.db!;
   // A misspelt SKU would read as nothing to do: it is refused as reconcile refuses it.
   const sku = 'sku' in args ? args.sku : undefined;
-  if (sku !== undefined && !(await getProduct(db, sku))) {
+  if (await unknownSku('support', db, sku, USAGE)) {
     await clients.close();
-    console.error(`support: unknown SKU "${sku}": no such product\n\n${USAGE}`);
     return 2;
   }
   if (readsPostgresOnly(args)) {

@@ -181,8 +181,13 @@ test('the Temporal UI filters name the search attributes and the server accepts 
   t.throws(() => stuckSagaFilters(new Date(), { sku: 'x" OR Sku!="' }), { message: /cannot use/ });
 });
 
-test('the sagas CLI says so when nothing is stuck and prints the UI filters', async (t) => {
-  const sku = uniqueSku('none');
+test('the sagas CLI says so when nothing is stuck and prints the UI filters; a SKU that names no product is exit 2', async (t) => {
+  const sys = await system(t, { worker: false });
+  const sku = await sys.createProduct();
+  // A misspelt SKU would read as nothing stuck: with the database it is refused, naming it.
+  const typo = await sagasCli(['stuck', '--sku', `${sku}-typo`, '--fail-on-any']);
+  t.is(typo.code, 2, typo.stdout);
+  t.true(typo.stderr.includes(`unknown SKU "${sku}-typo"`), typo.stderr);
   const out = await sagasCli(['stuck', '--older-than', '0', '--sku', sku]);
   t.is(out.code, 0, out.stderr);
   t.regex(out.stdout, /^no stuck sagas/);

@@ -206,3 +206,13 @@ test('loopback hosts: localhost, 127.0.0.0/8 and ::1 (bracketed or IPv4-mapped),
   }
   for (const host of ['0.0.0.0', '::', '10.0.0.5', '128.0.0.1', 'shop.internal', '']) t.false(isLoopback(host), host);
 });
+
+test('an integer setting is digits: blanks, hex and exponents are refused, naming the setting', (t) => {
+  for (const raw of [' ', '0x10', '1e3', '12abc']) {
+    t.regex(
+      problems(() => loadApiConfig({ ...api, RATE_LIMIT_PER_IP_PER_SECOND: raw })),
+      /RATE_LIMIT_PER_IP_PER_SECOND must be an integer >= \d+, got/,
+      JSON.stringify(raw),
+    );
+  }
+});
