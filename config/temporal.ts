@@ -30,6 +30,10 @@ export function loadTemporalSettings(env: Record<string, string | undefined>, pr
   const set = Object.fromEntries(
     Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== ''),
   );
+  // The SDK's reader takes any other spelling (TRUE, yes, on) as false: TLS off, its files ignored.
+  if (set.TEMPORAL_TLS !== undefined && !['true', 'false'].includes(set.TEMPORAL_TLS)) {
+    problems.push(`TEMPORAL_TLS must be true or false, got "${set.TEMPORAL_TLS}"`);
+  }
   try {
     const { connectionOptions: c, namespace } = loadClientConnectConfig({ overrideEnvVars: set });
     return {

@@ -206,11 +206,11 @@ export const SERVICE_VARIABLES: readonly Variable[] = [
   {
     name: 'PORT',
     section: 'service',
-    readBy: ['api'],
+    readBy: ['api', 'worker'],
     default: 3000,
     min: 0,
     max: 65_535,
-    doc: 'the port the API listens on; a port in use stops the API with one line naming the variable',
+    doc: "the port the API listens on; a port in use stops the API with one line naming the variable (the worker reads it only for `PUBLIC_URL`'s default)",
     essential: true,
   },
   {

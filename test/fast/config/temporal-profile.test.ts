@@ -57,3 +57,11 @@ test('a profile that is not in the file, or a file that is not TOML, stops the p
   const broken = profileFile(t, 'this is = not [toml');
   t.throws(() => loadCliConfig({ ...base, TEMPORAL_CONFIG_FILE: broken }), { instanceOf: ConfigError });
 });
+
+test('TEMPORAL_TLS is true or false: another spelling stops the process naming it, not a plaintext connection', (t) => {
+  t.truthy(loadCliConfig({ ...base, TEMPORAL_TLS: 'true' }).temporal.tls, 'TLS on');
+  for (const raw of ['TRUE', 'yes', 'on']) {
+    const err = t.throws(() => loadCliConfig({ ...base, TEMPORAL_TLS: raw }), { instanceOf: ConfigError });
+    t.regex(err!.message, new RegExp(`TEMPORAL_TLS must be true or false, got "${raw}"`));
+  }
+});
