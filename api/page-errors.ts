@@ -48,7 +48,7 @@ function limitWords(extra: { limit?: string; maxQuantity?: number }): string {
 
 /** A problem in the buyer's words. */
 export function noticeOf(p: Problem, signInHref?: string): Notice {
-  const extra = p.extra as { final?: boolean; heldBy?: string; errors?: { field: string }[] };
+  const extra = p.extra as { final?: boolean; heldBy?: string; maxQuantity?: number; errors?: { field: string }[] };
   const home = { href: '/', text: 'See what is on sale' };
   const base = { kind: p.type, links: [home] };
   switch (p.type) {
@@ -73,7 +73,13 @@ export function noticeOf(p: Problem, signInHref?: string): Notice {
               'Every one is sold or held by another buyer right now. Held items come back when their buyer does not pay in time.',
             retryAfterSeconds: retryAfter(p),
           }
-        : { ...base, title: 'Sold out', message: 'Sorry, this product is sold out.' };
+        : typeof extra.maxQuantity === 'number'
+          ? {
+              ...base,
+              title: `Only ${extra.maxQuantity} left`,
+              message: `There are fewer left than you asked for: choose at most ${extra.maxQuantity}.`,
+            }
+          : { ...base, title: 'Sold out', message: 'Sorry, this product is sold out.' };
     case 'not-open':
       return {
         ...base,

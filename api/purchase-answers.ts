@@ -110,7 +110,11 @@ export function soldOut(
   now: number,
   extra: Record<string, unknown> = {},
 ) {
-  if (outlook?.final) return new Problem(409, 'sold-out', detail, { ...extra, final: true });
+  if (outlook?.final) {
+    // Fewer left than asked for: how many may still be had (the most a new request may ask).
+    const fewer = outlook.left ? { maxQuantity: outlook.left } : {};
+    return new Problem(409, 'sold-out', detail, { ...extra, final: true, ...fewer });
+  }
   const retryAt = outlook?.retryAt ?? new Date(now + 1000);
   const wait = Math.max(1, Math.ceil((retryAt.getTime() - now) / 1000));
   return new Problem(

@@ -35,7 +35,7 @@ export type Admission =
   /** This buyer already holds the SKU, or waits in the checkout line for it (the purchase `heldBy`): nothing written. */
   | { outcome: 'hold_exists'; heldBy: string; detail: string }
   /** No unit can be had now. `final`: nothing is held or in flight, nothing can come back. */
-  | { outcome: 'sold_out'; detail: string; final: boolean; retryAt?: Date }
+  | ({ outcome: 'sold_out'; detail: string } & SoldOutOutlook)
   /** The product has a waiting room, and this request carries no valid, unspent admission to it: nothing written. */
   | { outcome: 'not_admitted'; detail: string }
   /** The request contradicts the product or an earlier use of its key. */
@@ -175,7 +175,8 @@ export class Admissions {
         if (meanwhile) return this.answerKnown(meanwhile, req);
       }
       if (product.room && admission) await this.giveBack(admission.ticketId, req);
-      return { outcome: 'sold_out', detail: soldOutDetail(req.sku, entry), final: entry.final, retryAt: entry.retryAt };
+      const { final, retryAt, left } = entry;
+      return { outcome: 'sold_out', detail: soldOutDetail(req.sku, entry), final, retryAt, left };
     }
     try {
       const opened = await openPurchase(this.db, idempotencyKey, req, product.room ? admission! : undefined);

@@ -215,6 +215,7 @@ test.serial(
         type: 'sold-out',
         final: true,
         detail: `only 1 of ${sku} left: ask for at most 1`,
+        maxQuantity: 1,
       });
       // The unit leaves behind its back (a stock change whose notification is lost): its view still
       // has it, the saga's hold step finds none.
