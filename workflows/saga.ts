@@ -216,7 +216,8 @@ export class PurchaseSaga {
     const sessionId = state.sessionId;
     const read = await this.attend('reading the paid session', () => stripeActs().getSessionPayment(sessionId));
     if (read.outcome === 'done') state.paymentIntentId = read.value.paymentIntentId;
-    if (read.outcome === 'settled') this.intentReadSettled = true;
+    // Under the patch only: before it the settlement stayed on the desk, and answered the next read.
+    if (read.outcome === 'settled' && patched(SETTLEMENT_EVERY_STEP_PATCH)) this.intentReadSettled = true;
   }
 
   private buyerLimitReason(): string {

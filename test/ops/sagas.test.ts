@@ -10,7 +10,6 @@ import {
   refusedStrayRefund,
   runOpsCli,
 } from '../helpers/attention';
-import { uniqueSku } from '../helpers/db';
 import { asBuyer, startSystem, type System } from '../helpers/system';
 
 // Each test has a system (emulator, API, worker, task queue) of its own: one stops its worker, one

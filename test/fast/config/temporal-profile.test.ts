@@ -62,6 +62,6 @@ test('TEMPORAL_TLS is true or false: another spelling stops the process naming i
   t.truthy(loadCliConfig({ ...base, TEMPORAL_TLS: 'true' }).temporal.tls, 'TLS on');
   for (const raw of ['TRUE', 'yes', 'on']) {
     const err = t.throws(() => loadCliConfig({ ...base, TEMPORAL_TLS: raw }), { instanceOf: ConfigError });
-    t.regex(err!.message, new RegExp(`TEMPORAL_TLS must be true or false, got "${raw}"`));
+    t.regex(err.message, new RegExp(`TEMPORAL_TLS must be true or false, got "${raw}"`));
   }
 });
