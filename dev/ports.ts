@@ -15,6 +15,11 @@ import { isAlive } from './proc';
  */
 const PORT_RANGE = { from: 10_000, to: 32_000 };
 /**
+ * The ports of that range the Fetch standard blocks (its "bad ports"): Node's fetch() refuses to
+ * connect to them ("bad port"), so a server there cannot be reached by a fetch-based client or test.
+ */
+const FETCH_BAD_PORTS = new Set([10_080]);
+/**
  * Which process freePort() handed each port to, lately: a file per port holding its pid and when.
  * A port is another server's between launches too (a launcher restarted on the same ports): the
  * kernel's bind check sees it free then, and another process's freePort() must not hand it out.
@@ -54,6 +59,7 @@ function bindable(port: number, host: string): Promise<boolean> {
 export async function freePort(host = '127.0.0.1'): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = PORT_RANGE.from + Math.floor(Math.random() * (PORT_RANGE.to - PORT_RANGE.from));
+    if (FETCH_BAD_PORTS.has(port)) continue;
     if ((await bindable(port, host)) && reservePort(port)) return port;
   }
   throw new Error(`no free port between ${PORT_RANGE.from} and ${PORT_RANGE.to}`);

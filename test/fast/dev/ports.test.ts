@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import test from 'ava';
-import { reservePort } from '../../../dev/ports';
+import { freePort, reservePort } from '../../../dev/ports';
 
 // The ports the launchers and the tests hand their servers (dev/ports.ts): one handed to a process is
 // not handed to another while that one lives, whatever the kernel says of it between two binds.
@@ -30,3 +30,18 @@ test('a port freePort handed to another process is not handed out again while th
     other.kill('SIGKILL');
   }
 });
+
+test.serial(
+  'freePort never hands out a port fetch() refuses to connect to (10080, one of the Fetch bad ports)',
+  async (t) => {
+    const draws = [(10_080 - 10_000 + 0.5) / 22_000, 0.5];
+    const random = Math.random;
+    Math.random = () => draws.shift() ?? random();
+    try {
+      const port = await freePort();
+      t.not(port, 10_080);
+    } finally {
+      Math.random = random;
+    }
+  },
+);
